@@ -1,0 +1,170 @@
+//! Record types: numbers and their mnemonics.
+//!
+//! ```text
+//!  "AAAA" ◄──► RType(28)      "TYPE65280" ◄──► RType(65280)   (RFC 3597 §5)
+//! ```
+//!
+//! The mnemonic is the key of an RRset inside a node document (see
+//! `docs/schema.md`), so this table is part of the storage contract.
+
+use std::fmt;
+
+/// A record type (the TYPE field of a resource record).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct RType(pub u16);
+
+const TABLE: &[(u16, &str)] = &[
+    (1, "A"),
+    (2, "NS"),
+    (5, "CNAME"),
+    (6, "SOA"),
+    (12, "PTR"),
+    (13, "HINFO"),
+    (15, "MX"),
+    (16, "TXT"),
+    (17, "RP"),
+    (18, "AFSDB"),
+    (24, "SIG"),
+    (25, "KEY"),
+    (28, "AAAA"),
+    (29, "LOC"),
+    (33, "SRV"),
+    (35, "NAPTR"),
+    (36, "KX"),
+    (37, "CERT"),
+    (39, "DNAME"),
+    (41, "OPT"),
+    (43, "DS"),
+    (44, "SSHFP"),
+    (45, "IPSECKEY"),
+    (46, "RRSIG"),
+    (47, "NSEC"),
+    (48, "DNSKEY"),
+    (49, "DHCID"),
+    (50, "NSEC3"),
+    (51, "NSEC3PARAM"),
+    (52, "TLSA"),
+    (53, "SMIMEA"),
+    (55, "HIP"),
+    (59, "CDS"),
+    (60, "CDNSKEY"),
+    (61, "OPENPGPKEY"),
+    (62, "CSYNC"),
+    (63, "ZONEMD"),
+    (64, "SVCB"),
+    (65, "HTTPS"),
+    (99, "SPF"),
+    (108, "EUI48"),
+    (109, "EUI64"),
+    (249, "TKEY"),
+    (250, "TSIG"),
+    (251, "IXFR"),
+    (252, "AXFR"),
+    (253, "MAILB"),
+    (254, "MAILA"),
+    (255, "ANY"),
+    (256, "URI"),
+    (257, "CAA"),
+];
+
+impl RType {
+    /// A (IPv4 address).
+    pub const A: RType = RType(1);
+    /// NS (authoritative name server).
+    pub const NS: RType = RType(2);
+    /// CNAME (canonical name).
+    pub const CNAME: RType = RType(5);
+    /// SOA (start of authority).
+    pub const SOA: RType = RType(6);
+    /// PTR.
+    pub const PTR: RType = RType(12);
+    /// MX (mail exchange).
+    pub const MX: RType = RType(15);
+    /// TXT.
+    pub const TXT: RType = RType(16);
+    /// AAAA (IPv6 address).
+    pub const AAAA: RType = RType(28);
+    /// SRV (service location).
+    pub const SRV: RType = RType(33);
+    /// NAPTR.
+    pub const NAPTR: RType = RType(35);
+    /// DNAME (delegation of a subtree's name).
+    pub const DNAME: RType = RType(39);
+    /// OPT (EDNS pseudo-record).
+    pub const OPT: RType = RType(41);
+    /// DS (delegation signer).
+    pub const DS: RType = RType(43);
+    /// RRSIG.
+    pub const RRSIG: RType = RType(46);
+    /// NSEC.
+    pub const NSEC: RType = RType(47);
+    /// DNSKEY.
+    pub const DNSKEY: RType = RType(48);
+    /// NSEC3.
+    pub const NSEC3: RType = RType(50);
+    /// NSEC3PARAM.
+    pub const NSEC3PARAM: RType = RType(51);
+    /// SVCB.
+    pub const SVCB: RType = RType(64);
+    /// HTTPS.
+    pub const HTTPS: RType = RType(65);
+    /// IXFR (query type only).
+    pub const IXFR: RType = RType(251);
+    /// AXFR (query type only).
+    pub const AXFR: RType = RType(252);
+    /// ANY (query type only).
+    pub const ANY: RType = RType(255);
+
+    /// The mnemonic (`"AAAA"`), or `TYPEnnn` for types without one.
+    pub fn mnemonic(self) -> std::borrow::Cow<'static, str> {
+        match TABLE.iter().find(|(n, _)| *n == self.0) {
+            Some((_, m)) => std::borrow::Cow::Borrowed(m),
+            None => std::borrow::Cow::Owned(format!("TYPE{}", self.0)),
+        }
+    }
+
+    /// Parses a mnemonic or `TYPEnnn`, case-insensitively.
+    pub fn from_mnemonic(text: &str) -> Option<RType> {
+        if let Some((n, _)) = TABLE.iter().find(|(_, m)| m.eq_ignore_ascii_case(text)) {
+            return Some(RType(*n));
+        }
+        let digits = text
+            .get(..4)
+            .filter(|p| p.eq_ignore_ascii_case("TYPE"))
+            .map(|_| &text[4..])?;
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        digits.parse::<u16>().ok().map(RType)
+    }
+
+    /// Types that exist only in queries or messages, never in zone data.
+    pub fn is_meta(self) -> bool {
+        matches!(self.0, 41 | 128..=255)
+    }
+}
+
+impl fmt::Display for RType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.mnemonic())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mnemonics_round_trip() {
+        assert_eq!(RType::from_mnemonic("aaaa"), Some(RType::AAAA));
+        assert_eq!(RType::from_mnemonic("TYPE65280"), Some(RType(65280)));
+        assert_eq!(RType::from_mnemonic("type1"), Some(RType::A));
+        assert_eq!(RType::from_mnemonic("TYPE"), None);
+        assert_eq!(RType::from_mnemonic("TYPE70000"), None);
+        assert_eq!(RType::from_mnemonic("BOGUS"), None);
+        assert_eq!(RType(65280).mnemonic(), "TYPE65280");
+        for (n, m) in TABLE {
+            assert_eq!(RType::from_mnemonic(m), Some(RType(*n)));
+        }
+    }
+}

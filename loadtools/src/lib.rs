@@ -1,0 +1,2 @@
+//! mongodns load tools: the zone-file parser and the importer.
+#![warn(missing_docs)]

@@ -1,0 +1,1 @@
+//! mongodns server library.
