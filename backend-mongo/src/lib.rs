@@ -1,9 +1,21 @@
 //! Storage for mongodns: the MongoDB schema, its indexes, and every read and
 //! write. See `docs/schema.md` for the contract other programs write to.
+//!
+//! ```text
+//!  server ──reads──► Store (store.rs) ──► zones / nodes / meta
+//!  importer, signer ──ZoneWriter (writer.rs)──┘
+//!  documents ◄──► values: schema.rs     names: name.rs     types: rtype.rs
+//! ```
 #![warn(missing_docs)]
 
 pub mod name;
 pub mod rtype;
+pub mod schema;
+pub mod store;
+pub mod writer;
 
 pub use name::{Name, NameError};
 pub use rtype::RType;
+pub use schema::{Node, RRset, ZoneInfo};
+pub use store::{Store, StoreError};
+pub use writer::{NodeWrite, WriteMode, WriteStats, ZoneWriter};

@@ -68,7 +68,9 @@ impl Name {
         if wire.len() > MAX_NAME_LEN {
             return Err(NameError::NameTooLong);
         }
-        Ok(Name { wire: wire.into() })
+        let mut wire: Box<[u8]> = wire.into();
+        lower_labels(&mut wire);
+        Ok(Name { wire })
     }
 
     /// Parses an uncompressed wire-format name that fills `bytes` exactly.
@@ -290,7 +292,9 @@ impl Name {
         if wire.len() > MAX_NAME_LEN {
             return Err(NameError::NameTooLong);
         }
-        Ok(Name { wire: wire.into() })
+        let mut wire: Box<[u8]> = wire.into();
+        lower_labels(&mut wire);
+        Ok(Name { wire })
     }
 
     /// A string whose byte order is the canonical order of RFC 4034 §6.1:
@@ -435,6 +439,8 @@ mod tests {
         assert_eq!(n("WWW.Example.COM.").to_string(), "www.example.com.");
         let wire = b"\x03WwW\x07EXAMPLE\x03com\x00";
         assert_eq!(Name::from_wire(wire).unwrap(), n("www.example.com."));
+        let built = Name::from_labels([&b"WWW"[..], &b"Example"[..]]).unwrap();
+        assert_eq!(built.as_wire(), b"\x03www\x07example\x00");
     }
 
     #[test]

@@ -1,2 +1,10 @@
 //! mongodns load tools: the zone-file parser and the importer.
+//!
+//! ```text
+//!  zonefile (master file ─► Record) ─► import (validate, group, bulk write)
+//!                                          └─► backend_mongo::ZoneWriter
+//! ```
 #![warn(missing_docs)]
+
+pub mod import;
+pub mod zonefile;

@@ -1,1 +1,14 @@
-//! mongodns server library.
+//! mongodns: an authoritative DNS server whose zones live in MongoDB.
+//!
+//! ```text
+//!  frontend (UDP/TCP sockets, framing) ─► pipeline (parse ─► stages ─► render)
+//!                                            │ needs data
+//!                                            ▼
+//!                                  backend::Backend ─► backend_mongo::Store
+//! ```
+#![warn(missing_docs)]
+
+pub mod backend;
+pub mod frontend;
+pub mod pipeline;
+pub mod wire;

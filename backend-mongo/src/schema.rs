@@ -1,0 +1,232 @@
+//! The documents mongodns stores, and their conversion to and from values.
+//!
+//! ```text
+//!  zones   { _id: "example.com.", ver, serial, gen, pending_ver? , updated }
+//!  nodes   { _id: "example.com. 3 www.example.com.", zone, ver, name, ck,
+//!            rrsets: { A: { ttl, rd: [BinData…] }, MX: {…} } }
+//!  meta    { _id: "seq", seq }          global change counter
+//! ```
+//!
+//! `docs/schema.md` is the prose version of this file and the contract for
+//! other programs; keep the two in step.
+
+use crate::{Name, RType};
+use mongodb::bson::{doc, spec::BinarySubtype, Binary, Bson, Document};
+use std::sync::Arc;
+
+/// Collection of zone documents.
+pub const ZONES: &str = "zones";
+/// Collection of node documents (one per owner name per zone version).
+pub const NODES: &str = "nodes";
+/// Collection of global counters.
+pub const META: &str = "meta";
+/// `_id` of the global change counter in [`META`].
+pub const SEQ_ID: &str = "seq";
+
+/// The `_id` of a node: zone, content version and owner name, space-separated.
+///
+/// Names are in the escaped presentation form of [`Name`]'s `Display`, which
+/// never contains a raw space, so the key is unambiguous.
+pub fn node_id(zone: &Name, ver: i64, name: &Name) -> String {
+    format!("{zone} {ver} {name}")
+}
+
+/// One RRset as stored: TTL and rdata in uncompressed wire format.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RRset {
+    /// The record type.
+    pub rtype: RType,
+    /// TTL in seconds.
+    pub ttl: u32,
+    /// Each record's rdata, uncompressed wire format.
+    pub rdata: Vec<Box<[u8]>>,
+}
+
+/// All RRsets at one owner name of one zone version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Node {
+    /// The owner name.
+    pub name: Name,
+    /// RRsets, in no particular order. Empty for an empty non-terminal.
+    pub rrsets: Vec<Arc<RRset>>,
+}
+
+impl Node {
+    /// The RRset of `rtype`, if the node has one.
+    pub fn rrset(&self, rtype: RType) -> Option<&Arc<RRset>> {
+        self.rrsets.iter().find(|r| r.rtype == rtype)
+    }
+
+    /// True for an empty non-terminal (a node with no data of its own).
+    pub fn is_empty_non_terminal(&self) -> bool {
+        self.rrsets.is_empty()
+    }
+}
+
+/// What the server needs of a zone document.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ZoneInfo {
+    /// The apex name.
+    pub apex: Name,
+    /// The content version currently served (part of every node `_id`).
+    pub ver: i64,
+    /// The zone's generation: changes whenever any writer changed the zone.
+    pub gen: i64,
+    /// SOA serial as last written by a mongodns writer.
+    pub serial: u32,
+}
+
+/// A document could not be understood.
+#[derive(Debug, thiserror::Error)]
+#[error("malformed document {id}: {reason}")]
+pub struct SchemaError {
+    /// The `_id` of the document.
+    pub id: String,
+    /// What was wrong.
+    pub reason: String,
+}
+
+fn bad(id: &str, reason: impl Into<String>) -> SchemaError {
+    SchemaError {
+        id: id.to_string(),
+        reason: reason.into(),
+    }
+}
+
+fn int_field(d: &Document, key: &str) -> Option<i64> {
+    match d.get(key)? {
+        Bson::Int32(v) => Some(i64::from(*v)),
+        Bson::Int64(v) => Some(*v),
+        Bson::Double(v) if v.fract() == 0.0 => Some(*v as i64),
+        _ => None,
+    }
+}
+
+/// Decodes a zone document.
+pub fn zone_from_doc(d: &Document) -> Result<ZoneInfo, SchemaError> {
+    let id = d
+        .get_str("_id")
+        .map_err(|_| bad("?", "_id is not a string"))?;
+    let apex: Name = id
+        .parse()
+        .map_err(|e| bad(id, format!("bad zone name: {e}")))?;
+    let ver = int_field(d, "ver").ok_or_else(|| bad(id, "missing ver"))?;
+    let gen = int_field(d, "gen").unwrap_or(0);
+    let serial = int_field(d, "serial").unwrap_or(0) as u32;
+    Ok(ZoneInfo {
+        apex,
+        ver,
+        gen,
+        serial,
+    })
+}
+
+/// Decodes a node document.
+pub fn node_from_doc(d: &Document) -> Result<Node, SchemaError> {
+    let id = d.get_str("_id").unwrap_or("?");
+    let name: Name = d
+        .get_str("name")
+        .map_err(|_| bad(id, "missing name"))?
+        .parse()
+        .map_err(|e| bad(id, format!("bad name: {e}")))?;
+    let mut rrsets = Vec::new();
+    if let Ok(sets) = d.get_document("rrsets") {
+        for (key, value) in sets {
+            let rtype =
+                RType::from_mnemonic(key).ok_or_else(|| bad(id, format!("unknown type {key}")))?;
+            let set = value
+                .as_document()
+                .ok_or_else(|| bad(id, format!("rrsets.{key} is not a document")))?;
+            let ttl = int_field(set, "ttl")
+                .ok_or_else(|| bad(id, format!("rrsets.{key}.ttl missing")))?;
+            let ttl = u32::try_from(ttl)
+                .map_err(|_| bad(id, format!("rrsets.{key}.ttl out of range")))?;
+            let rd = set
+                .get_array("rd")
+                .map_err(|_| bad(id, format!("rrsets.{key}.rd missing")))?;
+            let mut rdata = Vec::with_capacity(rd.len());
+            for item in rd {
+                match item {
+                    Bson::Binary(b) => rdata.push(b.bytes.clone().into_boxed_slice()),
+                    _ => return Err(bad(id, format!("rrsets.{key}.rd holds a non-binary value"))),
+                }
+            }
+            if rdata.is_empty() {
+                continue;
+            }
+            rrsets.push(Arc::new(RRset { rtype, ttl, rdata }));
+        }
+    }
+    Ok(Node { name, rrsets })
+}
+
+/// BSON binary (subtype 0) holding `bytes`.
+pub fn binary(bytes: &[u8]) -> Bson {
+    Bson::Binary(Binary {
+        subtype: BinarySubtype::Generic,
+        bytes: bytes.to_vec(),
+    })
+}
+
+/// A full node document, as an importer inserts it.
+pub fn node_doc(zone: &Name, ver: i64, name: &Name, rrsets: &[RRset]) -> Document {
+    let mut sets = Document::new();
+    for set in rrsets {
+        let rd: Vec<Bson> = set.rdata.iter().map(|r| binary(r)).collect();
+        sets.insert(
+            set.rtype.mnemonic().into_owned(),
+            doc! { "ttl": i64::from(set.ttl), "rd": rd },
+        );
+    }
+    doc! {
+        "_id": node_id(zone, ver, name),
+        "zone": zone.to_string(),
+        "ver": ver,
+        "name": name.to_string(),
+        "ck": name.canonical_key(),
+        "rrsets": sets,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_documents_round_trip() {
+        let zone: Name = "Example.COM.".parse().unwrap();
+        let name: Name = "WWW.example.com.".parse().unwrap();
+        let sets = vec![
+            RRset {
+                rtype: RType::A,
+                ttl: 300,
+                rdata: vec![Box::new([192, 0, 2, 1]), Box::new([192, 0, 2, 2])],
+            },
+            RRset {
+                rtype: RType(65280),
+                ttl: 60,
+                rdata: vec![Box::new([1, 2, 3])],
+            },
+        ];
+        let d = node_doc(&zone, 7, &name, &sets);
+        assert_eq!(d.get_str("_id").unwrap(), "example.com. 7 www.example.com.");
+        assert!(d.get_document("rrsets").unwrap().contains_key("TYPE65280"));
+        let node = node_from_doc(&d).unwrap();
+        assert_eq!(node.name, name);
+        assert_eq!(node.rrset(RType::A).unwrap().rdata.len(), 2);
+        assert_eq!(node.rrset(RType(65280)).unwrap().ttl, 60);
+        assert!(node.rrset(RType::AAAA).is_none());
+    }
+
+    #[test]
+    fn malformed_documents_are_errors_not_panics() {
+        let d = doc! {"_id": "x", "name": "a.", "rrsets": {"A": {"ttl": -1, "rd": []}}};
+        assert!(node_from_doc(&d).is_err());
+        let d = doc! {"_id": "x", "name": "a.", "rrsets": {"BOGUS": {"ttl": 1, "rd": []}}};
+        assert!(node_from_doc(&d).is_err());
+        let d = doc! {"_id": "x", "name": "a.", "rrsets": {"A": {"ttl": 1, "rd": ["text"]}}};
+        assert!(node_from_doc(&d).is_err());
+        let d = doc! {"_id": "example.com."};
+        assert!(zone_from_doc(&d).is_err());
+    }
+}

@@ -1,0 +1,237 @@
+//! The connection to MongoDB and every read the server makes.
+//!
+//! ```text
+//!  Store::connect(uri, db) ──ping, buildInfo (≥ 4.4)──► Store
+//!  Store::ensure_indexes()          idempotent, run by the server at start
+//!  find_zone(apex)   ── zones._id point lookup ──► Option<ZoneInfo>
+//!  get_node(zone, n) ── nodes._id point lookup ──► Option<Node>
+//!  zone_nodes(zone)  ── {zone, ver} scan, canonical order ──► Vec<Node> (AXFR)
+//!  change_seq()      ── meta._id "seq" ──► i64       (freshness polling)
+//! ```
+
+use crate::schema::{self, Node, SchemaError, ZoneInfo, META, NODES, SEQ_ID, ZONES};
+use crate::Name;
+use futures::TryStreamExt;
+use mongodb::bson::{doc, Document};
+use mongodb::options::{ClientOptions, IndexOptions};
+use mongodb::{Client, Collection, Database, IndexModel};
+use std::time::Duration;
+
+/// Oldest MongoDB server version mongodns supports.
+pub const MIN_SERVER_VERSION: (u32, u32) = (4, 4);
+
+/// A storage fault. DNS outcomes (a missing name) are never errors.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The URI could not be parsed.
+    #[error("invalid MongoDB URI: {0}")]
+    BadUri(String),
+    /// The database did not answer.
+    #[error("MongoDB at {uri} is unreachable: {reason}")]
+    Unreachable {
+        /// The URI with any password removed.
+        uri: String,
+        /// The driver's explanation.
+        reason: String,
+    },
+    /// The server is older than [`MIN_SERVER_VERSION`].
+    #[error("MongoDB server version {0} is too old: mongodns needs 4.4 or newer")]
+    TooOld(String),
+    /// Any other driver or server error.
+    #[error("MongoDB error: {0}")]
+    Database(#[from] mongodb::error::Error),
+    /// A stored document does not follow the schema.
+    #[error(transparent)]
+    Schema(#[from] SchemaError),
+    /// A zone that must exist does not.
+    #[error("zone {0} does not exist")]
+    NoSuchZone(String),
+}
+
+/// Handle to the mongodns database. Cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    pub(crate) db: Database,
+    pub(crate) zones: Collection<Document>,
+    pub(crate) nodes: Collection<Document>,
+    pub(crate) meta: Collection<Document>,
+}
+
+fn redact(uri: &str) -> String {
+    // mongodb://user:pass@host → mongodb://user:***@host
+    match (uri.find("://"), uri.find('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let creds = &uri[s + 3..at];
+            match creds.find(':') {
+                Some(c) => format!("{}{}:***{}", &uri[..s + 3], &creds[..c], &uri[at..]),
+                None => uri.to_string(),
+            }
+        }
+        _ => uri.to_string(),
+    }
+}
+
+impl Store {
+    /// Connects, checks that the server answers and is new enough.
+    ///
+    /// `timeout` bounds server selection and connection setup, so a missing
+    /// database is reported quickly instead of hanging.
+    pub async fn connect(
+        uri: &str,
+        database: &str,
+        timeout: Duration,
+    ) -> Result<Store, StoreError> {
+        let mut options = ClientOptions::parse(uri)
+            .await
+            .map_err(|e| StoreError::BadUri(e.to_string()))?;
+        options.server_selection_timeout = Some(timeout);
+        options.connect_timeout = Some(timeout);
+        options.app_name = Some("mongodns".into());
+        if options.max_pool_size.is_none() {
+            options.max_pool_size = Some(64);
+        }
+        let client =
+            Client::with_options(options).map_err(|e| StoreError::BadUri(e.to_string()))?;
+        let db = client.database(database);
+        let unreachable = |e: mongodb::error::Error| StoreError::Unreachable {
+            uri: redact(uri),
+            reason: e.to_string(),
+        };
+        db.run_command(doc! {"ping": 1})
+            .await
+            .map_err(unreachable)?;
+        let info = client
+            .database("admin")
+            .run_command(doc! {"buildInfo": 1})
+            .await
+            .map_err(unreachable)?;
+        let version = info.get_str("version").unwrap_or("0.0").to_string();
+        if !version_at_least(&version, MIN_SERVER_VERSION) {
+            return Err(StoreError::TooOld(version));
+        }
+        Ok(Store {
+            zones: db.collection(ZONES),
+            nodes: db.collection(NODES),
+            meta: db.collection(META),
+            db,
+        })
+    }
+
+    /// The database handle, for tools that need a raw command.
+    pub fn database(&self) -> &Database {
+        &self.db
+    }
+
+    /// Creates every index mongodns relies on. Safe to run at every start.
+    ///
+    /// * `nodes {zone, ver, ck}`: one zone version in canonical order
+    ///   (AXFR, NSEC chains, deleting an old version);
+    /// * `zones {gen}`: zones changed since a generation (freshness polling).
+    ///
+    /// Hot-path lookups use `_id`, which every collection indexes already.
+    pub async fn ensure_indexes(&self) -> Result<(), StoreError> {
+        let by_zone = IndexModel::builder()
+            .keys(doc! {"zone": 1, "ver": 1, "ck": 1})
+            .options(
+                IndexOptions::builder()
+                    .name("zone_ver_ck".to_string())
+                    .build(),
+            )
+            .build();
+        self.nodes.create_index(by_zone).await?;
+        let by_gen = IndexModel::builder()
+            .keys(doc! {"gen": 1})
+            .options(IndexOptions::builder().name("gen".to_string()).build())
+            .build();
+        self.zones.create_index(by_gen).await?;
+        Ok(())
+    }
+
+    /// The zone whose apex is exactly `apex`, if it is being served.
+    ///
+    /// A zone document without `ver` is being created and is not served yet.
+    pub async fn find_zone(&self, apex: &Name) -> Result<Option<ZoneInfo>, StoreError> {
+        let found = self.zones.find_one(doc! {"_id": apex.to_string()}).await?;
+        match found {
+            Some(d) if d.contains_key("ver") => Ok(Some(schema::zone_from_doc(&d)?)),
+            _ => Ok(None),
+        }
+    }
+
+    /// The node `name` in the served version of `zone`.
+    pub async fn get_node(&self, zone: &ZoneInfo, name: &Name) -> Result<Option<Node>, StoreError> {
+        let id = schema::node_id(&zone.apex, zone.ver, name);
+        let found = self.nodes.find_one(doc! {"_id": id}).await?;
+        Ok(match found {
+            Some(d) => Some(schema::node_from_doc(&d)?),
+            None => None,
+        })
+    }
+
+    /// Every node of the served version of `zone`, in canonical order.
+    ///
+    /// One query reads one version, so the result is a consistent snapshot
+    /// even while an importer builds the next version.
+    pub async fn zone_nodes(&self, zone: &ZoneInfo) -> Result<Vec<Node>, StoreError> {
+        let mut cursor = self
+            .nodes
+            .find(doc! {"zone": zone.apex.to_string(), "ver": zone.ver})
+            .sort(doc! {"ck": 1})
+            .await?;
+        let mut out = Vec::new();
+        while let Some(d) = cursor.try_next().await? {
+            out.push(schema::node_from_doc(&d)?);
+        }
+        Ok(out)
+    }
+
+    /// The global change counter: every writer increases it.
+    pub async fn change_seq(&self) -> Result<i64, StoreError> {
+        let found = self.meta.find_one(doc! {"_id": SEQ_ID}).await?;
+        Ok(found
+            .and_then(|d| {
+                d.get("seq")
+                    .and_then(|v| v.as_i64().or(v.as_i32().map(i64::from)))
+            })
+            .unwrap_or(0))
+    }
+
+    /// Zones whose generation is above `seq`.
+    pub async fn zones_changed_since(&self, seq: i64) -> Result<Vec<ZoneInfo>, StoreError> {
+        let mut cursor = self.zones.find(doc! {"gen": {"$gt": seq}}).await?;
+        let mut out = Vec::new();
+        while let Some(d) = cursor.try_next().await? {
+            if d.contains_key("ver") {
+                out.push(schema::zone_from_doc(&d)?);
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn version_at_least(version: &str, min: (u32, u32)) -> bool {
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let major = parts.next().unwrap_or(0);
+    let minor = parts.next().unwrap_or(0);
+    (major, minor) >= min
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_compare_numerically() {
+        assert!(version_at_least("4.4.0", (4, 4)));
+        assert!(version_at_least("7.0.77", (4, 4)));
+        assert!(version_at_least("10.0", (4, 4)));
+        assert!(!version_at_least("4.2.8", (4, 4)));
+        assert!(!version_at_least("garbage", (4, 4)));
+    }
+
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(redact("mongodb://u:secret@h:1/"), "mongodb://u:***@h:1/");
+        assert_eq!(redact("mongodb://h:1/"), "mongodb://h:1/");
+    }
+}

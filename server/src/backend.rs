@@ -1,0 +1,51 @@
+//! The narrow interface between the answer pipeline and storage.
+//!
+//! ```text
+//!  pipeline ──Backend::{find_zone, get_node, zone_nodes}──► Store (MongoDB)
+//!                                       (later: ► RecordCache ► Store)
+//! ```
+//!
+//! Three questions are all the pipeline ever asks; anything else a store can
+//! do stays behind this line.
+
+use backend_mongo::{Name, Node, Store, StoreError, ZoneInfo};
+use std::future::Future;
+use std::sync::Arc;
+
+/// What the answer pipeline needs from storage.
+pub trait Backend: Send + Sync + 'static {
+    /// The zone whose apex is exactly `apex`, if served.
+    fn find_zone(
+        &self,
+        apex: &Name,
+    ) -> impl Future<Output = Result<Option<ZoneInfo>, StoreError>> + Send;
+    /// The node `name` of `zone`, if it exists.
+    fn get_node(
+        &self,
+        zone: &ZoneInfo,
+        name: &Name,
+    ) -> impl Future<Output = Result<Option<Arc<Node>>, StoreError>> + Send;
+    /// Every node of `zone`, in canonical order, from one consistent version.
+    fn zone_nodes(
+        &self,
+        zone: &ZoneInfo,
+    ) -> impl Future<Output = Result<Vec<Node>, StoreError>> + Send;
+}
+
+impl Backend for Store {
+    async fn find_zone(&self, apex: &Name) -> Result<Option<ZoneInfo>, StoreError> {
+        Store::find_zone(self, apex).await
+    }
+
+    async fn get_node(
+        &self,
+        zone: &ZoneInfo,
+        name: &Name,
+    ) -> Result<Option<Arc<Node>>, StoreError> {
+        Ok(Store::get_node(self, zone, name).await?.map(Arc::new))
+    }
+
+    async fn zone_nodes(&self, zone: &ZoneInfo) -> Result<Vec<Node>, StoreError> {
+        Store::zone_nodes(self, zone).await
+    }
+}

@@ -1,0 +1,38 @@
+//! Sockets and framing; no DNS logic lives here.
+//!
+//! ```text
+//!  UDP: one SO_REUSEPORT socket per worker ─► recv ─► task: respond ─► send_to
+//!  TCP: accept (bounded) ─► per connection: read 2-byte-framed queries,
+//!       answer each in its own task, write replies as they finish
+//!       (out of order, RFC 7766 §6.2.1.1), close when idle
+//! ```
+
+pub mod tcp;
+pub mod udp;
+
+use crate::pipeline::Transport;
+use std::future::Future;
+use std::sync::Arc;
+
+/// Anything that turns a query into a reply; the front end knows no more.
+pub trait Handler: Send + Sync + 'static {
+    /// Answers `packet`; `None` sends nothing.
+    fn handle(
+        &self,
+        packet: &[u8],
+        transport: Transport,
+    ) -> impl Future<Output = Option<Vec<u8>>> + Send;
+}
+
+impl<B: crate::backend::Backend> Handler for crate::pipeline::Responder<B> {
+    fn handle(
+        &self,
+        packet: &[u8],
+        transport: Transport,
+    ) -> impl Future<Output = Option<Vec<u8>>> + Send {
+        self.respond(packet, transport)
+    }
+}
+
+/// Shared handle to a handler.
+pub type SharedHandler<H> = Arc<H>;

@@ -1,0 +1,128 @@
+//! Writing an [`Answer`] as a reply that fits.
+//!
+//! ```text
+//!  answer RRsets  ─ one does not fit ─► TC, stop
+//!  authority      ─ one does not fit ─► TC, stop
+//!  additional     ─ one does not fit ─► skip it (no TC)
+//!  header: QR, AA, RD and CD copied, rcode (extended part in OPT)
+//! ```
+
+use super::answer::Answer;
+use super::Transport;
+use crate::wire::{flags, Edns, MessageWriter, Query, Rcode, Section};
+
+/// The reply size limit for `query` arriving over `transport`.
+pub fn size_limit(query: &Query, transport: Transport, max_udp: u16) -> usize {
+    match transport {
+        Transport::Tcp => 65535,
+        Transport::Udp => match query.edns {
+            Some(e) => usize::from(e.udp_size.clamp(512, max_udp.max(512))),
+            None => 512,
+        },
+    }
+}
+
+fn header_flags(packet: &[u8], aa: bool) -> u16 {
+    let asked = u16::from_be_bytes([packet[2], packet[3]]);
+    let mut f = flags::QR | (asked & (flags::RD | flags::CD | 0x7800));
+    if aa {
+        f |= flags::AA;
+    }
+    f
+}
+
+/// Writes the full reply for `answer`.
+pub fn render(
+    packet: &[u8],
+    query: &Query,
+    answer: &Answer,
+    limit: usize,
+    max_udp: u16,
+) -> Vec<u8> {
+    let mut w = MessageWriter::new(
+        &packet[query.question.clone()],
+        &query.qname,
+        limit,
+        query.edns.is_some(),
+    );
+    let mut truncated = false;
+    'sections: for (section, list) in [
+        (Section::Answer, &answer.answer),
+        (Section::Authority, &answer.authority),
+    ] {
+        for placed in list {
+            if w.push_rrset(section, &placed.owner, &placed.rrset).is_err() {
+                truncated = true;
+                break 'sections;
+            }
+        }
+    }
+    if !truncated {
+        for placed in &answer.additional {
+            // Additional data is optional: leave out what does not fit.
+            let _ = w.push_rrset(Section::Additional, &placed.owner, &placed.rrset);
+        }
+    }
+    let mut f = header_flags(packet, answer.authoritative);
+    if truncated {
+        f |= flags::TC;
+    }
+    w.finish(
+        query.id,
+        f,
+        answer.rcode(),
+        query.edns.map(reply_edns),
+        max_udp,
+    )
+}
+
+fn reply_edns(e: Edns) -> Edns {
+    Edns {
+        udp_size: e.udp_size,
+        version: 0,
+        dnssec_ok: e.dnssec_ok,
+    }
+}
+
+/// A reply with the question and an rcode only.
+pub fn rcode_only(packet: &[u8], query: &Query, rcode: Rcode, max_udp: u16) -> Vec<u8> {
+    let w = MessageWriter::new(
+        &packet[query.question.clone()],
+        &query.qname,
+        65535,
+        query.edns.is_some(),
+    );
+    w.finish(
+        query.id,
+        header_flags(packet, false),
+        rcode,
+        query.edns.map(reply_edns),
+        max_udp,
+    )
+}
+
+/// A reply to a query that could not be parsed as a normal query.
+#[allow(clippy::too_many_arguments)]
+pub fn error_reply(
+    packet: &[u8],
+    id: u16,
+    opcode: u8,
+    rd: bool,
+    question: Option<std::ops::Range<usize>>,
+    edns: Option<Edns>,
+    rcode: Rcode,
+    max_udp: u16,
+) -> Vec<u8> {
+    let mut f = flags::QR | (u16::from(opcode & 0xF) << 11);
+    if rd {
+        f |= flags::RD;
+    }
+    let w = match question.and_then(|q| {
+        let (name, _) = crate::wire::query::read_name(packet, q.start)?;
+        Some((q, name))
+    }) {
+        Some((q, name)) => MessageWriter::new(&packet[q], &name, 65535, edns.is_some()),
+        None => MessageWriter::without_question(65535, edns.is_some()),
+    };
+    w.finish(id, f, rcode, edns.map(reply_edns), max_udp)
+}

@@ -1,0 +1,67 @@
+//! DNS wire format: reading queries and writing replies.
+//!
+//! ```text
+//!  bytes ──parse_query──► Ok(Query) | Err(QueryError::{Drop, Reply(rcode)})
+//!  Query + sections ──MessageWriter──► bytes (compressed, truncated by RRset)
+//! ```
+//!
+//! Only what an authoritative server needs: one question, an optional OPT
+//! record, and replies built RRset by RRset within a size limit.
+
+pub mod query;
+pub mod writer;
+
+pub use query::{parse_query, Edns, Query, QueryError};
+pub use writer::{MessageWriter, Section};
+
+/// Response codes, including the extended ones carried in OPT.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Rcode(pub u16);
+
+impl Rcode {
+    /// No error.
+    pub const NOERROR: Rcode = Rcode(0);
+    /// The query was malformed.
+    pub const FORMERR: Rcode = Rcode(1);
+    /// The server failed.
+    pub const SERVFAIL: Rcode = Rcode(2);
+    /// The name does not exist.
+    pub const NXDOMAIN: Rcode = Rcode(3);
+    /// The opcode is not implemented.
+    pub const NOTIMP: Rcode = Rcode(4);
+    /// Refused by policy.
+    pub const REFUSED: Rcode = Rcode(5);
+    /// A DNAME substitution produced a name that is too long.
+    pub const YXDOMAIN: Rcode = Rcode(6);
+    /// Not authoritative for the zone.
+    pub const NOTAUTH: Rcode = Rcode(9);
+    /// Unsupported EDNS version (extended).
+    pub const BADVERS: Rcode = Rcode(16);
+}
+
+/// Header flag bits (second 16-bit word of the header).
+pub mod flags {
+    /// This message is a response.
+    pub const QR: u16 = 0x8000;
+    /// Authoritative answer.
+    pub const AA: u16 = 0x0400;
+    /// Truncated.
+    pub const TC: u16 = 0x0200;
+    /// Recursion desired.
+    pub const RD: u16 = 0x0100;
+    /// Recursion available.
+    pub const RA: u16 = 0x0080;
+    /// Authentic data.
+    pub const AD: u16 = 0x0020;
+    /// Checking disabled.
+    pub const CD: u16 = 0x0010;
+}
+
+/// Class IN.
+pub const CLASS_IN: u16 = 1;
+/// Class CH (chaos).
+pub const CLASS_CH: u16 = 3;
+/// Class ANY (query only).
+pub const CLASS_ANY: u16 = 255;
+/// Size of the DNS header.
+pub const HEADER_LEN: usize = 12;

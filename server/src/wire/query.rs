@@ -1,0 +1,337 @@
+//! Parsing a query.
+//!
+//! ```text
+//!  header ─► QR? drop │ opcode ≠ QUERY → NOTIMP │ QDCOUNT ≠ 1 → FORMERR
+//!  question (name, type, class; pointers followed with a hop limit)
+//!  answer/authority RRs skipped │ additional: OPT at most once, else FORMERR
+//!  trailing bytes → FORMERR
+//! ```
+
+use super::{Rcode, HEADER_LEN};
+use backend_mongo::{Name, RType};
+
+/// EDNS(0) information from a query's OPT record (RFC 6891).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Edns {
+    /// Requester's UDP payload size (values below 512 count as 512).
+    pub udp_size: u16,
+    /// EDNS version.
+    pub version: u8,
+    /// The DO bit (DNSSEC OK).
+    pub dnssec_ok: bool,
+}
+
+/// A parsed query.
+#[derive(Clone, Debug)]
+pub struct Query {
+    /// Message ID.
+    pub id: u16,
+    /// Opcode (0 = QUERY).
+    pub opcode: u8,
+    /// The RD bit.
+    pub rd: bool,
+    /// The CD bit.
+    pub cd: bool,
+    /// The question name, case-folded.
+    pub qname: Name,
+    /// Byte range of the question (name, type, class) in the packet, as sent:
+    /// echoed verbatim so the asker gets its own letter case back.
+    pub question: std::ops::Range<usize>,
+    /// The question type.
+    pub qtype: RType,
+    /// The question class.
+    pub qclass: u16,
+    /// EDNS, if the query carried an OPT record.
+    pub edns: Option<Edns>,
+}
+
+/// Why a query gets no normal answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum QueryError {
+    /// Not worth a reply (too short, or itself a response).
+    Drop,
+    /// Reply with this rcode; the question is echoed when it was readable.
+    Reply {
+        /// The rcode to send.
+        rcode: Rcode,
+        /// The message ID.
+        id: u16,
+        /// The opcode, echoed.
+        opcode: u8,
+        /// The RD bit, echoed.
+        rd: bool,
+        /// The question as sent, when it could be read.
+        question: Option<std::ops::Range<usize>>,
+        /// EDNS of the query, when it could be read.
+        edns: Option<Edns>,
+    },
+}
+
+fn u16_at(p: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_be_bytes([*p.get(at)?, *p.get(at + 1)?]))
+}
+
+/// Reads a possibly compressed name at `at`; returns it and the offset after it.
+pub fn read_name(packet: &[u8], at: usize) -> Option<(Name, usize)> {
+    let mut labels: Vec<&[u8]> = Vec::with_capacity(8);
+    let mut pos = at;
+    let mut end = None;
+    let mut hops = 0;
+    let mut total = 1;
+    loop {
+        let len = *packet.get(pos)? as usize;
+        match len & 0xC0 {
+            0x00 => {
+                if len == 0 {
+                    pos += 1;
+                    break;
+                }
+                let label = packet.get(pos + 1..pos + 1 + len)?;
+                total += 1 + len;
+                if total > backend_mongo::name::MAX_NAME_LEN {
+                    return None;
+                }
+                labels.push(label);
+                pos += 1 + len;
+            }
+            0xC0 => {
+                let target = (u16_at(packet, pos)? & 0x3FFF) as usize;
+                if end.is_none() {
+                    end = Some(pos + 2);
+                }
+                // Pointers must go backwards; a hop limit stops loops anyway.
+                hops += 1;
+                if hops > 64 || target >= pos {
+                    return None;
+                }
+                pos = target;
+            }
+            _ => return None,
+        }
+    }
+    let name = Name::from_labels(labels).ok()?;
+    Some((name, end.unwrap_or(pos)))
+}
+
+/// Skips a name (compressed or not) and returns the offset after it.
+fn skip_name(packet: &[u8], at: usize) -> Option<usize> {
+    read_name(packet, at).map(|(_, end)| end)
+}
+
+/// Parses a query; anything that is not a well-formed query is an error
+/// value saying how to reply (or not to).
+pub fn parse_query(packet: &[u8]) -> Result<Query, QueryError> {
+    if packet.len() < HEADER_LEN {
+        return Err(QueryError::Drop);
+    }
+    let id = u16_at(packet, 0).unwrap_or(0);
+    let flags = u16_at(packet, 2).unwrap_or(0);
+    if flags & super::flags::QR != 0 {
+        return Err(QueryError::Drop);
+    }
+    let opcode = ((flags >> 11) & 0xF) as u8;
+    let rd = flags & super::flags::RD != 0;
+    let cd = flags & super::flags::CD != 0;
+    let qdcount = u16_at(packet, 4).unwrap_or(0);
+    let ancount = u16_at(packet, 6).unwrap_or(0);
+    let nscount = u16_at(packet, 8).unwrap_or(0);
+    let arcount = u16_at(packet, 10).unwrap_or(0);
+    let reply = |rcode, question, edns| QueryError::Reply {
+        rcode,
+        id,
+        opcode,
+        rd,
+        question,
+        edns,
+    };
+    if qdcount != 1 {
+        let rcode = if opcode != 0 {
+            Rcode::NOTIMP
+        } else {
+            Rcode::FORMERR
+        };
+        return Err(reply(rcode, None, None));
+    }
+    let Some((qname, after_name)) = read_name(packet, HEADER_LEN) else {
+        return Err(reply(Rcode::FORMERR, None, None));
+    };
+    let (Some(qtype), Some(qclass)) = (u16_at(packet, after_name), u16_at(packet, after_name + 2))
+    else {
+        return Err(reply(Rcode::FORMERR, None, None));
+    };
+    let question_end = after_name + 4;
+    // Echo the question verbatim only if it was not compressed.
+    let question = if after_name > HEADER_LEN && packet[after_name - 1] == 0 {
+        Some(HEADER_LEN..question_end)
+    } else {
+        None
+    };
+    // Skip answer and authority records; parse the additional section for OPT.
+    let mut pos = question_end;
+    let mut edns: Option<Edns> = None;
+    let total = u32::from(ancount) + u32::from(nscount) + u32::from(arcount);
+    for index in 0..total {
+        let in_additional = index >= u32::from(ancount) + u32::from(nscount);
+        let owner_root = packet.get(pos) == Some(&0);
+        let Some(after) = skip_name(packet, pos) else {
+            return Err(reply(Rcode::FORMERR, question, edns));
+        };
+        let (Some(rtype), Some(class), Some(rdlen)) = (
+            u16_at(packet, after),
+            u16_at(packet, after + 2),
+            u16_at(packet, after + 8),
+        ) else {
+            return Err(reply(Rcode::FORMERR, question, edns));
+        };
+        let ttl_hi = u16_at(packet, after + 4).unwrap_or(0);
+        let ttl_lo = u16_at(packet, after + 6).unwrap_or(0);
+        let end = after + 10 + rdlen as usize;
+        if end > packet.len() {
+            return Err(reply(Rcode::FORMERR, question, edns));
+        }
+        if RType(rtype) == RType::OPT {
+            if !in_additional || edns.is_some() || !owner_root {
+                return Err(reply(Rcode::FORMERR, question, None));
+            }
+            edns = Some(Edns {
+                udp_size: class.max(512),
+                version: (ttl_hi & 0xFF) as u8,
+                dnssec_ok: ttl_lo & 0x8000 != 0,
+            });
+        }
+        pos = end;
+    }
+    if pos != packet.len() {
+        return Err(reply(Rcode::FORMERR, question, edns));
+    }
+    if opcode != 0 {
+        return Err(reply(Rcode::NOTIMP, question, edns));
+    }
+    if let Some(e) = edns {
+        if e.version > 0 {
+            return Err(reply(Rcode::BADVERS, question, edns));
+        }
+    }
+    let Some(question) = question else {
+        return Err(reply(Rcode::FORMERR, None, edns));
+    };
+    Ok(Query {
+        id,
+        opcode,
+        rd,
+        cd,
+        qname,
+        question,
+        qtype: RType(qtype),
+        qclass,
+        edns,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn query(name: &[u8], qtype: u16, extra: &[u8], arcount: u16) -> Vec<u8> {
+        let mut p = vec![0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0];
+        p.extend_from_slice(&arcount.to_be_bytes());
+        p.extend_from_slice(name);
+        p.extend_from_slice(&qtype.to_be_bytes());
+        p.extend_from_slice(&1u16.to_be_bytes());
+        p.extend_from_slice(extra);
+        p
+    }
+
+    const OPT_DO: &[u8] = &[0, 0, 41, 0x04, 0xD0, 0, 0, 0x80, 0, 0, 0];
+
+    #[test]
+    fn a_plain_query_parses() {
+        let p = query(b"\x03WWW\x07example\x03com\x00", 1, &[], 0);
+        let q = parse_query(&p).unwrap();
+        assert_eq!(q.id, 0x1234);
+        assert!(q.rd);
+        assert_eq!(q.qname.to_string(), "www.example.com.");
+        assert_eq!(q.qtype, RType::A);
+        assert_eq!(&p[q.question.clone()][..4], b"\x03WWW");
+        assert_eq!(q.edns, None);
+    }
+
+    #[test]
+    fn edns_is_read() {
+        let p = query(b"\x00", 2, OPT_DO, 1);
+        let q = parse_query(&p).unwrap();
+        assert_eq!(
+            q.edns,
+            Some(Edns {
+                udp_size: 1232,
+                version: 0,
+                dnssec_ok: true
+            })
+        );
+    }
+
+    fn rcode_of(p: &[u8]) -> Option<Rcode> {
+        match parse_query(p) {
+            Err(QueryError::Reply { rcode, .. }) => Some(rcode),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn malformed_queries_get_the_right_rcode() {
+        // Two OPT records.
+        let mut two = OPT_DO.to_vec();
+        two.extend_from_slice(OPT_DO);
+        assert_eq!(rcode_of(&query(b"\x00", 1, &two, 2)), Some(Rcode::FORMERR));
+        // Trailing garbage.
+        assert_eq!(
+            rcode_of(&query(b"\x00", 1, &[1, 2, 3], 0)),
+            Some(Rcode::FORMERR)
+        );
+        // Truncated question.
+        let p = query(b"\x03www\x00", 1, &[], 0);
+        assert_eq!(rcode_of(&p[..p.len() - 2]), Some(Rcode::FORMERR));
+        // A counted record that is not there.
+        assert_eq!(rcode_of(&query(b"\x00", 1, &[], 1)), Some(Rcode::FORMERR));
+        // QDCOUNT = 0.
+        let mut p = query(b"\x00", 1, &[], 0);
+        p[5] = 0;
+        assert_eq!(rcode_of(&p), Some(Rcode::FORMERR));
+        // EDNS version 1.
+        let mut v1 = OPT_DO.to_vec();
+        v1[6] = 1;
+        assert_eq!(rcode_of(&query(b"\x00", 1, &v1, 1)), Some(Rcode::BADVERS));
+        // Opcode UPDATE.
+        let mut p = query(b"\x00", 1, &[], 0);
+        p[2] = 0x28;
+        assert_eq!(rcode_of(&p), Some(Rcode::NOTIMP));
+        // A pointer loop in the question.
+        let p = query(b"\xC0\x0C", 1, &[], 0);
+        assert_eq!(rcode_of(&p), Some(Rcode::FORMERR));
+        // Label length over 63 (0x40 is a reserved label type).
+        assert_eq!(
+            rcode_of(&query(b"\x40abc\x00", 1, &[], 0)),
+            Some(Rcode::FORMERR)
+        );
+    }
+
+    #[test]
+    fn responses_and_runts_are_dropped() {
+        assert_eq!(parse_query(&[0; 5]).unwrap_err(), QueryError::Drop);
+        let mut p = query(b"\x00", 1, &[], 0);
+        p[2] |= 0x80;
+        assert_eq!(parse_query(&p).unwrap_err(), QueryError::Drop);
+    }
+
+    #[test]
+    fn compressed_names_in_records_are_followed() {
+        // Question www.example.com, then an answer record whose owner points at it.
+        let mut p = query(b"\x03www\x07example\x03com\x00", 1, &[], 0);
+        p[7] = 1; // ANCOUNT = 1
+        p.extend_from_slice(&[0xC0, 0x0C, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 1, 2, 3, 4]);
+        let (name, end) = read_name(&p, p.len() - 16).unwrap();
+        assert_eq!(name.to_string(), "www.example.com.");
+        assert_eq!(end, p.len() - 14);
+        assert!(parse_query(&p).is_ok());
+    }
+}

@@ -1,0 +1,343 @@
+//! Building a reply within a size limit.
+//!
+//! ```text
+//!  MessageWriter::new(query header, question bytes, limit)
+//!    ├─ push_rrset(section, owner, rrset)  → Ok | Err(Full)  (all or nothing)
+//!    ├─ names compressed against everything written so far (case-insensitive)
+//!    └─ finish(rcode, flags, edns) → bytes  (room for OPT is always kept)
+//! ```
+
+use super::{Edns, Rcode, HEADER_LEN};
+use backend_mongo::{Name, RRset, RType};
+
+/// A section of the reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Section {
+    /// Answer.
+    Answer = 0,
+    /// Authority.
+    Authority = 1,
+    /// Additional.
+    Additional = 2,
+}
+
+/// The RRset did not fit; nothing of it was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Full;
+
+/// Length of an OPT record without options.
+pub const OPT_LEN: usize = 11;
+
+/// Writes a reply, RRset by RRset, never beyond its limit.
+pub struct MessageWriter {
+    buf: Vec<u8>,
+    limit: usize,
+    counts: [u16; 3],
+    /// (offset of a name suffix in `buf`, its lower-case uncompressed wire form).
+    names: Vec<(u16, Box<[u8]>)>,
+}
+
+impl MessageWriter {
+    /// Starts a reply to the question `question` (name, type, class as sent),
+    /// to be at most `limit` bytes, keeping room for OPT when `edns` is set.
+    pub fn new(question: &[u8], qname: &Name, limit: usize, edns: bool) -> MessageWriter {
+        let mut buf = Vec::with_capacity(limit.min(4096));
+        buf.resize(HEADER_LEN, 0);
+        buf[5] = 1; // QDCOUNT
+        buf.extend_from_slice(question);
+        let reserve = if edns { OPT_LEN } else { 0 };
+        let mut w = MessageWriter {
+            buf,
+            limit: limit.saturating_sub(reserve),
+            counts: [0; 3],
+            names: Vec::with_capacity(16),
+        };
+        w.remember(HEADER_LEN, qname.as_wire());
+        w
+    }
+
+    /// Starts a reply without a question (a FORMERR for an unreadable one).
+    pub fn without_question(limit: usize, edns: bool) -> MessageWriter {
+        let reserve = if edns { OPT_LEN } else { 0 };
+        MessageWriter {
+            buf: vec![0; HEADER_LEN],
+            limit: limit.saturating_sub(reserve),
+            counts: [0; 3],
+            names: Vec::new(),
+        }
+    }
+
+    fn remember(&mut self, mut offset: usize, wire: &[u8]) {
+        let mut pos = 0;
+        while pos < wire.len() && wire[pos] != 0 && offset < 0x4000 {
+            let suffix = &wire[pos..];
+            if !self.names.iter().any(|(_, n)| n[..] == *suffix) {
+                self.names.push((offset as u16, suffix.into()));
+            }
+            let step = 1 + wire[pos] as usize;
+            pos += step;
+            offset += step;
+        }
+    }
+
+    /// Writes `name` (any case) compressed against earlier names.
+    fn put_name(&mut self, wire: &[u8]) {
+        let mut lower = [0u8; 255];
+        let lower = &mut lower[..wire.len()];
+        lower.copy_from_slice(wire);
+        lower.make_ascii_lowercase();
+        // (offset in buf, offset in name) of each label written literally.
+        let mut literal = [(0usize, 0usize); 128];
+        let mut literal_count = 0;
+        let mut pos = 0;
+        while pos < wire.len() && wire[pos] != 0 {
+            if let Some((offset, _)) = self.names.iter().find(|(_, n)| n[..] == lower[pos..]) {
+                let pointer = 0xC000 | *offset;
+                self.buf.extend_from_slice(&pointer.to_be_bytes());
+                break;
+            }
+            literal[literal_count] = (self.buf.len(), pos);
+            literal_count += 1;
+            let len = wire[pos] as usize;
+            self.buf.extend_from_slice(&wire[pos..pos + 1 + len]);
+            pos += 1 + len;
+            if pos < wire.len() && wire[pos] == 0 {
+                self.buf.push(0);
+            }
+        }
+        if wire.first() == Some(&0) {
+            self.buf.push(0);
+        }
+        // Every literal label starts a suffix later names can point to.
+        for &(offset, at) in &literal[..literal_count] {
+            if offset < 0x4000 {
+                self.names.push((offset as u16, lower[at..].into()));
+            }
+        }
+    }
+
+    /// Appends one RRset to `section`, all records or none.
+    pub fn push_rrset(
+        &mut self,
+        section: Section,
+        owner: &Name,
+        rrset: &RRset,
+    ) -> Result<(), Full> {
+        self.push_records(section, owner, rrset.rtype, rrset.ttl, &rrset.rdata)
+    }
+
+    /// Appends records of one type and owner to `section`, all or none.
+    pub fn push_records(
+        &mut self,
+        section: Section,
+        owner: &Name,
+        rtype: RType,
+        ttl: u32,
+        rdata: &[Box<[u8]>],
+    ) -> Result<(), Full> {
+        let mark = self.buf.len();
+        let names_mark = self.names.len();
+        for rd in rdata {
+            self.put_name(owner.as_wire());
+            self.buf.extend_from_slice(&rtype.0.to_be_bytes());
+            self.buf.extend_from_slice(&super::CLASS_IN.to_be_bytes());
+            self.buf.extend_from_slice(&ttl.to_be_bytes());
+            let len_at = self.buf.len();
+            self.buf.extend_from_slice(&[0, 0]);
+            self.put_rdata(rtype, rd);
+            let rdlen = self.buf.len() - len_at - 2;
+            self.buf[len_at..len_at + 2].copy_from_slice(&(rdlen as u16).to_be_bytes());
+            if self.buf.len() > self.limit {
+                self.buf.truncate(mark);
+                self.names.truncate(names_mark);
+                return Err(Full);
+            }
+        }
+        self.counts[section as usize] += rdata.len() as u16;
+        Ok(())
+    }
+
+    /// Writes rdata, compressing the names of the RFC 1035 types that allow it
+    /// (RFC 3597 §4); every other type is copied as stored.
+    fn put_rdata(&mut self, rtype: RType, rd: &[u8]) {
+        let names_at: &[usize] = match rtype {
+            RType::NS | RType::CNAME | RType::PTR => &[0],
+            RType::MX => &[2],
+            RType::SOA => &[0, usize::MAX],
+            _ => {
+                self.buf.extend_from_slice(rd);
+                return;
+            }
+        };
+        let mut pos = 0;
+        for &at in names_at {
+            let at = if at == usize::MAX { pos } else { at };
+            self.buf.extend_from_slice(&rd[pos..at.min(rd.len())]);
+            match Name::from_wire_prefix(&rd[at.min(rd.len())..]) {
+                Ok((_, len)) => {
+                    self.put_name(&rd[at..at + len]);
+                    pos = at + len;
+                }
+                Err(_) => {
+                    // Stored rdata that does not parse is sent as it is.
+                    self.buf.extend_from_slice(&rd[at.min(rd.len())..]);
+                    return;
+                }
+            }
+        }
+        self.buf.extend_from_slice(&rd[pos..]);
+    }
+
+    /// Bytes written so far.
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// True when nothing but the header has been written.
+    pub fn is_empty(&self) -> bool {
+        self.buf.len() == HEADER_LEN
+    }
+
+    /// Records written to `section` so far.
+    pub fn count(&self, section: Section) -> u16 {
+        self.counts[section as usize]
+    }
+
+    /// Drops every record written so far, keeping the question.
+    pub fn clear_records(&mut self, question_end: usize) {
+        self.buf.truncate(question_end);
+        self.counts = [0; 3];
+        self.names.retain(|(off, _)| (*off as usize) < question_end);
+    }
+
+    /// Completes the header (and OPT) and returns the message.
+    pub fn finish(
+        mut self,
+        id: u16,
+        flags: u16,
+        rcode: Rcode,
+        edns: Option<Edns>,
+        our_udp_size: u16,
+    ) -> Vec<u8> {
+        let mut additional = self.counts[2];
+        if let Some(e) = edns {
+            let ext = (rcode.0 >> 4) as u8;
+            self.buf.push(0); // root owner
+            self.buf.extend_from_slice(&RType::OPT.0.to_be_bytes());
+            self.buf.extend_from_slice(&our_udp_size.to_be_bytes());
+            self.buf.push(ext);
+            self.buf.push(0); // version 0
+            let do_bit: u16 = if e.dnssec_ok { 0x8000 } else { 0 };
+            self.buf.extend_from_slice(&do_bit.to_be_bytes());
+            self.buf.extend_from_slice(&[0, 0]);
+            additional += 1;
+        }
+        self.buf[0..2].copy_from_slice(&id.to_be_bytes());
+        let word = flags | (rcode.0 & 0xF);
+        self.buf[2..4].copy_from_slice(&word.to_be_bytes());
+        self.buf[6..8].copy_from_slice(&self.counts[0].to_be_bytes());
+        self.buf[8..10].copy_from_slice(&self.counts[1].to_be_bytes());
+        self.buf[10..12].copy_from_slice(&additional.to_be_bytes());
+        self.buf
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn n(s: &str) -> Name {
+        s.parse().unwrap()
+    }
+
+    fn question(name: &Name) -> Vec<u8> {
+        let mut q = name.as_wire().to_vec();
+        q.extend_from_slice(&[0, 1, 0, 1]);
+        q
+    }
+
+    #[test]
+    fn owner_names_are_compressed_to_the_question() {
+        let qname = n("www.example.com.");
+        let q = question(&qname);
+        let mut w = MessageWriter::new(&q, &qname, 512, false);
+        let set = Arc::new(RRset {
+            rtype: RType::A,
+            ttl: 60,
+            rdata: vec![Box::new([192, 0, 2, 1])],
+        });
+        w.push_rrset(Section::Answer, &qname, &set).unwrap();
+        let msg = w.finish(7, super::super::flags::QR, Rcode::NOERROR, None, 1232);
+        // header + question + pointer(2) + type/class/ttl/len(10) + 4
+        assert_eq!(msg.len(), 12 + q.len() + 2 + 10 + 4);
+        assert_eq!(&msg[12 + q.len()..12 + q.len() + 2], &[0xC0, 0x0C]);
+        assert_eq!(&msg[6..8], &[0, 1]);
+    }
+
+    #[test]
+    fn rdata_names_are_compressed_and_suffixes_reused() {
+        let qname = n("example.com.");
+        let q = question(&qname);
+        let mut w = MessageWriter::new(&q, &qname, 512, false);
+        let mut mx = vec![0, 10];
+        mx.extend_from_slice(n("mail.example.com.").as_wire());
+        let set = RRset {
+            rtype: RType::MX,
+            ttl: 60,
+            rdata: vec![mx.into()],
+        };
+        w.push_rrset(Section::Answer, &qname, &set).unwrap();
+        let msg = w.finish(1, 0, Rcode::NOERROR, None, 1232);
+        let rd = &msg[msg.len() - 9..];
+        // preference, "mail", pointer to example.com in the question
+        assert_eq!(rd, &[0, 10, 4, b'm', b'a', b'i', b'l', 0xC0, 0x0C]);
+    }
+
+    #[test]
+    fn an_rrset_that_does_not_fit_is_left_out_whole() {
+        let qname = n("example.com.");
+        let q = question(&qname);
+        let mut w = MessageWriter::new(&q, &qname, 100, true);
+        let big = RRset {
+            rtype: RType::TXT,
+            ttl: 60,
+            rdata: vec![vec![30; 31].into(), vec![30; 31].into()],
+        };
+        let before = w.len();
+        assert_eq!(w.push_rrset(Section::Answer, &qname, &big), Err(Full));
+        assert_eq!(w.len(), before);
+        assert_eq!(w.count(Section::Answer), 0);
+        let msg = w.finish(
+            1,
+            0,
+            Rcode::NOERROR,
+            Some(Edns {
+                udp_size: 512,
+                version: 0,
+                dnssec_ok: true,
+            }),
+            1232,
+        );
+        assert!(msg.len() <= 100);
+        assert_eq!(&msg[10..12], &[0, 1]); // just the OPT
+    }
+
+    #[test]
+    fn extended_rcodes_go_into_opt() {
+        let w = MessageWriter::without_question(512, true);
+        let msg = w.finish(
+            1,
+            0,
+            Rcode::BADVERS,
+            Some(Edns {
+                udp_size: 512,
+                version: 1,
+                dnssec_ok: false,
+            }),
+            1232,
+        );
+        assert_eq!(msg[3] & 0xF, 0);
+        assert_eq!(msg[HEADER_LEN + 5], 1); // extended rcode 16 >> 4
+    }
+}

@@ -1,0 +1,303 @@
+//! Shared test harness: a real database, the real server binary, real sockets.
+//!
+//! ```text
+//!  database_uri(): $MONGODB_URI, else `scripts/dev-mongo start` (FerretDB)
+//!  TestZoneDb::new(): a fresh database per test ─► import zones in-process
+//!  ServerProcess::start(): the mongodns-server binary on a free port
+//!  ask_udp / ask_tcp: hand-built query ─► reply parsed by hickory-proto
+//! ```
+#![allow(dead_code)]
+
+use backend_mongo::{Name, Store};
+use hickory_proto::op::Message;
+use loadtools::import::{import_file, ImportOptions, NoProgress};
+use std::io::{Read, Write};
+use std::net::{TcpStream, UdpSocket};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// URI of the test database: `MONGODB_URI`, or the dev database started now.
+pub fn database_uri() -> String {
+    static URI: OnceLock<String> = OnceLock::new();
+    URI.get_or_init(|| {
+        if let Ok(uri) = std::env::var("MONGODB_URI") {
+            return uri;
+        }
+        let out = Command::new(repo_root().join("scripts/dev-mongo"))
+            .arg("start")
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("cannot run scripts/dev-mongo start");
+        assert!(out.status.success(), "scripts/dev-mongo start failed");
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    })
+    .clone()
+}
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// A database of its own for one test, dropped when the test ends.
+pub struct TestZoneDb {
+    /// The database name.
+    pub name: String,
+    /// The connected store.
+    pub store: Store,
+    /// Where fixture files are written.
+    pub dir: PathBuf,
+}
+
+impl TestZoneDb {
+    /// Creates an empty database with a unique name.
+    pub async fn new(tag: &str) -> TestZoneDb {
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let name = format!("mdt_{}_{}_{}", tag, std::process::id(), n);
+        let store = Store::connect(&database_uri(), &name, Duration::from_secs(10))
+            .await
+            .expect("test database unreachable");
+        store.ensure_indexes().await.expect("indexes");
+        let dir = std::env::temp_dir().join(&name);
+        std::fs::create_dir_all(&dir).unwrap();
+        TestZoneDb { name, store, dir }
+    }
+
+    /// Imports `text` as zone `zone`.
+    pub async fn import(
+        &self,
+        zone: &str,
+        text: &str,
+        replace: bool,
+    ) -> loadtools::import::ImportSummary {
+        self.try_import(zone, text, replace)
+            .await
+            .expect("import failed")
+    }
+
+    /// Imports `text` as zone `zone`, returning the error if any.
+    pub async fn try_import(
+        &self,
+        zone: &str,
+        text: &str,
+        replace: bool,
+    ) -> Result<loadtools::import::ImportSummary, loadtools::import::ImportError> {
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let path = self.dir.join(format!("zone{n}.txt"));
+        std::fs::write(&path, text).unwrap();
+        let options = ImportOptions {
+            zone: zone.parse::<Name>().unwrap(),
+            replace,
+            batch_size: 7,
+            in_flight: 3,
+            grace: Duration::from_millis(0),
+        };
+        import_file(&self.store, &path, &options, &NoProgress).await
+    }
+
+    /// Drops the database.
+    pub async fn drop_db(self) {
+        let _ = self.store.database().drop().await;
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A running `mongodns-server`, killed on drop.
+pub struct ServerProcess {
+    child: Child,
+    /// The port it serves on (UDP and TCP).
+    pub port: u16,
+}
+
+fn free_port() -> u16 {
+    // A port free for both UDP and TCP at the time of asking.
+    loop {
+        let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = tcp.local_addr().unwrap().port();
+        if UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+}
+
+impl ServerProcess {
+    /// Starts the server on `database` and waits until it answers.
+    pub fn start(database: &str, extra: &[&str]) -> ServerProcess {
+        Self::start_with_uri(&database_uri(), database, extra)
+    }
+
+    /// Starts the server against `uri`, and waits until it answers.
+    pub fn start_with_uri(uri: &str, database: &str, extra: &[&str]) -> ServerProcess {
+        let port = free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_mongodns-server"))
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args([
+                "--mongodb-uri",
+                uri,
+                "--database",
+                database,
+                "--workers",
+                "2",
+            ])
+            .args(extra)
+            .env_remove("MONGODB_URI")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("cannot start mongodns-server");
+        let mut server = ServerProcess { child, port };
+        server.wait_ready();
+        server
+    }
+
+    fn wait_ready(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!("mongodns-server exited at start: {status}");
+            }
+            let q = build_query(0x4242, "ready.invalid.", 1, None, false);
+            if udp_exchange(self.port, &q, Duration::from_millis(200)).is_some() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("mongodns-server did not answer within 30 s");
+    }
+
+    /// Waits for the process to exit (it must exit by itself).
+    pub fn wait_exit(mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return Some(s);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Builds a query. `edns` is `(udp size, DO)`.
+pub fn build_query(
+    id: u16,
+    name: &str,
+    qtype: u16,
+    edns: Option<(u16, bool)>,
+    rd: bool,
+) -> Vec<u8> {
+    let mut p = Vec::new();
+    p.extend_from_slice(&id.to_be_bytes());
+    p.extend_from_slice(&[
+        if rd { 1 } else { 0 },
+        0,
+        0,
+        1,
+        0,
+        0,
+        0,
+        0,
+        0,
+        if edns.is_some() { 1 } else { 0 },
+    ]);
+    if name != "." {
+        for label in name.trim_end_matches('.').split('.') {
+            p.push(label.len() as u8);
+            p.extend_from_slice(label.as_bytes());
+        }
+    }
+    p.push(0);
+    p.extend_from_slice(&qtype.to_be_bytes());
+    p.extend_from_slice(&1u16.to_be_bytes());
+    if let Some((size, dnssec_ok)) = edns {
+        p.push(0);
+        p.extend_from_slice(&41u16.to_be_bytes());
+        p.extend_from_slice(&size.to_be_bytes());
+        p.extend_from_slice(&[0, 0, if dnssec_ok { 0x80 } else { 0 }, 0, 0, 0]);
+    }
+    p
+}
+
+/// Sends `query` over UDP and returns the raw reply.
+pub fn udp_exchange(port: u16, query: &[u8], timeout: Duration) -> Option<Vec<u8>> {
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket.set_read_timeout(Some(timeout)).unwrap();
+    socket.send_to(query, ("127.0.0.1", port)).unwrap();
+    let mut buf = vec![0u8; 65535];
+    let (len, _) = socket.recv_from(&mut buf).ok()?;
+    buf.truncate(len);
+    Some(buf)
+}
+
+/// Sends `query` over TCP and returns the raw reply.
+pub fn tcp_exchange(port: u16, query: &[u8]) -> Vec<u8> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut framed = (query.len() as u16).to_be_bytes().to_vec();
+    framed.extend_from_slice(query);
+    stream.write_all(&framed).unwrap();
+    let mut len = [0u8; 2];
+    stream.read_exact(&mut len).unwrap();
+    let mut reply = vec![0u8; u16::from_be_bytes(len) as usize];
+    stream.read_exact(&mut reply).unwrap();
+    reply
+}
+
+/// Asks over UDP and parses the reply.
+pub fn ask_udp(port: u16, name: &str, qtype: u16, edns: Option<(u16, bool)>) -> Message {
+    let q = build_query(0x1234, name, qtype, edns, false);
+    let raw = udp_exchange(port, &q, Duration::from_secs(5)).expect("no UDP reply");
+    Message::from_vec(&raw).expect("reply does not parse")
+}
+
+/// Asks over TCP and parses the reply.
+pub fn ask_tcp(port: u16, name: &str, qtype: u16, edns: Option<(u16, bool)>) -> Message {
+    let q = build_query(0x4321, name, qtype, edns, false);
+    Message::from_vec(&tcp_exchange(port, &q)).expect("reply does not parse")
+}
+
+/// The records of a section as `owner TTL TYPE rdata` lines, sorted,
+/// owner names lower-cased.
+pub fn lines(records: &[hickory_proto::rr::Record]) -> Vec<String> {
+    let mut out: Vec<String> = records
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {} {} {}",
+                r.name.to_ascii().to_lowercase(),
+                r.ttl,
+                r.record_type(),
+                r.data
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Runs an async block on a fresh runtime (tests are plain `#[test]`s so
+/// that the blocking socket helpers can be used freely).
+pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
+}

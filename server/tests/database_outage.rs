@@ -1,0 +1,156 @@
+//! The database goes away and comes back: the server answers SERVFAIL
+//! quickly while it is gone, never crashes, and recovers by itself.
+//!
+//! The server reaches the real database through a TCP relay that the test
+//! can cut, which is what a network partition or a stopped `mongod` looks
+//! like from the server's side.
+
+mod common;
+
+use common::*;
+use hickory_proto::op::ResponseCode;
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A TCP relay to the database that can be cut and restored.
+struct Relay {
+    port: u16,
+    up: Arc<AtomicBool>,
+    streams: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl Relay {
+    fn start(target: String) -> Relay {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let up = Arc::new(AtomicBool::new(true));
+        let streams: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
+        let (up2, streams2) = (up.clone(), streams.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { continue };
+                if !up2.load(Ordering::SeqCst) {
+                    let _ = client.shutdown(Shutdown::Both);
+                    continue;
+                }
+                let Ok(server) = TcpStream::connect(&target) else {
+                    continue;
+                };
+                streams2.lock().unwrap().push(client.try_clone().unwrap());
+                streams2.lock().unwrap().push(server.try_clone().unwrap());
+                pump(client.try_clone().unwrap(), server.try_clone().unwrap());
+                pump(server, client);
+            }
+        });
+        Relay { port, up, streams }
+    }
+
+    fn cut(&self) {
+        self.up.store(false, Ordering::SeqCst);
+        for s in self.streams.lock().unwrap().drain(..) {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+
+    fn restore(&self) {
+        self.up.store(true, Ordering::SeqCst);
+    }
+}
+
+fn pump(mut from: TcpStream, mut to: TcpStream) {
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 16384];
+        loop {
+            match from.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if to.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        let _ = to.shutdown(Shutdown::Both);
+    });
+}
+
+fn host_port(uri: &str) -> String {
+    let rest = uri.split("://").nth(1).unwrap();
+    let rest = rest.rsplit('@').next().unwrap();
+    rest.split(['/', '?', ',']).next().unwrap().to_string()
+}
+
+#[test]
+fn servfail_while_the_database_is_gone_then_recovery() {
+    let db = block_on(async {
+        let db = TestZoneDb::new("outage").await;
+        db.import(
+            "outage.test.",
+            "$ORIGIN outage.test.\n@ 300 IN SOA ns admin 1 1 1 1 60\n@ 300 IN NS ns\nns 300 IN A 192.0.2.1\nwww 300 IN A 192.0.2.2\n",
+            false,
+        )
+        .await;
+        db
+    });
+    let relay = Relay::start(host_port(&database_uri()));
+    let uri = format!("mongodb://127.0.0.1:{}/?directConnection=true", relay.port);
+    let server = ServerProcess::start_with_uri(
+        &uri,
+        &db.name,
+        &["--query-timeout-ms", "1000", "--db-timeout-ms", "500"],
+    );
+    let m = ask_udp(server.port, "www.outage.test.", 1, None);
+    assert_eq!(m.metadata.response_code, ResponseCode::NoError);
+    assert_eq!(m.answers.len(), 1);
+
+    relay.cut();
+    let started = Instant::now();
+    let m = ask_udp(server.port, "www.outage.test.", 1, None);
+    let took = started.elapsed();
+    assert_eq!(m.metadata.response_code, ResponseCode::ServFail);
+    assert!(
+        took < Duration::from_secs(4),
+        "SERVFAIL came after {took:?}"
+    );
+
+    relay.restore();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let m = ask_udp(server.port, "www.outage.test.", 1, None);
+        if m.metadata.response_code == ResponseCode::NoError {
+            assert_eq!(m.answers.len(), 1);
+            break;
+        }
+        assert!(Instant::now() < deadline, "no recovery within 30 s");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    drop(server);
+    block_on(db.drop_db());
+}
+
+#[test]
+fn an_unreachable_database_at_start_is_a_clear_error() {
+    // Nothing listens on this port.
+    let port = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mongodns-server"))
+        .args(["--listen", "127.0.0.1:0", "--db-timeout-ms", "500"])
+        .args([
+            "--mongodb-uri",
+            &format!("mongodb://127.0.0.1:{port}/?directConnection=true"),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unreachable"), "stderr: {err}");
+    assert!(
+        err.contains("dev-mongo"),
+        "stderr should say how to get a database: {err}"
+    );
+}

@@ -1,0 +1,156 @@
+//! The importer against a real database: validation before writing,
+//! idempotent re-runs, --replace, serials and generations.
+
+mod common;
+
+use backend_mongo::{Name, RType};
+use common::*;
+use loadtools::import::ImportError;
+
+const BASE: &str = "$ORIGIN imp.test.\n$TTL 300\n@ IN SOA ns admin 10 1 1 1 60\n@ IN NS ns\nns IN A 192.0.2.1\nwww IN A 192.0.2.2\n";
+
+async fn node_a(db: &TestZoneDb, name: &str) -> Option<Vec<Vec<u8>>> {
+    let zone = db
+        .store
+        .find_zone(&"imp.test.".parse().unwrap())
+        .await
+        .unwrap()?;
+    let node = db
+        .store
+        .get_node(&zone, &name.parse::<Name>().unwrap())
+        .await
+        .unwrap()?;
+    node.rrset(RType::A)
+        .map(|r| r.rdata.iter().map(|b| b.to_vec()).collect())
+}
+
+#[test]
+fn bad_input_names_file_and_line_and_writes_nothing() {
+    block_on(async {
+        let db = TestZoneDb::new("badinput").await;
+        let bad = format!("{BASE}mail IN A 192.0.2.3\noops IN A 300.1.2.3\n");
+        let err = db.try_import("imp.test.", &bad, false).await.unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, ImportError::Parse(_)), "{text}");
+        assert!(text.contains(":8:"), "error names line 8: {text}");
+        // Nothing at all was written: the zone does not exist.
+        assert!(db
+            .store
+            .find_zone(&"imp.test.".parse().unwrap())
+            .await
+            .unwrap()
+            .is_none());
+
+        let outside = format!("{BASE}www.other.test. IN A 192.0.2.9\n");
+        let err = db
+            .try_import("imp.test.", &outside, false)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("outside the zone"), "{err}");
+        let no_soa = "$ORIGIN imp.test.\nwww 300 IN A 192.0.2.2\n";
+        let err = db.try_import("imp.test.", no_soa, false).await.unwrap_err();
+        assert!(err.to_string().contains("no SOA"), "{err}");
+        let cname = format!("{BASE}www IN CNAME ns\n");
+        let err = db.try_import("imp.test.", &cname, false).await.unwrap_err();
+        assert!(err.to_string().contains("CNAME and other data"), "{err}");
+        assert!(db
+            .store
+            .find_zone(&"imp.test.".parse().unwrap())
+            .await
+            .unwrap()
+            .is_none());
+        db.drop_db().await;
+    });
+}
+
+#[test]
+fn reimport_is_idempotent_and_replace_is_exact() {
+    block_on(async {
+        let db = TestZoneDb::new("idem").await;
+        let first = db.import("imp.test.", BASE, false).await;
+        assert_eq!(first.zone.serial, 10);
+        assert_eq!(first.records, 4);
+        let gen1 = first.zone.gen;
+        // Same file again: same content, serial and generation move forward.
+        let again = db.import("imp.test.", BASE, false).await;
+        assert_eq!(
+            node_a(&db, "www.imp.test.").await.unwrap(),
+            vec![vec![192, 0, 2, 2]]
+        );
+        assert!(again.zone.gen > gen1);
+        assert_eq!(again.zone.serial, 11);
+        // Merge adds records and names.
+        db.import(
+            "imp.test.",
+            "$ORIGIN imp.test.\nwww 300 IN A 192.0.2.3\nnew 300 IN A 192.0.2.4\n",
+            false,
+        )
+        .await;
+        assert_eq!(node_a(&db, "www.imp.test.").await.unwrap().len(), 2);
+        assert!(node_a(&db, "new.imp.test.").await.is_some());
+        // --replace: exactly the file; names not in it are gone.
+        let replaced = db
+            .import("imp.test.", &BASE.replace("192.0.2.2", "192.0.2.7"), true)
+            .await;
+        assert!(replaced.zone.ver > first.zone.ver);
+        assert_eq!(
+            node_a(&db, "www.imp.test.").await.unwrap(),
+            vec![vec![192, 0, 2, 7]]
+        );
+        assert!(node_a(&db, "new.imp.test.").await.is_none());
+        // The serial in the file (10) is not newer: it was bumped past the last one.
+        assert_eq!(replaced.zone.serial, 13);
+        // The old version's documents are deleted.
+        let zone = db
+            .store
+            .find_zone(&"imp.test.".parse().unwrap())
+            .await
+            .unwrap()
+            .unwrap();
+        let all = db.store.zone_nodes(&zone).await.unwrap();
+        let names: Vec<String> = all.iter().map(|n| n.name.to_string()).collect();
+        assert_eq!(names, vec!["imp.test.", "ns.imp.test.", "www.imp.test."]);
+        let count = db
+            .store
+            .database()
+            .collection::<mongodb::bson::Document>("nodes")
+            .count_documents(mongodb::bson::doc! {})
+            .await
+            .unwrap();
+        assert_eq!(count, 3, "old versions are removed after the switch");
+        db.drop_db().await;
+    });
+}
+
+#[test]
+fn records_of_one_name_spread_over_the_file_are_merged() {
+    block_on(async {
+        let db = TestZoneDb::new("spread").await;
+        // The batch size in tests is 7 nodes, so these land in different batches.
+        let mut text = String::from(BASE);
+        for i in 0..20 {
+            text.push_str(&format!("h{i} IN A 192.0.2.{i}\n"));
+            text.push_str(&format!("spread IN A 198.51.100.{i}\n"));
+            text.push_str(&format!("x.y{i}.deep IN A 203.0.113.{i}\n"));
+        }
+        let summary = db.import("imp.test.", &text, false).await;
+        assert_eq!(summary.records, 64);
+        assert_eq!(node_a(&db, "spread.imp.test.").await.unwrap().len(), 20);
+        // Empty non-terminals exist as nodes without data.
+        let zone = db
+            .store
+            .find_zone(&"imp.test.".parse().unwrap())
+            .await
+            .unwrap()
+            .unwrap();
+        for ent in ["deep.imp.test.", "y3.deep.imp.test."] {
+            let node = db
+                .store
+                .get_node(&zone, &ent.parse().unwrap())
+                .await
+                .unwrap();
+            assert!(node.expect(ent).is_empty_non_terminal(), "{ent}");
+        }
+        db.drop_db().await;
+    });
+}
