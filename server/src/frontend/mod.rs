@@ -12,6 +12,7 @@ pub mod udp;
 
 use crate::pipeline::Transport;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 /// Anything that turns a query into a reply; the front end knows no more.
@@ -27,6 +28,17 @@ pub trait Handler: Send + Sync + 'static {
     /// on anything; false means `handle` must be used.
     fn handle_now(&self, _packet: &[u8], _transport: Transport, _out: &mut Vec<u8>) -> bool {
         false
+    }
+
+    /// Told about every query after its reply is ready (`None`: nothing is
+    /// sent), on every path, for counters and the query log; must not wait.
+    fn observe(
+        &self,
+        _query: &[u8],
+        _reply: Option<&[u8]>,
+        _peer: SocketAddr,
+        _transport: Transport,
+    ) {
     }
 }
 

@@ -102,7 +102,9 @@ async fn serve_connection<H: Handler>(
         let handler = handler.clone();
         let tx = tx.clone();
         tokio::spawn(async move {
-            if let Some(reply) = handler.handle(&packet, Transport::Tcp).await {
+            let reply = handler.handle(&packet, Transport::Tcp).await;
+            handler.observe(&packet, reply.as_deref(), peer, Transport::Tcp);
+            if let Some(reply) = reply {
                 let _ = tx.send(reply).await;
             }
             drop(permit);
