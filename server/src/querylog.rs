@@ -435,23 +435,22 @@ fn write_loop(rx: Receiver<Entry>, mut sink: Sink, shared: Arc<Shared>) {
     let stats = &shared.stats;
     let mut body = Vec::with_capacity(512);
     let mut last_flush = Instant::now();
-    let mut since_check = 0u32;
     loop {
         match rx.recv_timeout(Duration::from_millis(200)) {
             Ok(entry) => {
                 body.clear();
                 format_entry(&entry, &mut body);
                 sink.write(entry.unix_us, &body, stats);
-                since_check += 1;
-                if since_check < 1024 {
-                    continue;
-                }
             }
-            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Timeout) => {
+                // Idle: everything written so far reaches the file now.
+                sink.flush(stats);
+                last_flush = Instant::now();
+            }
             Err(RecvTimeoutError::Disconnected) => break,
         }
-        since_check = 0;
-        if shared.reopen.swap(false, Ordering::Relaxed) {
+        if shared.reopen.load(Ordering::Relaxed) {
+            shared.reopen.store(false, Ordering::Relaxed);
             sink.reopen(stats);
         }
         if shared.closing.load(Ordering::Relaxed) {
@@ -462,6 +461,7 @@ fn write_loop(rx: Receiver<Entry>, mut sink: Sink, shared: Arc<Shared>) {
             }
             break;
         }
+        // Under load, flush at least twice a second.
         if last_flush.elapsed() >= Duration::from_millis(500) {
             sink.flush(stats);
             last_flush = Instant::now();

@@ -4,7 +4,7 @@
 //!  flags ─► connect ─► import_file (validate all, then write in bulk) ─► summary
 //! ```
 
-use backend_mongo::{Name, Store};
+use backend_mongo::{Name, ProgressReporter, Store};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use loadtools::import::{import_file, ImportOptions, Progress};
@@ -46,14 +46,17 @@ struct Args {
     grace_ms: u64,
 }
 
-struct Bar(ProgressBar);
+/// The terminal bar, and the `progress` document servers show on /metrics.
+struct Bar<'a>(ProgressBar, &'a ProgressReporter);
 
-impl Progress for Bar {
+impl Progress for Bar<'_> {
     fn start(&self, total: u64) {
         self.0.set_length(total);
+        self.1.set_total(total);
     }
     fn advance(&self, records: u64) {
         self.0.set_position(records);
+        self.1.set_done(records);
     }
 }
 
@@ -96,9 +99,15 @@ async fn run(args: Args) -> Result<(), String> {
         in_flight: args.in_flight.max(1),
         grace: Duration::from_millis(args.grace_ms),
     };
-    let summary = import_file(&store, &args.file, &options, &Bar(bar.clone()))
-        .await
-        .map_err(|e| e.to_string())?;
+    let reporter = ProgressReporter::start(
+        store.clone(),
+        "import",
+        &options.zone.to_string(),
+        Duration::from_secs(1),
+    );
+    let result = import_file(&store, &args.file, &options, &Bar(bar.clone(), &reporter)).await;
+    reporter.finish(result.is_ok()).await;
+    let summary = result.map_err(|e| e.to_string())?;
     bar.finish_and_clear();
     let secs = summary.elapsed.as_secs_f64();
     println!(
