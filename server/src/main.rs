@@ -38,8 +38,13 @@ fn main() {
         }
     };
     if cli.args.check_config {
-        print!("{}", resolved.render());
-        println!("# configuration is valid");
+        // A closed pipe (`| head`) is not an error worth a panic.
+        use std::io::Write as _;
+        let _ = write!(
+            std::io::stdout(),
+            "{}# configuration is valid\n",
+            resolved.render()
+        );
         return;
     }
     let log = init_logging(&resolved);
