@@ -40,9 +40,9 @@ fn main() {
     if cli.args.check_config {
         // A closed pipe (`| head`) is not an error worth a panic.
         use std::io::Write as _;
-        let _ = write!(
+        let _ = writeln!(
             std::io::stdout(),
-            "{}# configuration is valid\n",
+            "{}# configuration is valid",
             resolved.render()
         );
         return;
