@@ -14,7 +14,24 @@ use std::time::Duration;
 
 /// Import an RFC 1035 master file into a zone stored in MongoDB.
 #[derive(Parser, Debug)]
-#[command(name = "mongodns-import", version)]
+#[command(
+    name = "mongodns-import",
+    version,
+    long_about = "Import an RFC 1035 master file into a zone stored in MongoDB.\n\n\
+The whole file is validated first ($ORIGIN, $TTL, $INCLUDE, parentheses, escapes, \
+RFC 3597 \\# rdata); an error names file:line and nothing is written. Records are \
+then written in unordered bulk batches. Without --replace they are added to the zone \
+(re-running the same file changes nothing); with --replace the zone becomes exactly \
+the file, switched atomically for readers. The SOA serial and the zone's generation \
+move forward, so running servers serve the change within their freshness interval. \
+Progress is shown on a terminal and written every second to the database's \
+`progress` collection, where every server exposes it on /metrics.",
+    after_help = "EXIT STATUS:\n    0  imported\n    1  bad file (file:line), bad zone name, database error\n\n\
+ENVIRONMENT:\n    MONGODB_URI, MONGODNS_DATABASE   as for mongodns-server\n\n\
+EXAMPLES:\n    mongodns-import --zone example.com. --replace examples/example.com.zone\n    \
+MONGODB_URI=mongodb://db1,db2/?replicaSet=rs0 mongodns-import --zone big.test. big.zone\n\n\
+SEE ALSO:\n    docs/schema.md (what is written), docs/zone-files.md (what is accepted)"
+)]
 struct Args {
     /// The zone's apex, e.g. example.com.
     #[arg(long)]
