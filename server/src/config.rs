@@ -93,9 +93,9 @@ from, and exits.";
 const AFTER_HELP: &str = "\
 SIGNALS:
     SIGHUP     re-read the --config file and apply what can change while
-               serving: log, query_log_sample, and reopen the query log
-               (for logrotate); other changed options are reported as
-               needing a restart
+               serving: log, query_log_sample, cache_max_ttl,
+               cache_negative_ttl; reopen the query log (for logrotate);
+               other changed options are reported as needing a restart
     SIGTERM    stop accepting queries, finish those in flight (at most
                --shutdown-grace-ms), flush the query log, exit 0
     SIGINT     the same as SIGTERM
@@ -613,7 +613,12 @@ fn redact_password(uri: &str) -> String {
 }
 
 /// Options SIGHUP applies without a restart.
-pub const RELOADABLE: &[&str] = &["log", "query_log_sample"];
+pub const RELOADABLE: &[&str] = &[
+    "log",
+    "query_log_sample",
+    "cache_max_ttl",
+    "cache_negative_ttl",
+];
 
 #[cfg(test)]
 mod tests {

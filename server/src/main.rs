@@ -170,6 +170,13 @@ async fn run(
     let metrics = Arc::new(QueryMetrics::default());
     let handler = Arc::new(Observed::new(responder, metrics.clone(), query_log.clone()));
 
+    let live = Live {
+        log,
+        query_log: query_log.clone(),
+        packets: packets.clone(),
+        records: records.clone(),
+        registry: registry.clone(),
+    };
     if let Some(addr) = args.control_listen {
         let control = Arc::new(Control {
             packets,
@@ -223,7 +230,7 @@ async fn run(
 
     let why = loop {
         tokio::select! {
-            _ = hangups.recv() => reload(&cli, &mut resolved, &log, query_log.as_deref()),
+            _ = hangups.recv() => reload(&cli, &mut resolved, &live),
             _ = terms.recv() => break "SIGTERM",
             _ = interrupts.recv() => break "SIGINT",
         }
@@ -263,9 +270,18 @@ async fn run(
     Ok(())
 }
 
+/// What SIGHUP can change while serving.
+struct Live {
+    log: LogHandle,
+    query_log: Option<Arc<QueryLog>>,
+    packets: Arc<PacketCache>,
+    records: Arc<RecordCache<Store>>,
+    registry: Arc<ZoneRegistry>,
+}
+
 /// SIGHUP: re-read the configuration, apply what can change while serving,
 /// reopen the query log.
-fn reload(cli: &Cli, current: &mut Resolved, log: &LogHandle, query_log: Option<&QueryLog>) {
+fn reload(cli: &Cli, current: &mut Resolved, live: &Live) {
     match cli.resolve() {
         Err(e) => {
             tracing::error!(error = %e, "SIGHUP: configuration not reloaded, keeping the old one")
@@ -273,12 +289,12 @@ fn reload(cli: &Cli, current: &mut Resolved, log: &LogHandle, query_log: Option<
         Ok(new) => {
             let cfg = &new.config;
             if cfg.log != current.config.log {
-                match log.reload(EnvFilter::new(&cfg.log)) {
+                match live.log.reload(EnvFilter::new(&cfg.log)) {
                     Ok(()) => tracing::info!(filter = %cfg.log, "SIGHUP: log filter changed"),
                     Err(e) => tracing::error!(error = %e, "SIGHUP: cannot change the log filter"),
                 }
             }
-            if let Some(ql) = query_log {
+            if let Some(ql) = &live.query_log {
                 if ql.sample() != cfg.query_log_sample {
                     ql.set_sample(cfg.query_log_sample);
                     tracing::info!(
@@ -287,15 +303,34 @@ fn reload(cli: &Cli, current: &mut Resolved, log: &LogHandle, query_log: Option<
                     );
                 }
             }
+            if (cfg.cache_max_ttl, cfg.cache_negative_ttl)
+                != (
+                    current.config.cache_max_ttl,
+                    current.config.cache_negative_ttl,
+                )
+            {
+                let max = Duration::from_secs(cfg.cache_max_ttl);
+                let negative = Duration::from_secs(cfg.cache_negative_ttl);
+                live.packets.set_max_ttl(max);
+                live.records.set_ttl_caps(max, negative);
+                live.registry.set_negative_ttl(negative);
+                tracing::info!(
+                    cache_max_ttl = cfg.cache_max_ttl,
+                    cache_negative_ttl = cfg.cache_negative_ttl,
+                    "SIGHUP: cache TTL caps changed (for entries stored from now on)"
+                );
+            }
             let restart = current.needs_restart(cfg);
             if !restart.is_empty() {
                 tracing::warn!(options = ?restart, "SIGHUP: these changes take effect only after a restart");
             }
             current.config.log = cfg.log.clone();
             current.config.query_log_sample = cfg.query_log_sample;
+            current.config.cache_max_ttl = cfg.cache_max_ttl;
+            current.config.cache_negative_ttl = cfg.cache_negative_ttl;
         }
     }
-    if let Some(ql) = query_log {
+    if let Some(ql) = &live.query_log {
         ql.reopen();
     }
     tracing::info!("SIGHUP handled");

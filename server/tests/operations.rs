@@ -482,3 +482,64 @@ fn a_slow_query_log_writer_drops_lines_and_counts_them() {
     let _ = std::fs::remove_dir_all(dir);
     block_on(db.drop_db());
 }
+
+#[test]
+fn sighup_applies_sampling_and_survives_a_broken_file() {
+    let db = with_zone("hup");
+    let dir = scratch("hup");
+    let log = dir.join("q.log");
+    let file = dir.join("mongodns.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "query_log = {:?}\nquery_log_sample = 1\n",
+            log.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let server = ServerProcess::start(&db.name, &["--config", file.to_str().unwrap()]);
+    let count = |tag: &str| read_lines(&log).iter().filter(|l| l.contains(tag)).count();
+    for _ in 0..20 {
+        ask_udp(server.port, "one.ops.test.", 1, None);
+    }
+    wait_for("every query logged", || count("one.ops.test.") == 20);
+    // Sampling 1 in 1000 from now on.
+    std::fs::write(
+        &file,
+        format!(
+            "query_log = {:?}\nquery_log_sample = 1000\n",
+            log.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    server.signal("HUP");
+    std::thread::sleep(Duration::from_millis(300));
+    for _ in 0..20 {
+        ask_udp(server.port, "two.ops.test.", 1, None);
+    }
+    // A broken file is refused; the server keeps serving with what it had.
+    std::fs::write(&file, "query_log_sample = \"lots\"\n").unwrap();
+    server.signal("HUP");
+    std::thread::sleep(Duration::from_millis(300));
+    for _ in 0..20 {
+        ask_udp(server.port, "three.ops.test.", 1, None);
+    }
+    ask_udp(server.port, "marker.ops.test.", 1, None);
+    std::thread::sleep(Duration::from_millis(800));
+    assert!(
+        count("two.ops.test.") <= 2,
+        "sampling not applied: {}",
+        count("two.ops.test.")
+    );
+    assert!(
+        count("three.ops.test.") <= 2,
+        "broken file changed sampling"
+    );
+    let status = server.wait_exit(Duration::from_millis(10));
+    assert!(
+        status.is_none(),
+        "the server exited on a broken file: {status:?}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+    block_on(db.drop_db());
+}
