@@ -25,6 +25,12 @@ pub trait Handler: Send + Sync + 'static {
         transport: Transport,
     ) -> impl Future<Output = Option<Vec<u8>>> + Send;
 
+    /// Answers at once from memory if it can (into `out`), without waiting
+    /// on anything; false means `handle` must be used.
+    fn handle_now(&self, _packet: &[u8], _transport: Transport, _out: &mut Vec<u8>) -> bool {
+        false
+    }
+
     /// Answers `packet` received over TCP from `peer`: every message to
     /// send, in order (a zone transfer takes several). The default is what
     /// [`Handler::handle`] gives.
@@ -50,6 +56,10 @@ impl<B: crate::backend::Backend> Handler for crate::pipeline::Responder<B> {
         transport: Transport,
     ) -> impl Future<Output = Option<Vec<u8>>> + Send {
         self.respond(packet, transport)
+    }
+
+    fn handle_now(&self, packet: &[u8], transport: Transport, out: &mut Vec<u8>) -> bool {
+        self.answer_cached(packet, transport, out)
     }
 
     fn handle_tcp(
