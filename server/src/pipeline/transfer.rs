@@ -119,27 +119,46 @@ pub async fn transfer<B: Backend>(
         tracing::info!(%peer, zone = %query.qname, "zone transfer refused by the access list");
         return refuse(Rcode::REFUSED);
     }
-    let zone = match lookup::find_zone(backend, &query.qname).await? {
-        Some(z) if z.apex == query.qname => z,
-        _ => return refuse(Rcode::NOTAUTH),
-    };
-    let Some(apex) = backend.get_node(&zone, &zone.apex).await? else {
-        return refuse(Rcode::SERVFAIL);
-    };
-    let Some(soa) = apex.rrset(RType::SOA).cloned() else {
-        return refuse(Rcode::SERVFAIL);
+    // One stored version, read whole. A version is deleted only a grace
+    // period after a newer one replaced it; if ours went away while we read
+    // it (no apex SOA in what came back), read the version now served.
+    let mut attempt = 0;
+    let (zone, soa, nodes) = loop {
+        attempt += 1;
+        let zone = match lookup::find_zone(backend, &query.qname).await? {
+            Some(z) if z.apex == query.qname => z,
+            _ => return refuse(Rcode::NOTAUTH),
+        };
+        let nodes = if query.qtype == RType::IXFR {
+            // Up to date? Then the SOA is all we need (RFC 1995 §2).
+            let apex = backend.get_node(&zone, &zone.apex).await?;
+            let soa = apex.as_ref().and_then(|a| a.rrset(RType::SOA).cloned());
+            let current = soa.as_ref().and_then(|s| soa_serial(&s.rdata[0]));
+            match (query.ixfr_serial, current, soa) {
+                (Some(theirs), Some(ours), Some(soa)) if !serial_lt(theirs, ours) => {
+                    let mut out = Transfer::new(packet, query, max_udp);
+                    out.push(&zone.apex, RType::SOA, soa.ttl, &soa.rdata[0]);
+                    return Ok(out.finish());
+                }
+                _ => backend.zone_nodes(&zone).await?,
+            }
+        } else {
+            backend.zone_nodes(&zone).await?
+        };
+        let soa = nodes
+            .iter()
+            .find(|n| n.name == zone.apex)
+            .and_then(|n| n.rrset(RType::SOA).cloned());
+        match soa {
+            Some(soa) => break (zone, soa, nodes),
+            None if attempt < 4 => {
+                tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            }
+            None => return refuse(Rcode::SERVFAIL),
+        }
     };
     let mut out = Transfer::new(packet, query, max_udp);
     out.push(&zone.apex, RType::SOA, soa.ttl, &soa.rdata[0]);
-    if query.qtype == RType::IXFR {
-        if let (Some(theirs), Some(ours)) = (query.ixfr_serial, soa_serial(&soa.rdata[0])) {
-            if !serial_lt(theirs, ours) {
-                // Up to date (RFC 1995 §2): our SOA alone says so.
-                return Ok(out.finish());
-            }
-        }
-    }
-    let nodes = backend.zone_nodes(&zone).await?;
     let mut records = 1;
     for node in &nodes {
         records += push_node(&mut out, &zone.apex, node);
