@@ -142,6 +142,7 @@ def start_nsd(tmp, zones, port):
         "    hide-identity: yes",
         "    rrl-ratelimit: 0",
         "    rrl-whitelist-ratelimit: 0",
+        "    minimal-responses: yes",
         "remote-control:",
         "    control-enable: no",
     ]
