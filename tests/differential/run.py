@@ -585,12 +585,12 @@ def _nsec3_alias(case, ref, ours):
     """A query for type NSEC3 at an alias into another zone: NSD never
     follows aliases for NSEC3 and Knot stops at the zone's edge, so both say
     NOERROR; we follow the chain like for any type (RFC 1034 §4.3.2 step
-    3a) and give the rcode of its last name (RFC 6604 §2)."""
+    3a) and give the rcode of its last name (RFC 6604 §3)."""
     return case.qtype == 50 and any(" CNAME " in r for r in ours.get("answer") or [])
 
 
 EXPLAINED = [
-    ("nsec3-query-at-alias (RFC 6604 2)", "rcode", _nsec3_alias),
+    ("nsec3-query-at-alias (RFC 6604 3)", "rcode", _nsec3_alias),
     ("cd-copied (RFC 4035 3.1.6)", "flags", _cd_copied),
     ("fits-without-TC (RFC 1035 4.1.4)", "flags", _fits_without_tc),
     ("fits-without-TC (RFC 1035 4.1.4)", "rcode", _fits_without_tc),
