@@ -452,3 +452,63 @@ fn axfr_is_a_consistent_snapshot_while_the_importer_replaces_the_zone() {
     drop(server);
     block_on(db.drop_db());
 }
+
+#[test]
+fn tcp_idle_timeout_and_connection_bound() {
+    let f = fixture("conf_tcp", &["--tcp-idle-timeout", "1"]);
+    // An idle connection is closed after about the idle timeout.
+    let mut idle = TcpStream::connect(("127.0.0.1", f.server.port)).unwrap();
+    idle.set_read_timeout(Some(Duration::from_secs(6))).unwrap();
+    let started = std::time::Instant::now();
+    let mut buf = [0u8; 1];
+    let n = idle
+        .read(&mut buf)
+        .expect("closed, not timed out on our side");
+    assert_eq!(n, 0, "the server closed the idle connection");
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(800),
+        "closed too early: {waited:?}"
+    );
+    assert!(
+        waited < Duration::from_secs(5),
+        "closed too late: {waited:?}"
+    );
+    drop(f.server);
+    block_on(f.db.drop_db());
+
+    // With two connections allowed, a third waits until one closes.
+    let f = fixture(
+        "conf_tcp2",
+        &["--tcp-max-connections", "2", "--tcp-idle-timeout", "30"],
+    );
+    let port = f.server.port;
+    let first = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let second = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let mut third = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let q = build_query(9, "www.conf.test.", 1, None, false);
+    let mut framed = (q.len() as u16).to_be_bytes().to_vec();
+    framed.extend_from_slice(&q);
+    third.write_all(&framed).unwrap();
+    third
+        .set_read_timeout(Some(Duration::from_millis(700)))
+        .unwrap();
+    let mut len = [0u8; 2];
+    assert!(
+        third.read_exact(&mut len).is_err(),
+        "served beyond the bound"
+    );
+    drop(first);
+    third
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    third
+        .read_exact(&mut len)
+        .expect("served once a slot is free");
+    let mut reply = vec![0u8; u16::from_be_bytes(len) as usize];
+    third.read_exact(&mut reply).unwrap();
+    assert_eq!(Message::from_vec(&reply).unwrap().answers.len(), 1);
+    drop(second);
+    f.done();
+}
