@@ -2,7 +2,9 @@
 //!
 //! ```text
 //!  solve_answer    follow the name through CNAME/DNAME/wildcards ─► State
-//!                  (HIT, NODATA, NXDOMAIN, DELEG, YXDOMAIN, ending zone)
+//!                  (HIT, NODATA, NXDOMAIN, DELEG, YXDOMAIN, ending zone);
+//!                  each alias target is looked up in the deepest served
+//!                  zone holding it; ANY takes one RRset (RFC 8482)
 //!  solve_authority State ─► SOA (negative TTL, RFC 2308) or NS (referral)
 //!  solve_additional NS/MX/SRV targets in the zone ─► A, AAAA
 //! ```
