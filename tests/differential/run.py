@@ -24,6 +24,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -724,7 +725,9 @@ def main():
         log(f"differential: knotd :{ports['knot']}, nsd :{ports['nsd']}, "
             f"mongodns :{ports['mongodns']} serving ({time.time() - started:.1f} s)")
         if args.serve:
-            log("differential: serving until interrupted")
+            log("differential: serving until interrupted (SIGINT or SIGTERM)")
+            signal.signal(signal.SIGTERM, signal.default_int_handler)
+            signal.signal(signal.SIGINT, signal.default_int_handler)
             try:
                 while all(p.poll() is None for p in procs):
                     time.sleep(1)
