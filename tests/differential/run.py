@@ -282,10 +282,10 @@ async def ask_tcp_pipelined(port, packets, timeout=5.0):
     try:
         writer.write(bytes(buf))
         await writer.drain()
-        for _ in packets:
+        while any(o is None for o in out):
             reply = await read_framed(reader, timeout)
             i = by_id.get(struct.unpack("!H", reply[:2])[0])
-            if i is not None:
+            if i is not None and out[i] is None:
                 out[i] = packets[i][:2] + reply[2:]
     except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError):
         pass
@@ -294,17 +294,39 @@ async def ask_tcp_pipelined(port, packets, timeout=5.0):
     return out
 
 
+def is_transfer(packet):
+    """True for an AXFR or IXFR query (several messages may come back)."""
+    try:
+        _, off = w.read_name(packet, 12)
+        return struct.unpack("!H", packet[off:off + 2])[0] in (251, 252)
+    except (w.WireError, struct.error):
+        return False
+
+
 async def ask_all_tcp(port, packets, batch=20, connections=8):
-    """Every packet over TCP, `batch` pipelined per connection."""
+    """Every packet over TCP, `batch` pipelined per connection; a zone
+    transfer gets a connection of its own and only its first message counts."""
     sem = asyncio.Semaphore(connections)
     results = [None] * len(packets)
+    groups, current = [], []
+    for i, p in enumerate(packets):
+        if is_transfer(p):
+            groups.append([i])
+            continue
+        current.append(i)
+        if len(current) == batch:
+            groups.append(current)
+            current = []
+    if current:
+        groups.append(current)
 
-    async def one(start):
+    async def one(indexes):
         async with sem:
-            got = await ask_tcp_pipelined(port, packets[start:start + batch])
-            results[start:start + len(got)] = got
+            got = await ask_tcp_pipelined(port, [packets[i] for i in indexes])
+            for i, reply in zip(indexes, got):
+                results[i] = reply
 
-    await asyncio.gather(*(one(s) for s in range(0, len(packets), batch)))
+    await asyncio.gather(*(one(g) for g in groups))
     return results
 
 
