@@ -12,12 +12,13 @@
 //! macro writes the clap flags, the file's schema (unknown keys are errors),
 //! the effective `Config` and the merge that applies the precedence.
 
+use crate::pipeline::transfer::Cidr;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 /// Where an option's effective value came from.
@@ -263,9 +264,10 @@ options! {
         tcp_max_connections: usize = 256, [env = "MONGODNS_TCP_MAX_CONNECTIONS", value_name = "N"];
         /// Seconds before an idle TCP connection is closed.
         tcp_idle_timeout: u64 = 10, [env = "MONGODNS_TCP_IDLE_TIMEOUT", value_name = "SECONDS"];
-        /// Clients allowed to transfer zones (AXFR), as addresses or networks
-        /// (192.0.2.0/24, 2001:db8::/32); empty refuses every transfer.
-        axfr_allow: Vec<String> = Vec::new(),
+        /// Clients allowed to transfer zones (AXFR/IXFR over TCP), as addresses
+        /// or networks (192.0.2.0/24, 2001:db8::/32); an empty list refuses
+        /// every transfer. Default: loopback only.
+        axfr_allow: Vec<String> = vec!["127.0.0.0/8".into(), "::1/128".into()],
             [env = "MONGODNS_AXFR_ALLOW", value_delimiter = ',', value_name = "NET"];
         /// On SIGTERM, milliseconds to wait for queries in flight before exiting.
         shutdown_grace_ms: u64 = 5000, [env = "MONGODNS_SHUTDOWN_GRACE_MS", value_name = "MS"];
@@ -411,29 +413,6 @@ fn load_file(path: &Path) -> Result<FileConfig, String> {
     toml::from_str(&text).map_err(|e| format!("config file {}: {e}", path.display()))
 }
 
-/// Parses `ADDR` or `ADDR/LEN` as an address and a prefix length.
-pub fn parse_network(text: &str) -> Result<(IpAddr, u8), String> {
-    let (addr, len) = match text.split_once('/') {
-        Some((a, l)) => (a, Some(l)),
-        None => (text, None),
-    };
-    let addr: IpAddr = addr
-        .trim()
-        .parse()
-        .map_err(|_| format!("not an IP address or network: {text:?}"))?;
-    let max = if addr.is_ipv4() { 32 } else { 128 };
-    let len = match len {
-        Some(l) => l
-            .trim()
-            .parse::<u8>()
-            .ok()
-            .filter(|l| *l <= max)
-            .ok_or_else(|| format!("bad prefix length in {text:?} (0 to {max})"))?,
-        None => max,
-    };
-    Ok((addr, len))
-}
-
 impl Config {
     /// Every problem found, each naming the option.
     pub fn validate(&self) -> Result<(), Vec<String>> {
@@ -462,8 +441,8 @@ impl Config {
         if self.tcp_max_connections == 0 {
             p.push("tcp_max_connections: must be above 0".into());
         }
-        for net in &self.axfr_allow {
-            if let Err(e) = parse_network(net) {
+        for net in self.axfr_allow.iter().filter(|n| !n.is_empty()) {
+            if let Err(e) = net.parse::<Cidr>() {
                 p.push(format!("axfr_allow: {e}"));
             }
         }
@@ -540,6 +519,14 @@ impl Config {
         } else {
             Err(p)
         }
+    }
+
+    /// `axfr_allow` parsed (call after `validate`; invalid entries are skipped).
+    pub fn axfr_networks(&self) -> Vec<Cidr> {
+        self.axfr_allow
+            .iter()
+            .filter_map(|n| n.parse().ok())
+            .collect()
     }
 
     /// Worker count with 0 resolved to the number of cores.
@@ -679,9 +666,13 @@ mod tests {
 
     #[test]
     fn networks_and_read_preferences() {
-        assert_eq!(parse_network("10.0.0.0/8").unwrap().1, 8);
-        assert_eq!(parse_network("2001:db8::1").unwrap().1, 128);
-        assert!(parse_network("10.0.0.0/33").is_err());
+        let c = cli(&["--axfr-allow", "10.0.0.0/8,2001:db8::1"])
+            .resolve()
+            .unwrap();
+        assert_eq!(c.config.axfr_networks().len(), 2);
+        assert!(cli(&["--axfr-allow", "10.0.0.0/33"]).resolve().is_err());
+        let none = cli(&["--axfr-allow="]).resolve().unwrap();
+        assert!(none.config.axfr_networks().is_empty());
         assert_eq!(
             canonical_read_preference("secondarypreferred"),
             Some("secondaryPreferred")

@@ -108,6 +108,7 @@ async fn run(
     let config = PipelineConfig {
         max_udp_size: args.max_udp_size,
         query_timeout: Duration::from_millis(args.query_timeout_ms),
+        axfr_allow: args.axfr_networks(),
     };
     let counters = Arc::new(Counters::default());
     let registry = Arc::new(ZoneRegistry::new(

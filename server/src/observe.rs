@@ -236,6 +236,19 @@ impl<H: Handler> Handler for Observed<H> {
         }
     }
 
+    #[allow(clippy::manual_async_fn)] // the trait asks for a `Send` future
+    fn handle_tcp(
+        &self,
+        packet: &[u8],
+        peer: SocketAddr,
+    ) -> impl Future<Output = Vec<Vec<u8>>> + Send {
+        async move {
+            self.metrics.inflight.fetch_add(1, Ordering::Relaxed);
+            let _guard = InflightGuard(&self.metrics.inflight);
+            self.inner.handle_tcp(packet, peer).await
+        }
+    }
+
     #[inline]
     fn handle_now(&self, packet: &[u8], transport: Transport, out: &mut Vec<u8>) -> bool {
         self.inner.handle_now(packet, transport, out)

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //!  accept ─ permit from the connection limit ─► connection task
-//!    reader: [len][msg] … ─► spawn(respond) ─► channel ─► writer: [len][reply]
+//!    reader: [len][msg] … ─► spawn(handle_tcp) ─► channel ─► writer: [len][reply]…
+//!    (the messages of one reply, e.g. a zone transfer, are written together)
 //!    idle (no query and nothing in flight) for idle_timeout ─► close
 //! ```
 
@@ -67,14 +68,16 @@ async fn serve_connection<H: Handler>(
 ) {
     let _ = stream.set_nodelay(true);
     let (mut reader, mut writer) = stream.into_split();
-    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(limits.max_in_flight);
+    let (tx, mut rx) = mpsc::channel::<Vec<Vec<u8>>>(limits.max_in_flight);
     let write_task = tokio::spawn(async move {
-        while let Some(reply) = rx.recv().await {
-            let mut framed = Vec::with_capacity(reply.len() + 2);
-            framed.extend_from_slice(&(reply.len() as u16).to_be_bytes());
-            framed.extend_from_slice(&reply);
-            if writer.write_all(&framed).await.is_err() {
-                return;
+        while let Some(replies) = rx.recv().await {
+            for reply in replies {
+                let mut framed = Vec::with_capacity(reply.len() + 2);
+                framed.extend_from_slice(&(reply.len() as u16).to_be_bytes());
+                framed.extend_from_slice(&reply);
+                if writer.write_all(&framed).await.is_err() {
+                    return;
+                }
             }
         }
         let _ = writer.shutdown().await;
@@ -102,10 +105,15 @@ async fn serve_connection<H: Handler>(
         let handler = handler.clone();
         let tx = tx.clone();
         tokio::spawn(async move {
-            let reply = handler.handle(&packet, Transport::Tcp).await;
-            handler.observe(&packet, reply.as_deref(), peer, Transport::Tcp);
-            if let Some(reply) = reply {
-                let _ = tx.send(reply).await;
+            let replies = handler.handle_tcp(&packet, peer).await;
+            handler.observe(
+                &packet,
+                replies.first().map(Vec::as_slice),
+                peer,
+                Transport::Tcp,
+            );
+            if !replies.is_empty() {
+                let _ = tx.send(replies).await;
             }
             drop(permit);
         });
