@@ -306,7 +306,24 @@ pub async fn import_file(
         progress.advance(written_records);
     }
     drop(pending);
-    let zone = writer.finish(options.grace).await?;
+    // A secured zone stays signed (docs/dnssec.md): a new version is signed
+    // before readers switch to it; a merge is signed right after.
+    let replacing = writer.mode() == WriteMode::Replace;
+    if replacing {
+        let served_serial = writer.previous().map(|p| p.serial);
+        signer::sign_after_write(store, &options.zone, writer.ver(), served_serial, false)
+            .await
+            .map_err(|e| ImportError::Zone(format!("signing the new version: {e}")))?;
+    }
+    let mut zone = writer.finish(options.grace).await?;
+    if !replacing {
+        if let Some(r) = signer::sign_after_write(store, &options.zone, zone.ver, None, true)
+            .await
+            .map_err(|e| ImportError::Zone(format!("signing the merged records: {e}")))?
+        {
+            zone.serial = r.serial;
+        }
+    }
     Ok(ImportSummary {
         records: total,
         writes: stats,

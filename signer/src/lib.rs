@@ -174,11 +174,20 @@ async fn run_plan(
 ) -> Result<(Vec<FullNode>, Vec<FullNode>, PlanStats), SignError> {
     let keyset = KeySet::load(zone, keys)?;
     progress.phase("signing", current.len() as u64);
-    let result = tokio::task::block_in_place(|| {
+    let work = || {
         plan::plan(zone, &current, &keyset, &options, serial, &|n| {
             progress.set(n)
         })
-    })?;
+    };
+    // Signing is CPU work on threads of its own; keep the runtime's worker
+    // free when it has others (a current-thread runtime just waits).
+    let multi = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    let result = if multi {
+        tokio::task::block_in_place(work)
+    } else {
+        work()
+    }?;
     Ok((current, result.0, result.1))
 }
 
@@ -364,14 +373,15 @@ fn diff(current: &[FullNode], desired: &[FullNode]) -> Vec<NodeChange> {
 /// Brings the signatures and chain of version `ver` of a secured zone up to
 /// date, in place: only what changed (any writer's changes are found by
 /// digest), signatures near expiry, and the chain around added or removed
-/// names. The SOA serial moves past `min_serial` (and the current one) when
-/// anything changed. With `publish`, servers are told (new generation).
+/// names. When anything changed, or the SOA serial is not above
+/// `must_exceed`, the serial moves forward and the SOA is re-signed. With
+/// `publish`, servers are told (new generation).
 #[allow(clippy::too_many_arguments)]
 pub async fn resign_version(
     store: &Store,
     zone: &Name,
     ver: i64,
-    min_serial: Option<u32>,
+    must_exceed: Option<u32>,
     publish: bool,
     full: bool,
     validity: &Validity,
@@ -390,13 +400,10 @@ pub async fn resign_version(
         run_plan(zone, current, &keys, opts.clone(), None, progress).await?;
     let mut changes = diff(&current, &desired);
     let cur_serial = soa_serial_of(&current, zone).unwrap_or(0);
-    let needs_serial = min_serial.is_some_and(|m| !serial_gt(cur_serial, m) && cur_serial != m);
+    let needs_serial = must_exceed.is_some_and(|m| !serial_gt(cur_serial, m));
     let mut serial = cur_serial;
     if !changes.is_empty() || needs_serial {
-        serial = next_serial(&[cur_serial, min_serial.unwrap_or(cur_serial)]);
-        if min_serial.is_some_and(|m| serial_gt(m, cur_serial)) && changes.is_empty() {
-            serial = min_serial.unwrap_or(serial);
-        }
+        serial = next_serial(&[cur_serial, must_exceed.unwrap_or(cur_serial)]);
         let keyset = KeySet::load(zone, &keys)?;
         let apex = desired
             .iter_mut()
@@ -471,15 +478,7 @@ pub async fn resign(
         .await?
         .ok_or_else(|| StoreError::NoSuchZone(zone.to_string()))?;
     resign_version(
-        store,
-        zone,
-        served.ver,
-        Some(served.serial),
-        true,
-        full,
-        validity,
-        threads,
-        progress,
+        store, zone, served.ver, None, true, full, validity, threads, progress,
     )
     .await
 }
