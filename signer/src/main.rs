@@ -163,6 +163,25 @@ impl signer::Progress for Bar {
     }
 }
 
+/// Prints each re-signing done by `--follow`.
+struct Shown;
+
+impl signer::Progress for Shown {
+    fn phase(&self, _: &str, _: u64) {}
+    fn set(&self, _: u64) {}
+    fn resigned(&self, zone: &Name, report: &signer::Report, elapsed: Duration) {
+        if report.written > 0 {
+            eprintln!(
+                "resigned {zone}: {} signatures made, {} changes written, serial {}, {:.2} s",
+                report.stats.signed,
+                report.written,
+                report.serial,
+                elapsed.as_secs_f64()
+            );
+        }
+    }
+}
+
 fn bar(quiet: bool) -> Bar {
     let bar = ProgressBar::new(0);
     if quiet {
@@ -291,7 +310,16 @@ async fn run(cli: Cli) -> Result<(), SignError> {
             b.bar.finish_and_clear();
             report_resign(&zone, &r, started);
             if follow {
-                follow_zone(&store, &zone, &validity, threads, interval).await?;
+                let shown = Shown;
+                signer::follow(
+                    &store,
+                    &zone,
+                    &validity,
+                    threads,
+                    Duration::from_secs_f64(interval.max(0.05)),
+                    &shown,
+                )
+                .await?;
             }
         }
         Command::ShowZone { zone } => {
@@ -403,45 +431,6 @@ async fn resign_if_secured(store: &Store, zone: &Name, threads: usize) -> Result
         report_resign(zone, &r, started);
     }
     Ok(())
-}
-
-/// `resign --follow`: polls the zone's generation (one `_id` read per
-/// interval) and re-signs whenever another writer changed it; also once an
-/// hour so signatures never get near expiry.
-async fn follow_zone(
-    store: &Store,
-    zone: &Name,
-    validity: &Validity,
-    threads: usize,
-    interval: f64,
-) -> Result<(), SignError> {
-    let mut seen = store.find_zone(zone).await?.map(|z| z.gen);
-    let mut last_full_check = Instant::now();
-    loop {
-        tokio::time::sleep(Duration::from_secs_f64(interval.max(0.05))).await;
-        let gen = match store.find_zone(zone).await {
-            Ok(z) => z.map(|z| z.gen),
-            Err(e) => {
-                eprintln!("mongodns-sign: {e} (retrying)");
-                continue;
-            }
-        };
-        let hourly = last_full_check.elapsed() > Duration::from_secs(3600);
-        if gen == seen && !hourly {
-            continue;
-        }
-        let started = Instant::now();
-        match signer::resign(store, zone, false, validity, threads, &signer::NoProgress).await {
-            Ok(r) => {
-                if r.written > 0 {
-                    report_resign(zone, &r, started);
-                }
-                last_full_check = Instant::now();
-            }
-            Err(e) => eprintln!("mongodns-sign: {e} (retrying)"),
-        }
-        seen = store.find_zone(zone).await?.map(|z| z.gen);
-    }
 }
 
 async fn show_zone(store: &Store, zone: &Name) -> Result<(), SignError> {
