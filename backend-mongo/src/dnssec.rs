@@ -476,6 +476,10 @@ pub enum NodeChange {
     },
     /// Writes a whole NSEC3 node (upsert).
     PutNsec3(FullNode),
+    /// Sets each RRset of an ordinary node whole (records, signatures,
+    /// digest) and its denial key, creating the node if needed; RRsets it
+    /// does not list are left alone. How a signing writer stores a node.
+    PutRRsets(FullNode),
     /// Deletes the NSEC3 node with this base32hex hash.
     DeleteNsec3(String),
 }
@@ -649,6 +653,35 @@ impl Store {
         Ok(out)
     }
 
+    /// One ordinary node of version `ver` with signatures and denial key.
+    pub async fn read_full_node(
+        &self,
+        zone: &Name,
+        ver: i64,
+        name: &Name,
+    ) -> Result<Option<FullNode>, StoreError> {
+        let found = self
+            .nodes
+            .find_one(doc! {"_id": node_id(zone, ver, name)})
+            .await?;
+        found.as_ref().map(full_node_from_doc).transpose()
+    }
+
+    /// The NSEC or NSEC3 chain of version `ver`: every node with a denial
+    /// key, with only its NSEC/NSEC3 RRset read.
+    pub async fn read_chain(&self, zone: &Name, ver: i64) -> Result<Vec<FullNode>, StoreError> {
+        let mut cursor = self
+            .nodes
+            .find(doc! {"zone": zone.to_string(), "ver": ver, "dk": {"$gt": ""}})
+            .projection(doc! {"_id": 1, "name": 1, "dk": 1, "rrsets.NSEC": 1, "rrsets.NSEC3": 1})
+            .await?;
+        let mut out = Vec::new();
+        while let Some(d) = cursor.try_next().await? {
+            out.push(full_node_from_doc(&d)?);
+        }
+        Ok(out)
+    }
+
     /// Inserts whole nodes into a version that is not served yet.
     pub async fn insert_full_nodes(
         &self,
@@ -713,6 +746,36 @@ impl Store {
                     updates.push(doc! {
                         "q": {"_id": node.id(zone, ver)},
                         "u": d,
+                        "upsert": true,
+                    });
+                }
+                NodeChange::PutRRsets(node) => {
+                    let mut on_insert = doc! {
+                        "zone": zone.to_string(),
+                        "ver": ver,
+                        "name": node.name.to_string(),
+                        "ck": node.name.canonical_key(),
+                    };
+                    let mut set = Document::new();
+                    for r in &node.rrsets {
+                        set.insert(
+                            format!("rrsets.{}", r.rrset.rtype.mnemonic()),
+                            signed_rrset_doc(r),
+                        );
+                    }
+                    if node.rrsets.is_empty() {
+                        on_insert.insert("rrsets", Document::new());
+                    }
+                    if let Some(dk) = &node.dk {
+                        set.insert("dk", dk.clone());
+                    }
+                    let mut u = doc! {"$setOnInsert": on_insert};
+                    if !set.is_empty() {
+                        u.insert("$set", set);
+                    }
+                    updates.push(doc! {
+                        "q": {"_id": node_id(zone, ver, &node.name)},
+                        "u": u,
                         "upsert": true,
                     });
                 }

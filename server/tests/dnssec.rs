@@ -660,3 +660,103 @@ fn imports_into_a_secured_zone_are_signed() {
     assert_eq!(verify_section(&m.answers, &f.keys), 1);
     f.done();
 }
+
+/// Merge writes into a secured zone are signed before they are visible:
+/// right after each batch is written, before the importer publishes
+/// anything, every answer about the new and changed names validates.
+fn merge_is_signed_before_visible(tag: &str, nsec3: Option<Nsec3Config>) {
+    let f = fixture(tag, nsec3);
+    let zone = name("example.com.");
+    let mut merge = run(async {
+        let served = f.db.store.find_zone(&zone).await.unwrap().unwrap();
+        signer::merge::MergeSigner::new(&f.db.store, &zone, served.ver)
+            .await
+            .unwrap()
+            .expect("the zone is secured")
+    });
+    let a = |owner: &str, rd: [u8; 4]| NodeWrite {
+        name: name(owner),
+        rrsets: vec![RRset {
+            rtype: RType::A,
+            ttl: 3600,
+            rdata: vec![Box::new(rd)],
+        }],
+    };
+    let ent = |owner: &str| NodeWrite {
+        name: name(owner),
+        rrsets: Vec::new(),
+    };
+    // Batch 1: a record added to www, new names side by side, a new name
+    // under new empty non-terminals.
+    run(merge.write_batch(
+        &f.db.store,
+        &[
+            a("www.example.com.", [192, 0, 2, 82]),
+            a("n1.example.com.", [192, 0, 2, 1]),
+            a("n2.example.com.", [192, 0, 2, 2]),
+            ent("q.p.example.com."),
+            ent("p.example.com."),
+            a("r.q.p.example.com.", [192, 0, 2, 3]),
+        ],
+    ))
+    .unwrap();
+    let port = f.server.port;
+    let check = |qname: &str, qtype: u16, rcode: ResponseCode| {
+        let m = ask_udp(port, qname, qtype, DO);
+        assert_eq!(m.metadata.response_code, rcode, "{qname}");
+        verify_section(&m.answers, &f.keys);
+        verify_section(&m.authorities, &f.keys);
+        assert_all_signed(&m.answers, &[]);
+        assert_all_signed(&m.authorities, &[]);
+        m
+    };
+    let m = check("www.example.com.", 1, ResponseCode::NoError);
+    assert_eq!(m.answers.len(), 4, "three A records and their RRSIG");
+    for n in ["n1.example.com.", "n2.example.com.", "r.q.p.example.com."] {
+        assert_eq!(check(n, 1, ResponseCode::NoError).answers.len(), 2);
+    }
+    // Denials around the new names use the updated chain.
+    let m = check("n15.example.com.", 1, ResponseCode::NXDomain);
+    let m2 = check("q.p.example.com.", 1, ResponseCode::NoError);
+    assert!(m2.answers.is_empty());
+    if nsec3s(&m.authorities).is_empty() {
+        let list = nsecs(&m.authorities);
+        assert!(covered(&list, &name("n15.example.com.")), "{list:?}");
+        assert!(
+            !list
+                .iter()
+                .any(|(o, next, _)| *o < name("n1.example.com.") && name("n1.example.com.") < *next),
+            "no NSEC may deny n1 any more: {list:?}"
+        );
+    }
+    // Batch 2 adds a name between two names of batch 1.
+    run(merge.write_batch(&f.db.store, &[a("n10.example.com.", [192, 0, 2, 10])])).unwrap();
+    check("n10.example.com.", 1, ResponseCode::NoError);
+    check("n11.example.com.", 1, ResponseCode::NXDomain);
+    check("n1.example.com.", 16, ResponseCode::NoError);
+    // The SOA with its new serial, signed, before the generation moves.
+    run(async {
+        let served = f.db.store.find_zone(&zone).await.unwrap().unwrap();
+        let serial = merge.sign_soa(&f.db.store, served.serial).await.unwrap();
+        assert!(backend_mongo::writer::serial_gt(serial, served.serial));
+    });
+    check("example.com.", 6, ResponseCode::NoError);
+    f.done();
+}
+
+#[test]
+fn merge_writes_are_signed_before_they_are_visible_nsec() {
+    merge_is_signed_before_visible("dnssec_merge", None);
+}
+
+#[test]
+fn merge_writes_are_signed_before_they_are_visible_nsec3() {
+    merge_is_signed_before_visible(
+        "dnssec_merge3",
+        Some(Nsec3Config {
+            iterations: 0,
+            salt: Vec::new(),
+            opt_out: false,
+        }),
+    );
+}

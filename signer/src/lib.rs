@@ -10,13 +10,14 @@
 //!  unsecure_zone ─► ver+1 without any DNSSEC data ─► switch
 //! ```
 //!
-//! The importer calls [`sign_after_write`] so that what it writes into a
-//! secured zone is signed: before the switch for a replace (no window at
-//! all), right after for a merge (see `docs/dnssec.md`).
+//! The importer signs what it writes into a secured zone: a replace through
+//! [`sign_after_write`] before the switch, a merge through
+//! [`merge::MergeSigner`] before each batch is written (see `docs/dnssec.md`).
 #![warn(missing_docs)]
 
 pub mod crypto;
 pub mod export;
+pub mod merge;
 pub mod plan;
 
 use backend_mongo::dnssec::{FullNode, KeyState, NodeChange, Nsec3Config, StoredKey};
@@ -126,7 +127,7 @@ fn now() -> u32 {
         .map_or(0, |d| d.as_secs() as u32)
 }
 
-fn sign_options(
+pub(crate) fn sign_options(
     nsec3: Option<Nsec3Config>,
     v: &Validity,
     threads: usize,
@@ -156,7 +157,7 @@ fn soa_serial_of(nodes: &[FullNode], apex: &Name) -> Option<u32> {
     backend_mongo::writer::soa_serial(rd)
 }
 
-fn next_serial(candidates: &[u32]) -> u32 {
+pub(crate) fn next_serial(candidates: &[u32]) -> u32 {
     let mut best = candidates[0];
     for &c in candidates {
         if serial_gt(c, best) {

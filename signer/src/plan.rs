@@ -155,7 +155,7 @@ pub fn classify(apex: &Name, nodes: &[FullNode]) -> Vec<Kind> {
 }
 
 /// The SOA minimum of an SOA rdata.
-fn soa_minimum(rd: &[u8]) -> u32 {
+pub(crate) fn soa_minimum(rd: &[u8]) -> u32 {
     let n = rd.len();
     if n < 4 {
         return 0;
@@ -173,10 +173,10 @@ pub fn nsec3param_rdata(cfg: &Nsec3Config) -> Vec<u8> {
 }
 
 /// A signing job: one RRset at one node of the desired zone.
-struct Job {
-    node: usize,
-    set: usize,
-    ksk: bool,
+pub(crate) struct Job {
+    pub(crate) node: usize,
+    pub(crate) set: usize,
+    pub(crate) ksk: bool,
 }
 
 /// Counts from a plan.
@@ -432,7 +432,7 @@ fn reusable(set: &SignedRRset, digest: i64, tags: &[u16], refresh: u32) -> bool 
             .all(|s| rrsig_expiration(s).is_some_and(|e| e >= refresh))
 }
 
-fn sign_all(
+pub(crate) fn sign_all(
     nodes: &mut [FullNode],
     jobs: &[Job],
     keys: &KeySet,
