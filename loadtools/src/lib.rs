@@ -7,4 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod import;
+pub mod perf;
+pub mod scenario;
 pub mod zonefile;
+pub mod zonegen;
