@@ -3,7 +3,7 @@
 //!
 //! ```text
 //!  keys   { _id, zone, flags 256|257, alg, tag, pub, priv (PKCS#8), state, created }
-//!  zones  { …, dnssec: { secured, nsec3?: { iter, salt, optout } } }
+//!  zones  { …, dnssec: { secured, cds, nsec3?: { iter, salt, optout } } }
 //!  nodes  { …, dk?: "<denial key>",
 //!           rrsets: { A: { ttl, rd, sigs: [RRSIG rdata…], sd: <digest> }, NSEC: {…} } }
 //!  nodes  { _id: "<zone> <ver> nsec3 <b32hex>", name: "<b32hex>.<zone>", dk: "<b32hex>",
@@ -189,6 +189,8 @@ pub struct DnssecConfig {
     pub secured: bool,
     /// NSEC3 settings; `None` means NSEC.
     pub nsec3: Option<Nsec3Config>,
+    /// Publish CDS and CDNSKEY (RFC 7344) for the SEP keys.
+    pub cds: bool,
 }
 
 /// The NSEC3 owner hash (RFC 5155 §5): SHA-1 of the wire name, iterated.
@@ -565,6 +567,7 @@ impl Store {
         Ok(DnssecConfig {
             secured: sec.get_bool("secured").unwrap_or(false),
             nsec3,
+            cds: sec.get_bool("cds").unwrap_or(false),
         })
     }
 
@@ -576,7 +579,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let update = match config {
             Some(c) => {
-                let mut sec = doc! {"secured": c.secured};
+                let mut sec = doc! {"secured": c.secured, "cds": c.cds};
                 if let Some(n) = &c.nsec3 {
                     sec.insert(
                         "nsec3",

@@ -75,6 +75,7 @@ fn secure_options(nsec3: Option<Nsec3Config>) -> SecureOptions {
         algorithm: 13,
         csk: false,
         nsec3,
+        cds: false,
         validity: Validity::default(),
         threads: 2,
         grace: Duration::ZERO,

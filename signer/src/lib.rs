@@ -113,6 +113,8 @@ pub struct SecureOptions {
     pub csk: bool,
     /// NSEC3 instead of NSEC.
     pub nsec3: Option<Nsec3Config>,
+    /// Publish CDS and CDNSKEY (RFC 7344).
+    pub cds: bool,
     /// Signature validity.
     pub validity: Validity,
     /// Signing threads (0: one per core).
@@ -148,6 +150,7 @@ pub(crate) fn sign_options(
         } else {
             threads
         },
+        cds: false,
     }
 }
 
@@ -240,12 +243,13 @@ pub async fn secure_zone(
             served.serial,
             soa_serial_of(&current, zone).unwrap_or(served.serial),
         ]);
-        let opts = sign_options(
+        let mut opts = sign_options(
             options.nsec3.clone(),
             &options.validity,
             options.threads,
             true,
         );
+        opts.cds = options.cds;
         let (_, desired, stats) =
             run_plan(zone, current, &keys, opts, Some(serial), progress).await?;
         let written = insert_all(store, zone, writer.ver(), &desired, progress).await?;
@@ -260,6 +264,7 @@ pub async fn secure_zone(
         let info = writer.finish(options.grace).await?;
         config.secured = true;
         config.nsec3 = options.nsec3.clone();
+        config.cds = options.cds;
         store.set_dnssec_config(zone, Some(&config)).await?;
         return Ok(Report {
             nodes,
@@ -398,7 +403,8 @@ pub async fn resign_version(
     let keys = store.zone_keys(zone).await?;
     let current = store.read_version(zone, ver).await?;
     let nodes = current.len() as u64;
-    let opts = sign_options(config.nsec3.clone(), validity, threads, full);
+    let mut opts = sign_options(config.nsec3.clone(), validity, threads, full);
+    opts.cds = config.cds;
     let (current, mut desired, mut stats) =
         run_plan(zone, current, &keys, opts.clone(), None, progress).await?;
     let mut changes = diff(&current, &desired);

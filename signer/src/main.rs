@@ -75,6 +75,9 @@ enum Command {
         /// One combined signing key (CSK) instead of a KSK and a ZSK.
         #[arg(long)]
         csk: bool,
+        /// Publish CDS and CDNSKEY (RFC 7344) so the parent can follow KSK changes.
+        #[arg(long)]
+        cds: bool,
         /// Seconds the previous version stays readable after the switch.
         #[arg(long, default_value_t = 3)]
         grace: u64,
@@ -252,6 +255,7 @@ async fn run(cli: Cli) -> Result<(), SignError> {
             salt,
             opt_out,
             csk,
+            cds,
             grace,
         } => {
             let zone = parse_zone(&zone)?;
@@ -275,6 +279,7 @@ async fn run(cli: Cli) -> Result<(), SignError> {
                 algorithm: parse_alg(&algorithm)?,
                 csk,
                 nsec3,
+                cds,
                 validity: Validity::default(),
                 threads,
                 grace: Duration::from_secs(grace),

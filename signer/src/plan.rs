@@ -24,7 +24,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub fn signer_owned(t: RType) -> bool {
     matches!(
         t,
-        RType::RRSIG | RType::NSEC | RType::NSEC3 | RType::NSEC3PARAM | RType::DNSKEY
+        RType::RRSIG
+            | RType::NSEC
+            | RType::NSEC3
+            | RType::NSEC3PARAM
+            | RType::DNSKEY
+            | RType::CDS
+            | RType::CDNSKEY
     )
 }
 
@@ -56,6 +62,8 @@ pub struct SignOptions {
     pub refresh_before: u32,
     /// Threads to sign with.
     pub threads: usize,
+    /// Publish CDS and CDNSKEY at the apex (RFC 7344).
+    pub cds: bool,
 }
 
 /// Active keys split by role.
@@ -66,6 +74,11 @@ pub struct KeySet {
     pub zsks: Vec<SigningKey>,
     /// DNSKEY rdata of every published, active or retired key.
     pub dnskeys: Vec<Box<[u8]>>,
+    /// CDNSKEY rdata: the SEP keys that are published or active (the DS set
+    /// the parent should have).
+    pub cdnskeys: Vec<Box<[u8]>>,
+    /// CDS rdata (SHA-256) for the same keys.
+    pub cds: Vec<Box<[u8]>>,
 }
 
 /// Why the zone cannot be signed.
@@ -92,8 +105,17 @@ impl KeySet {
         let mut ksks = Vec::new();
         let mut zsks = Vec::new();
         let mut dnskeys = Vec::new();
+        let mut cdnskeys = Vec::new();
+        let mut cds = Vec::new();
         for k in keys {
             dnskeys.push(k.dnskey_rdata().into_boxed_slice());
+            if k.is_ksk() && k.state != KeyState::Retired {
+                cdnskeys.push(k.dnskey_rdata().into_boxed_slice());
+                cds.push(
+                    backend_mongo::dnssec::ds_rdata(zone, &k.dnskey_rdata(), k.algorithm)
+                        .into_boxed_slice(),
+                );
+            }
             if k.state != KeyState::Active {
                 continue;
             }
@@ -118,6 +140,8 @@ impl KeySet {
             ksks,
             zsks,
             dnskeys,
+            cdnskeys,
+            cds,
         })
     }
 }
@@ -250,6 +274,18 @@ pub fn plan(
             rdata: keys.dnskeys.clone(),
         },
     ));
+    if options.cds {
+        for (t, rdata) in [(RType::CDS, &keys.cds), (RType::CDNSKEY, &keys.cdnskeys)] {
+            nodes[apex_i].rrsets.push(carry(
+                keep_old(t),
+                RRset {
+                    rtype: t,
+                    ttl: dnskey_ttl,
+                    rdata: rdata.clone(),
+                },
+            ));
+        }
+    }
     if let Some(cfg) = &options.nsec3 {
         nodes[apex_i].rrsets.push(carry(
             keep_old(RType::NSEC3PARAM),
@@ -370,7 +406,7 @@ pub fn plan(
                 set.sd = None;
                 continue;
             }
-            let ksk = t == RType::DNSKEY || t == RType(59) || t == RType(60);
+            let ksk = matches!(t, RType::DNSKEY | RType::CDS | RType::CDNSKEY);
             let tags = if ksk { &ksk_tags } else { &zsk_tags };
             let digest = rrset_digest(set.rrset.ttl, &set.rrset.rdata);
             if reusable(set, digest, tags, options.refresh_before) {

@@ -300,3 +300,30 @@ fn zsk_and_ksk_rollovers_and_no_private_key_in_output() {
     assert!(db.ok(&["show-zone", "example.net"]).contains("no keys"));
     db.drop_db();
 }
+
+#[test]
+fn cds_and_cdnskey_follow_the_ksks() {
+    let db = Db::new("signcli_cds");
+    let shown = db.ok(&["secure-zone", "example.net", "--cds"]);
+    let ds: Vec<String> = shown
+        .lines()
+        .filter(|l| l.contains(" IN DS "))
+        .map(|l| l.split(" IN DS ").nth(1).unwrap().to_string())
+        .collect();
+    let export = db.ok(&["export-zone", "example.net"]);
+    let cds: Vec<String> = export
+        .lines()
+        .filter(|l| l.split('\t').nth(3) == Some("CDS"))
+        .map(|l| l.split('\t').nth(4).unwrap().to_string())
+        .collect();
+    assert_eq!(cds, ds, "CDS is the DS shown for the parent");
+    assert_eq!(count(&export, "\tCDNSKEY\t"), 1);
+    assert_eq!(sig_tags(&export, "CDS").len(), 1, "CDS signed by the KSK");
+    verify(&export, "example.net", false);
+    db.ok(&["add-key", "example.net", "--ksk", "--active"]);
+    let export = db.ok(&["export-zone", "example.net"]);
+    assert_eq!(count(&export, "\tCDS\t"), 2);
+    assert_eq!(count(&export, "\tCDNSKEY\t"), 2);
+    verify(&export, "example.net", false);
+    db.drop_db();
+}
