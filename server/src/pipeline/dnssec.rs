@@ -86,6 +86,7 @@ pub async fn decorate<B: Backend>(
 ) -> Result<(), StoreError> {
     let mut extra = Extra::default();
     let mut zones: Vec<(Name, Option<Arc<Signed>>)> = Vec::new();
+    let base = answer.zone.clone();
     // Answer section: signatures, and wildcard proofs.
     let mut walked: Vec<(Name, RType, Option<Arc<Node>>)> = Vec::new();
     for placed in &answer.answer {
@@ -94,7 +95,7 @@ pub async fn decorate<B: Backend>(
         if rtype == RType::RRSIG {
             continue;
         }
-        let Some(signed) = signed_zone_of(backend, &mut zones, owner).await? else {
+        let Some(signed) = signed_zone_of(backend, &mut zones, owner, &base).await? else {
             continue;
         };
         if walked.iter().any(|(n, t, _)| n == owner && *t == rtype) {
@@ -132,7 +133,7 @@ pub async fn decorate<B: Backend>(
             }
         }
     }
-    let zone_signed = signed_zone_of(backend, &mut zones, &answer.zone.apex).await?;
+    let zone_signed = signed_zone_of(backend, &mut zones, &answer.zone.apex, &base).await?;
     if let Some(signed) = zone_signed.filter(|_| last.is_subdomain_of(&answer.zone.apex)) {
         match answer.outcome {
             Outcome::NxDomain => {
@@ -177,7 +178,7 @@ pub async fn decorate<B: Backend>(
         if rtype == RType::NS {
             continue; // NS at a cut is not signed; NS elsewhere is not sent.
         }
-        let Some(signed) = signed_zone_of(backend, &mut zones, &placed.owner).await? else {
+        let Some(signed) = signed_zone_of(backend, &mut zones, &placed.owner, &base).await? else {
             continue;
         };
         if let Some(node) = backend.get_node(&signed.zone, &placed.owner).await? {
@@ -214,9 +215,17 @@ async fn signed_zone_of<B: Backend>(
     backend: &B,
     memo: &mut Vec<(Name, Option<Arc<Signed>>)>,
     name: &Name,
+    base: &ZoneInfo,
 ) -> Result<Option<Arc<Signed>>, StoreError> {
     let Some(zone) = lookup::find_zone(backend, name).await? else {
         return Ok(None);
+    };
+    // The version the answer stages read, not a newer one published since:
+    // signatures and proofs must come from the same version as the data.
+    let zone = if zone.apex == base.apex {
+        base.clone()
+    } else {
+        zone
     };
     if let Some((_, s)) = memo.iter().find(|(apex, _)| *apex == zone.apex) {
         return Ok(s.clone());
