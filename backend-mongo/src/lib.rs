@@ -4,10 +4,12 @@
 //! ```text
 //!  server ──reads──► Store (store.rs) ──► zones / nodes / meta
 //!  importer, signer ──ZoneWriter (writer.rs)──┘
+//!  keys, signatures, NSEC/NSEC3 chains: dnssec.rs
 //!  documents ◄──► values: schema.rs     names: name.rs     types: rtype.rs
 //! ```
 #![warn(missing_docs)]
 
+pub mod dnssec;
 pub mod name;
 pub mod rtype;
 pub mod schema;

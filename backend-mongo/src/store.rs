@@ -147,6 +147,7 @@ impl Store {
             .options(IndexOptions::builder().name("gen".to_string()).build())
             .build();
         self.zones.create_index(by_gen).await?;
+        self.ensure_dnssec_indexes().await?;
         Ok(())
     }
 

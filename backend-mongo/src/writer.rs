@@ -309,11 +309,11 @@ impl ZoneWriter {
                 "malformed SOA rdata at the apex",
             ))
         })?;
-        // The serial must move forward whenever the content changed (RFC 1982).
+        // The serial must move forward whenever the content changed (RFC 1982);
+        // a writer that already moved it (a signer, which also signed the
+        // SOA) keeps its value.
         let serial = match &self.previous {
-            Some(prev)
-                if self.mode == WriteMode::Merge || !serial_gt(written_serial, prev.serial) =>
-            {
+            Some(prev) if !serial_gt(written_serial, prev.serial) => {
                 let base = if serial_gt(written_serial, prev.serial) {
                     written_serial
                 } else {

@@ -269,6 +269,14 @@ pub async fn import_file(
     };
     progress.start(total);
     let writer = store.begin_zone_write(&options.zone, mode).await?;
+    // A merge into a secured zone is signed before it is written (docs/dnssec.md).
+    let mut merge_signer = if writer.mode() == WriteMode::Merge {
+        signer::merge::MergeSigner::new(store, &options.zone, writer.ver())
+            .await
+            .map_err(signing_failed)?
+    } else {
+        None
+    };
     let mut builder = NodeBuilder::new(options.zone.clone());
     let mut batch: Vec<NodeWrite> = Vec::with_capacity(options.batch_size + 16);
     let mut batch_records = 0u64;
@@ -284,6 +292,18 @@ pub async fn import_file(
         if batch.len() >= options.batch_size {
             let full = std::mem::take(&mut batch);
             let n = std::mem::take(&mut batch_records);
+            if let Some(signer) = merge_signer.as_mut() {
+                add_stats(
+                    &mut stats,
+                    signer
+                        .write_batch(store, &full)
+                        .await
+                        .map_err(signing_failed)?,
+                );
+                written_records += n;
+                progress.advance(written_records);
+                continue;
+            }
             pending.push(write_batch(&writer, full, n));
             while pending.len() >= options.in_flight.max(1) {
                 if let Some((r, n)) = pending.next().await {
@@ -298,7 +318,20 @@ pub async fn import_file(
     if !batch.is_empty() {
         let full = std::mem::take(&mut batch);
         let n = batch_records;
-        pending.push(write_batch(&writer, full, n));
+        match merge_signer.as_mut() {
+            Some(signer) => {
+                add_stats(
+                    &mut stats,
+                    signer
+                        .write_batch(store, &full)
+                        .await
+                        .map_err(signing_failed)?,
+                );
+                written_records += n;
+                progress.advance(written_records);
+            }
+            None => pending.push(write_batch(&writer, full, n)),
+        }
     }
     while let Some((r, n)) = pending.next().await {
         add_stats(&mut stats, r?);
@@ -306,13 +339,42 @@ pub async fn import_file(
         progress.advance(written_records);
     }
     drop(pending);
-    let zone = writer.finish(options.grace).await?;
+    // A secured zone stays signed (docs/dnssec.md): a new version is signed
+    // before readers switch to it; a merge was signed batch by batch, and
+    // its SOA is signed with the new serial before `finish` publishes it.
+    if writer.mode() == WriteMode::Replace {
+        let served_serial = writer.previous().map(|p| p.serial);
+        signer::sign_after_write(store, &options.zone, writer.ver(), served_serial, false)
+            .await
+            .map_err(signing_failed)?;
+    }
+    if let Some(signer) = merge_signer.as_mut() {
+        let served = writer.previous().map_or(0, |p| p.serial);
+        signer
+            .sign_soa(store, served)
+            .await
+            .map_err(signing_failed)?;
+    }
+    let mut zone = writer.finish(options.grace).await?;
+    if merge_signer.as_ref().is_some_and(|s| s.needs_full_resign()) {
+        // A delegation or DNAME appeared above existing names.
+        if let Some(r) = signer::sign_after_write(store, &options.zone, zone.ver, None, true)
+            .await
+            .map_err(signing_failed)?
+        {
+            zone.serial = r.serial;
+        }
+    }
     Ok(ImportSummary {
         records: total,
         writes: stats,
         elapsed: started.elapsed(),
         zone,
     })
+}
+
+fn signing_failed(e: signer::SignError) -> ImportError {
+    ImportError::Zone(format!("signing for the secured zone: {e}"))
 }
 
 async fn write_batch(

@@ -2,13 +2,15 @@
 //!
 //! ```text
 //!  parse_query ─► check_question (class, meta types) ─► find_zone
-//!     ─► solve_answer ─► solve_authority ─► solve_additional ─► render
+//!     ─► solve_answer ─► solve_authority ─► solve_additional
+//!     ─► dnssec::decorate (DO=1 only) ─► render
 //!  AXFR/IXFR over TCP take their own path: transfer.rs (several messages)
 //!  A storage fault or a timeout anywhere becomes SERVFAIL; NXDOMAIN,
 //!  NODATA and referrals are ordinary outcomes (see `answer::Outcome`).
 //! ```
 
 pub mod answer;
+pub mod dnssec;
 pub mod lookup;
 pub mod render;
 pub mod transfer;
@@ -292,6 +294,9 @@ impl<B: Backend> Responder<B> {
             answer::solve_answer(backend, zone.clone(), &query.qname, query.qtype).await?;
         answer::solve_authority(backend, &mut answer).await?;
         answer::solve_additional(backend, &mut answer).await?;
+        if query.edns.is_some_and(|e| e.dnssec_ok) {
+            dnssec::decorate(backend, &mut answer, &query.qname, query.qtype).await?;
+        }
         Ok(Some((zone, answer)))
     }
 
