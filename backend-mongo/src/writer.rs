@@ -105,7 +105,7 @@ impl Store {
         let ver = match pending {
             Some(p) => {
                 // A previous run stopped midway: clear what it left and reuse it.
-                self.nodes.delete_many(doc! {"zone": &id, "ver": p}).await?;
+                self.delete_version(zone, p).await?;
                 p
             }
             None => served.as_ref().map_or(1, |z| z.ver + 1),
@@ -351,10 +351,7 @@ impl ZoneWriter {
                 // Servers may still read the old version until they notice
                 // the new generation; give them time before deleting it.
                 tokio::time::sleep(grace).await;
-                self.store
-                    .nodes
-                    .delete_many(doc! {"zone": &zone_id, "ver": prev.ver})
-                    .await?;
+                self.store.delete_version(&self.zone, prev.ver).await?;
             }
         }
         Ok(ZoneInfo {
