@@ -43,6 +43,9 @@ pub enum StoreError {
     /// A stored document does not follow the schema.
     #[error(transparent)]
     Schema(#[from] SchemaError),
+    /// An operation took longer than allowed.
+    #[error("MongoDB did not answer in time: {0}")]
+    Timeout(String),
     /// A zone that must exist does not.
     #[error("zone {0} does not exist")]
     NoSuchZone(String),

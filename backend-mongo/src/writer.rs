@@ -63,7 +63,13 @@ pub struct ZoneWriter {
     merge_lock: tokio::sync::Mutex<()>,
     /// Identity of the input, for resuming a killed write (see `resume`).
     resume_key: Option<String>,
+    /// When a merge last published a new generation (see `publish_progress`).
+    last_publish: std::sync::Mutex<std::time::Instant>,
 }
+
+/// How often a long merge publishes a new generation, so servers see its
+/// writes while it runs (well within their one-second freshness target).
+pub const PUBLISH_EVERY: Duration = Duration::from_millis(200);
 
 const DUPLICATE_KEY: i32 = 11000;
 
@@ -157,6 +163,7 @@ impl Store {
                         previous: served.clone(),
                         merge_lock: Default::default(),
                         resume_key: key.map(str::to_string),
+                        last_publish: std::sync::Mutex::new(std::time::Instant::now()),
                     },
                     done,
                 ));
@@ -202,6 +209,7 @@ impl Store {
                 previous: served,
                 merge_lock: Default::default(),
                 resume_key: key.map(str::to_string),
+                last_publish: std::sync::Mutex::new(std::time::Instant::now()),
             },
             done,
         ))
@@ -327,7 +335,32 @@ impl ZoneWriter {
             self.store.run_updates(updates).await?;
             stats.merged = to_merge.len() as u64;
         }
+        if self.mode == WriteMode::Merge {
+            self.publish_progress().await?;
+        }
         Ok(stats)
+    }
+
+    /// In `Merge` mode, writes are visible in the database at once; this
+    /// moves the zone's generation (at most every [`PUBLISH_EVERY`]) so that
+    /// servers drop what they cached before those writes.
+    async fn publish_progress(&self) -> Result<(), StoreError> {
+        {
+            let mut last = self.last_publish.lock().unwrap_or_else(|p| p.into_inner());
+            if last.elapsed() < PUBLISH_EVERY {
+                return Ok(());
+            }
+            *last = std::time::Instant::now();
+        }
+        let gen = self.store.next_seq().await?;
+        self.store
+            .zones
+            .update_one(
+                doc! {"_id": self.zone.to_string()},
+                doc! {"$max": {"gen": gen}},
+            )
+            .await?;
+        Ok(())
     }
 
     /// Publishes the write: fixes the SOA serial, bumps the generation and,

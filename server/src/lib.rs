@@ -9,6 +9,8 @@
 #![warn(missing_docs)]
 
 pub mod backend;
+pub mod cache;
+pub mod control;
 pub mod frontend;
 pub mod pipeline;
 pub mod wire;

@@ -7,8 +7,10 @@
 
 use backend_mongo::Store;
 use clap::Parser;
+use mongodns_server::cache::{Counters, PacketCache, RecordCache, RecordCacheConfig, ZoneRegistry};
+use mongodns_server::control::{serve_control, Control};
 use mongodns_server::frontend::{tcp, udp};
-use mongodns_server::pipeline::{PipelineConfig, Responder};
+use mongodns_server::pipeline::{PipelineConfig, ReplyCache, Responder};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -59,6 +61,42 @@ struct Args {
     /// SO_SNDBUF for UDP sockets, in bytes (kernel default if unset).
     #[arg(long, env = "MONGODNS_UDP_SNDBUF")]
     udp_sndbuf: Option<usize>,
+    /// Replies kept in the packet cache (0 turns it off).
+    #[arg(
+        long,
+        env = "MONGODNS_PACKET_CACHE_ENTRIES",
+        default_value_t = 1_000_000
+    )]
+    packet_cache_entries: usize,
+    /// Memory bound of the packet cache, in MiB.
+    #[arg(long, env = "MONGODNS_PACKET_CACHE_MB", default_value_t = 512)]
+    packet_cache_mb: usize,
+    /// Nodes kept in the record cache (0 turns it off).
+    #[arg(
+        long,
+        env = "MONGODNS_RECORD_CACHE_ENTRIES",
+        default_value_t = 1_000_000
+    )]
+    record_cache_entries: usize,
+    /// Memory bound of the record cache, in MiB.
+    #[arg(long, env = "MONGODNS_RECORD_CACHE_MB", default_value_t = 512)]
+    record_cache_mb: usize,
+    /// Longest time anything is cached, in seconds (record TTLs cap it further).
+    #[arg(long, env = "MONGODNS_CACHE_MAX_TTL", default_value_t = 300)]
+    cache_max_ttl: u64,
+    /// How long a missing name or a name in no zone is cached, in seconds.
+    #[arg(long, env = "MONGODNS_CACHE_NEGATIVE_TTL", default_value_t = 60)]
+    cache_negative_ttl: u64,
+    /// Milliseconds between checks for changed zones (writes are seen
+    /// within about this long).
+    #[arg(long, env = "MONGODNS_FRESHNESS_MS", default_value_t = 250)]
+    freshness_ms: u64,
+    /// Turn every cache off (each query reads the database): for measuring.
+    #[arg(long, env = "MONGODNS_NO_CACHE")]
+    no_cache: bool,
+    /// Address of the HTTP control endpoint (/stats, /metrics, POST /purge); off if unset.
+    #[arg(long, env = "MONGODNS_CONTROL_LISTEN")]
+    control_listen: Option<SocketAddr>,
     /// Log filter (tracing syntax), e.g. `info` or `mongodns_server=debug`.
     #[arg(long, env = "MONGODNS_LOG", default_value = "info")]
     log: String,
@@ -100,7 +138,61 @@ async fn run(args: Args, workers: usize) -> Result<(), String> {
         max_udp_size: args.max_udp_size,
         query_timeout: Duration::from_millis(args.query_timeout_ms),
     };
-    let responder = Arc::new(Responder::new(Arc::new(store), config));
+    let counters = Arc::new(Counters::default());
+    let registry = Arc::new(ZoneRegistry::new(
+        args.record_cache_entries.max(1024),
+        Duration::from_secs(args.cache_negative_ttl),
+    ));
+    let record_config = RecordCacheConfig {
+        max_entries: args.record_cache_entries,
+        max_bytes: args.record_cache_mb << 20,
+        max_ttl: Duration::from_secs(args.cache_max_ttl),
+        negative_ttl: Duration::from_secs(args.cache_negative_ttl),
+        enabled: !args.no_cache && args.record_cache_entries > 0,
+    };
+    let records = Arc::new(RecordCache::new(
+        store.clone(),
+        registry.clone(),
+        record_config,
+        counters.clone(),
+    ));
+    tokio::spawn(registry.clone().poll_loop(
+        store.clone(),
+        Duration::from_millis(args.freshness_ms.max(10)),
+        counters.clone(),
+    ));
+    let packets = Arc::new(PacketCache::new(
+        args.packet_cache_entries.max(1),
+        args.packet_cache_mb << 20,
+        Duration::from_secs(args.cache_max_ttl),
+        args.max_udp_size,
+        registry.clone(),
+    ));
+    let responder = if args.no_cache || args.packet_cache_entries == 0 {
+        Responder::new(records.clone(), config)
+    } else {
+        let cache = ReplyCache {
+            packets: packets.clone(),
+            registry: registry.clone(),
+            empty_ttl: Duration::from_secs(args.cache_negative_ttl),
+        };
+        Responder::with_cache(records.clone(), config, cache)
+    };
+    let responder = Arc::new(responder.count_into(counters.clone()));
+    if let Some(addr) = args.control_listen {
+        let control = Arc::new(Control {
+            packets,
+            records,
+            registry,
+            counters,
+        });
+        let listener_task = tokio::spawn(async move {
+            if let Err(e) = serve_control(addr, control).await {
+                tracing::error!(%addr, error = %e, "control endpoint failed");
+            }
+        });
+        drop(listener_task);
+    }
     let limits = tcp::TcpLimits {
         max_connections: args.tcp_max_connections,
         idle_timeout: Duration::from_secs(args.tcp_idle_timeout),

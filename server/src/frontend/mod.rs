@@ -22,6 +22,12 @@ pub trait Handler: Send + Sync + 'static {
         packet: &[u8],
         transport: Transport,
     ) -> impl Future<Output = Option<Vec<u8>>> + Send;
+
+    /// Answers at once from memory if it can (into `out`), without waiting
+    /// on anything; false means `handle` must be used.
+    fn handle_now(&self, _packet: &[u8], _transport: Transport, _out: &mut Vec<u8>) -> bool {
+        false
+    }
 }
 
 impl<B: crate::backend::Backend> Handler for crate::pipeline::Responder<B> {
@@ -31,6 +37,10 @@ impl<B: crate::backend::Backend> Handler for crate::pipeline::Responder<B> {
         transport: Transport,
     ) -> impl Future<Output = Option<Vec<u8>>> + Send {
         self.respond(packet, transport)
+    }
+
+    fn handle_now(&self, packet: &[u8], transport: Transport, out: &mut Vec<u8>) -> bool {
+        self.answer_cached(packet, transport, out)
     }
 }
 

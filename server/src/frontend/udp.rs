@@ -2,8 +2,12 @@
 //!
 //! ```text
 //!  bind_udp(addr, workers) ─► [socket; workers]
-//!  serve_udp(socket) loop: recv_from ─► spawn(respond ─► send_to)
+//!  serve_udp(socket) loop: recv_from ─► handle_now (cache hit: reply from
+//!        the loop, no task, no allocation) ─ miss ─► spawn(handle ─► send_to)
 //! ```
+//!
+//! A slow database only delays the spawned tasks; cached answers keep
+//! flowing from the receive loop.
 
 use super::Handler;
 use crate::pipeline::Transport;
@@ -38,6 +42,20 @@ pub fn bind_udp(
         if let Some(size) = sndbuf {
             socket.set_send_buffer_size(size)?;
         }
+        if out.is_empty() {
+            report_buffer(
+                "SO_RCVBUF",
+                rcvbuf,
+                socket.recv_buffer_size()?,
+                "/proc/sys/net/core/rmem_max",
+            );
+            report_buffer(
+                "SO_SNDBUF",
+                sndbuf,
+                socket.send_buffer_size()?,
+                "/proc/sys/net/core/wmem_max",
+            );
+        }
         socket.set_nonblocking(true)?;
         socket.bind(&addr.into())?;
         out.push(UdpSocket::from_std(socket.into())?);
@@ -45,10 +63,29 @@ pub fn bind_udp(
     Ok(out)
 }
 
+/// Logs a socket buffer size; Linux reports twice the usable size it granted.
+fn report_buffer(what: &str, asked: Option<usize>, granted: usize, limit_file: &str) {
+    let usable = granted / 2;
+    match asked {
+        Some(asked) if usable < asked => {
+            let limit = std::fs::read_to_string(limit_file).unwrap_or_default();
+            tracing::warn!(
+                option = what,
+                asked,
+                granted = usable,
+                limit = limit.trim(),
+                "socket buffer capped by the kernel; raise {limit_file} (sysctl) to get the size asked for"
+            );
+        }
+        _ => tracing::info!(option = what, bytes = usable, "UDP socket buffer"),
+    }
+}
+
 /// Serves one UDP socket until the task is dropped.
 pub async fn serve_udp<H: Handler>(socket: UdpSocket, handler: Arc<H>) {
     let socket = Arc::new(socket);
     let mut buf = vec![0u8; MAX_DATAGRAM];
+    let mut out = Vec::with_capacity(4096);
     loop {
         let (len, peer) = match socket.recv_from(&mut buf).await {
             Ok(x) => x,
@@ -58,6 +95,16 @@ pub async fn serve_udp<H: Handler>(socket: UdpSocket, handler: Arc<H>) {
                 continue;
             }
         };
+        if handler.handle_now(&buf[..len], Transport::Udp, &mut out) {
+            let sent = match socket.try_send_to(&out, peer) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => socket.send_to(&out, peer).await,
+                other => other,
+            };
+            if let Err(e) = sent {
+                tracing::debug!(error = %e, %peer, "udp send error");
+            }
+            continue;
+        }
         let packet = buf[..len].to_vec();
         let handler = handler.clone();
         let socket = socket.clone();

@@ -12,8 +12,10 @@ pub mod lookup;
 pub mod render;
 
 use crate::backend::Backend;
+use crate::cache::{Counters, Dependency, PacketCache, PacketKey, ZoneRegistry};
 use crate::wire::{parse_query, Query, QueryError, Rcode, CLASS_IN};
-use backend_mongo::RType;
+use backend_mongo::{RType, ZoneInfo};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -44,16 +46,71 @@ impl Default for PipelineConfig {
     }
 }
 
+/// The packet cache and what it needs to judge freshness.
+pub struct ReplyCache {
+    /// Whole replies.
+    pub packets: Arc<PacketCache>,
+    /// Zone generations.
+    pub registry: Arc<ZoneRegistry>,
+    /// Longest time a reply without records (REFUSED) is kept.
+    pub empty_ttl: Duration,
+}
+
 /// Turns query bytes into reply bytes.
 pub struct Responder<B> {
     backend: Arc<B>,
     config: PipelineConfig,
+    cache: Option<ReplyCache>,
+    counters: Option<Arc<Counters>>,
 }
 
 impl<B: Backend> Responder<B> {
-    /// A responder reading from `backend`.
+    /// A responder reading from `backend`, without a packet cache.
     pub fn new(backend: Arc<B>, config: PipelineConfig) -> Self {
-        Responder { backend, config }
+        Responder {
+            backend,
+            config,
+            cache: None,
+            counters: None,
+        }
+    }
+
+    /// Counts pipeline runs in `counters`.
+    pub fn count_into(mut self, counters: Arc<Counters>) -> Self {
+        self.counters = Some(counters);
+        self
+    }
+
+    /// A responder with a packet cache in front of the pipeline.
+    pub fn with_cache(backend: Arc<B>, config: PipelineConfig, cache: ReplyCache) -> Self {
+        Responder {
+            backend,
+            config,
+            cache: Some(cache),
+            counters: None,
+        }
+    }
+
+    /// The backend behind the pipeline.
+    pub fn backend(&self) -> &Arc<B> {
+        &self.backend
+    }
+
+    /// The packet cache, if any.
+    pub fn packet_cache(&self) -> Option<&Arc<PacketCache>> {
+        self.cache.as_ref().map(|c| &c.packets)
+    }
+
+    /// Answers from the packet cache only, without waiting for anything:
+    /// writes the reply into `out` and returns true on a hit.
+    pub fn answer_cached(&self, packet: &[u8], transport: Transport, out: &mut Vec<u8>) -> bool {
+        let Some(cache) = &self.cache else {
+            return false;
+        };
+        match cache.packets.key(packet, transport == Transport::Tcp) {
+            Some(key) => cache.packets.peek(packet, &key, out),
+            None => false,
+        }
     }
 
     /// The settings in use.
@@ -63,6 +120,39 @@ impl<B: Backend> Responder<B> {
 
     /// Answers one message; `None` means send nothing.
     pub async fn respond(&self, packet: &[u8], transport: Transport) -> Option<Vec<u8>> {
+        let key = match &self.cache {
+            Some(cache) => {
+                let key = cache.packets.key(packet, transport == Transport::Tcp);
+                if key.is_none() {
+                    cache
+                        .packets
+                        .stats
+                        .uncacheable
+                        .fetch_add(1, Ordering::Relaxed);
+                }
+                if let Some(key) = &key {
+                    let mut out = Vec::new();
+                    if cache.packets.lookup(packet, key, &mut out) {
+                        return Some(out);
+                    }
+                }
+                key
+            }
+            None => None,
+        };
+        self.respond_uncached(packet, transport, key).await
+    }
+
+    /// Runs the pipeline; stores the reply in the packet cache under `key`.
+    async fn respond_uncached(
+        &self,
+        packet: &[u8],
+        transport: Transport,
+        key: Option<PacketKey>,
+    ) -> Option<Vec<u8>> {
+        if let Some(counters) = &self.counters {
+            counters.pipeline_queries.fetch_add(1, Ordering::Relaxed);
+        }
         let query = match parse_query(packet) {
             Ok(q) => q,
             Err(QueryError::Drop) => return None,
@@ -97,19 +187,21 @@ impl<B: Backend> Responder<B> {
         let limit = render::size_limit(&query, transport, self.config.max_udp_size);
         let solved = tokio::time::timeout(self.config.query_timeout, self.solve(&query)).await;
         match solved {
-            Ok(Ok(Some(answer))) => Some(render::render(
-                packet,
-                &query,
-                &answer,
-                limit,
-                self.config.max_udp_size,
-            )),
-            Ok(Ok(None)) => Some(render::rcode_only(
-                packet,
-                &query,
-                Rcode::REFUSED,
-                self.config.max_udp_size,
-            )),
+            Ok(Ok(Some((first_zone, answer)))) => {
+                let reply =
+                    render::render(packet, &query, &answer, limit, self.config.max_udp_size);
+                self.remember(key, &reply, &answer, &first_zone);
+                Some(reply)
+            }
+            Ok(Ok(None)) => {
+                let reply =
+                    render::rcode_only(packet, &query, Rcode::REFUSED, self.config.max_udp_size);
+                if let (Some(cache), Some(key)) = (&self.cache, key) {
+                    let deps = vec![Dependency::ZoneSet(cache.registry.zones_epoch())];
+                    cache.packets.insert(&key, &reply, cache.empty_ttl, deps);
+                }
+                Some(reply)
+            }
             Ok(Err(fault)) => {
                 tracing::warn!(qname = %query.qname, error = %fault, "storage fault: SERVFAIL");
                 Some(render::rcode_only(
@@ -132,18 +224,53 @@ impl<B: Backend> Responder<B> {
     }
 
     /// Runs the stages; `None` when no served zone holds the name.
+    /// Returns the zone the name was found in, and the answer.
     async fn solve(
         &self,
         query: &Query,
-    ) -> Result<Option<answer::Answer>, backend_mongo::StoreError> {
+    ) -> Result<Option<(ZoneInfo, answer::Answer)>, backend_mongo::StoreError> {
         let backend = &*self.backend;
         let Some(zone) = lookup::find_zone(backend, &query.qname).await? else {
             return Ok(None);
         };
-        let mut answer = answer::solve_answer(backend, zone, &query.qname, query.qtype).await?;
+        let mut answer =
+            answer::solve_answer(backend, zone.clone(), &query.qname, query.qtype).await?;
         answer::solve_authority(backend, &mut answer).await?;
         answer::solve_additional(backend, &mut answer).await?;
-        Ok(Some(answer))
+        Ok(Some((zone, answer)))
+    }
+
+    /// Stores a rendered reply in the packet cache, valid while the zones it
+    /// came from keep their generation, for at most its smallest TTL.
+    fn remember(
+        &self,
+        key: Option<PacketKey>,
+        reply: &[u8],
+        answer: &answer::Answer,
+        first_zone: &ZoneInfo,
+    ) {
+        let (Some(cache), Some(key)) = (&self.cache, key) else {
+            return;
+        };
+        let ttl = answer
+            .answer
+            .iter()
+            .chain(&answer.authority)
+            .chain(&answer.additional)
+            .map(|p| p.rrset.ttl)
+            .min()
+            .map_or(cache.empty_ttl, |t| Duration::from_secs(u64::from(t)));
+        let mut deps = Vec::with_capacity(2);
+        for zone in [first_zone, &answer.zone] {
+            match cache.registry.state(&zone.apex) {
+                Some(state) => deps.push(Dependency::Zone(state, zone.gen)),
+                None => return, // not tracked (purged meanwhile): do not cache
+            }
+            if first_zone.apex == answer.zone.apex {
+                break;
+            }
+        }
+        cache.packets.insert(&key, reply, ttl, deps);
     }
 }
 

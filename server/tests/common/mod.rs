@@ -292,12 +292,63 @@ pub fn lines(records: &[hickory_proto::rr::Record]) -> Vec<String> {
     out
 }
 
-/// Runs an async block on a fresh runtime (tests are plain `#[test]`s so
-/// that the blocking socket helpers can be used freely).
+/// Runs an async block on the process-wide test runtime (tests are plain
+/// `#[test]`s so the blocking socket helpers can be used freely). One
+/// runtime for all: a database client must live on the runtime it was made on.
 pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap()
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap()
+        })
         .block_on(f)
+}
+
+/// A free TCP port on loopback (for the control endpoint).
+pub fn free_tcp_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A plain HTTP/1.1 request; returns (status line, body).
+pub fn http(port: u16, method: &str, path: &str) -> (String, String) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    (
+        head.lines().next().unwrap_or("").to_string(),
+        body.to_string(),
+    )
+}
+
+/// One counter from the control endpoint's `/stats`.
+pub fn stat(control_port: u16, name: &str) -> u64 {
+    let (_, body) = http(control_port, "GET", "/stats");
+    let key = format!("\"{name}\":");
+    let at = body
+        .find(&key)
+        .unwrap_or_else(|| panic!("no {name} in {body}"))
+        + key.len();
+    body[at..]
+        .split([',', '}'])
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
 }

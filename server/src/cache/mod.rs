@@ -1,0 +1,72 @@
+//! Caches in front of the database, and the counters that watch them.
+//!
+//! ```text
+//!  UDP/TCP ─► PacketCache (whole replies) ──hit──► reply
+//!                 │ miss
+//!                 ▼
+//!             pipeline ─► RecordCache (zones, nodes) ──miss──► Store
+//!                               ▲
+//!  ZoneRegistry ◄─ poll meta.seq / zones{gen > last} every interval
+//!  (a zone's generation moves ─► its cached replies and nodes are void)
+//! ```
+
+pub mod packet;
+pub mod record;
+pub mod sharded;
+pub mod zones;
+
+pub use packet::{Dependency, PacketCache, PacketKey};
+pub use record::{RecordCache, RecordCacheConfig};
+pub use zones::ZoneRegistry;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Upper bounds (µs) of the database latency histogram buckets.
+pub const DB_LATENCY_BUCKETS_US: [u64; 12] = [
+    100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 1_000_000,
+];
+
+/// Counters shared by the caches and the database path.
+#[derive(Default)]
+pub struct Counters {
+    /// Zone lookups answered from the registry.
+    pub zone_hits: AtomicU64,
+    /// Zone lookups that went to the database.
+    pub zone_misses: AtomicU64,
+    /// Node lookups answered from the record cache.
+    pub record_hits: AtomicU64,
+    /// Node lookups that needed the database (or waited for a query).
+    pub record_misses: AtomicU64,
+    /// Database round trips.
+    pub db_queries: AtomicU64,
+    /// Database round trips that failed.
+    pub db_errors: AtomicU64,
+    /// Total database latency in µs.
+    pub db_latency_us: AtomicU64,
+    /// Database latency histogram (`DB_LATENCY_BUCKETS_US`, plus overflow).
+    pub db_latency_buckets: [AtomicU64; 13],
+    /// Database reads in flight now.
+    pub db_inflight: AtomicU64,
+    /// Zone changes noticed by polling.
+    pub zone_changes: AtomicU64,
+    /// Queries answered by the full pipeline.
+    pub pipeline_queries: AtomicU64,
+}
+
+impl Counters {
+    /// Records one database round trip.
+    pub fn record_db(&self, took: Duration, ok: bool) {
+        let us = took.as_micros().min(u128::from(u64::MAX)) as u64;
+        self.db_queries.fetch_add(1, Ordering::Relaxed);
+        if !ok {
+            self.db_errors.fetch_add(1, Ordering::Relaxed);
+        }
+        self.db_latency_us.fetch_add(us, Ordering::Relaxed);
+        let bucket = DB_LATENCY_BUCKETS_US
+            .iter()
+            .position(|b| us <= *b)
+            .unwrap_or(DB_LATENCY_BUCKETS_US.len());
+        self.db_latency_buckets[bucket].fetch_add(1, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,435 @@
+//! The packet cache: whole replies keyed by the normalised query.
+//!
+//! ```text
+//!  query bytes ─normalise─► PacketKey (no ID; qname lower-cased; qtype,
+//!        qclass; DO, CD, EDNS present; reply size limit)  ─ odd shapes: None
+//!  lookup: hash ─► shard ─► compare key bytes ─► fresh? zone gen current?
+//!        ─► copy reply, restore ID, RD and the asker's question bytes
+//!  insert: after the pipeline renders a reply (never SERVFAIL)
+//! ```
+
+use super::sharded::{ShardedLru, Weigh};
+use super::zones::{ZoneRegistry, ZoneState};
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Longest key: 7 bytes of flags/limit/type/class and a 255-byte name.
+const MAX_KEY: usize = 7 + 255;
+
+/// A normalised query; two queries with equal keys get the same reply
+/// (apart from ID, RD and the question's letter case).
+#[derive(Clone)]
+pub struct PacketKey {
+    bytes: [u8; MAX_KEY],
+    len: usize,
+    hash: u64,
+    /// End of the question in the query.
+    question_end: usize,
+}
+
+impl PacketKey {
+    /// The normalised bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+
+    /// The hash of the normalised bytes.
+    pub fn hash(&self) -> u64 {
+        self.hash
+    }
+}
+
+/// What a cached reply depends on.
+pub enum Dependency {
+    /// A zone at a generation.
+    Zone(Arc<ZoneState>, i64),
+    /// The set of zones at an epoch (for names in no zone).
+    ZoneSet(u64),
+}
+
+struct PacketEntry {
+    key: Box<[u8]>,
+    reply: Box<[u8]>,
+    expires: Instant,
+    deps: Vec<Dependency>,
+}
+
+impl Weigh for PacketEntry {
+    fn weight(&self) -> usize {
+        self.key.len() + self.reply.len() + 96 + self.deps.len() * 16
+    }
+}
+
+/// Counters of the packet cache.
+#[derive(Default)]
+pub struct PacketStats {
+    /// Replies served from the cache.
+    pub hits: AtomicU64,
+    /// Cacheable queries that were not in the cache (or stale).
+    pub misses: AtomicU64,
+    /// Queries whose shape the cache does not handle.
+    pub uncacheable: AtomicU64,
+}
+
+/// Whole replies, sharded and bounded.
+pub struct PacketCache {
+    lru: ShardedLru<u64, PacketEntry>,
+    hasher: std::collections::hash_map::RandomState,
+    max_ttl: Duration,
+    max_udp: u16,
+    registry: Arc<ZoneRegistry>,
+    /// Hit and miss counters.
+    pub stats: PacketStats,
+}
+
+impl PacketCache {
+    /// A cache of at most `max_entries` replies and `max_bytes` bytes;
+    /// entries live at most `max_ttl`. `max_udp` is the server's UDP limit;
+    /// `registry` tells which zone generations are current.
+    pub fn new(
+        max_entries: usize,
+        max_bytes: usize,
+        max_ttl: Duration,
+        max_udp: u16,
+        registry: Arc<ZoneRegistry>,
+    ) -> Self {
+        PacketCache {
+            lru: ShardedLru::new(64, max_entries, max_bytes),
+            hasher: Default::default(),
+            max_ttl,
+            max_udp,
+            registry,
+            stats: PacketStats::default(),
+        }
+    }
+
+    /// Normalises a query; `None` for shapes the cache leaves to the pipeline
+    /// (anything but one plain question and at most one OPT).
+    pub fn key(&self, packet: &[u8], tcp: bool) -> Option<PacketKey> {
+        normalise(packet, tcp, self.max_udp, &self.hasher)
+    }
+
+    /// Writes the cached reply for `packet` into `out`; false on a miss.
+    pub fn lookup(&self, packet: &[u8], key: &PacketKey, out: &mut Vec<u8>) -> bool {
+        let hit = self.peek(packet, key, out);
+        if !hit {
+            self.stats.misses.fetch_add(1, Ordering::Relaxed);
+        }
+        hit
+    }
+
+    /// Like [`PacketCache::lookup`], but a miss is not counted (the caller
+    /// will try again through `lookup`).
+    pub fn peek(&self, packet: &[u8], key: &PacketKey, out: &mut Vec<u8>) -> bool {
+        let now = Instant::now();
+        let found = self.lru.with(&key.hash, |e| {
+            if e.expires <= now
+                || *e.key != *key.as_bytes()
+                || !deps_current(&e.deps, &self.registry)
+            {
+                return false;
+            }
+            out.clear();
+            out.extend_from_slice(&e.reply);
+            true
+        });
+        if found != Some(true) {
+            return false;
+        }
+        restore(out, packet, key.question_end);
+        self.stats.hits.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+
+    /// Stores `reply` for `key` for `ttl` (capped), valid while `deps` hold.
+    pub fn insert(&self, key: &PacketKey, reply: &[u8], ttl: Duration, deps: Vec<Dependency>) {
+        let ttl = ttl.min(self.max_ttl);
+        if ttl.is_zero() {
+            return;
+        }
+        let mut stored: Box<[u8]> = reply.into();
+        stored[0] = 0;
+        stored[1] = 0;
+        self.lru.insert(
+            key.hash,
+            PacketEntry {
+                key: key.as_bytes().into(),
+                reply: stored,
+                expires: Instant::now() + ttl,
+                deps,
+            },
+        );
+    }
+
+    /// Drops every reply whose question name is `qname` (lower-case wire).
+    pub fn purge_name(&self, qname_wire: &[u8]) -> usize {
+        self.lru.retain(|_, e| e.key.get(7..) != Some(qname_wire))
+    }
+
+    /// Drops everything.
+    pub fn purge_all(&self) -> usize {
+        self.lru.retain(|_, _| false)
+    }
+
+    /// Replies held.
+    pub fn len(&self) -> usize {
+        self.lru.len()
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.lru.is_empty()
+    }
+
+    /// Bytes held (approximate).
+    pub fn bytes(&self) -> usize {
+        self.lru.bytes()
+    }
+
+    /// Replies evicted to stay within bounds.
+    pub fn evictions(&self) -> u64 {
+        self.lru.evictions()
+    }
+}
+
+fn deps_current(deps: &[Dependency], registry: &ZoneRegistry) -> bool {
+    deps.iter().all(|d| match d {
+        Dependency::Zone(state, gen) => state.gen() == *gen,
+        Dependency::ZoneSet(epoch) => registry.zones_epoch() == *epoch,
+    })
+}
+
+fn normalise(p: &[u8], tcp: bool, max_udp: u16, hasher: &impl BuildHasher) -> Option<PacketKey> {
+    if p.len() < 17 {
+        return None;
+    }
+    // QR = 0, opcode QUERY; one question, no answer/authority, at most one additional.
+    if p[2] & 0xF8 != 0 || p[4..10] != [0, 1, 0, 0, 0, 0] || p[10] != 0 || p[11] > 1 {
+        return None;
+    }
+    let mut key = PacketKey {
+        bytes: [0; MAX_KEY],
+        len: 7,
+        hash: 0,
+        question_end: 0,
+    };
+    let mut pos = 12;
+    loop {
+        let len = *p.get(pos)? as usize;
+        if len > 63 {
+            return None; // compression or bad label: the pipeline decides
+        }
+        let label = p.get(pos..pos + 1 + len)?;
+        if key.len + label.len() > MAX_KEY {
+            return None;
+        }
+        for (i, b) in label.iter().enumerate() {
+            key.bytes[key.len + i] = if i == 0 { *b } else { b.to_ascii_lowercase() };
+        }
+        key.len += label.len();
+        pos += 1 + len;
+        if len == 0 {
+            break;
+        }
+    }
+    let q = p.get(pos..pos + 4)?;
+    key.bytes[3..7].copy_from_slice(q);
+    pos += 4;
+    key.question_end = pos;
+    let cd = p[3] & 0x10 != 0;
+    let mut flags = u8::from(cd) << 2;
+    let limit = if p[11] == 1 {
+        // Exactly one OPT, owner root, version 0, filling the rest exactly.
+        let opt = p.get(pos..pos + 11)?;
+        if opt[0] != 0 || opt[1..3] != [0, 41] || opt[6] != 0 {
+            return None;
+        }
+        let rdlen = u16::from_be_bytes([opt[9], opt[10]]) as usize;
+        if pos + 11 + rdlen != p.len() {
+            return None;
+        }
+        let size = u16::from_be_bytes([opt[3], opt[4]]);
+        let dnssec_ok = opt[7] & 0x80 != 0;
+        flags |= 1 | (u8::from(dnssec_ok) << 1);
+        if tcp {
+            65535
+        } else {
+            size.clamp(512, max_udp.max(512))
+        }
+    } else {
+        if pos != p.len() {
+            return None;
+        }
+        if tcp {
+            65535
+        } else {
+            512
+        }
+    };
+    key.bytes[0] = flags;
+    key.bytes[1..3].copy_from_slice(&limit.to_be_bytes());
+    key.hash = hasher.hash_one(key.as_bytes());
+    Some(key)
+}
+
+/// Puts the asker's ID, RD bit and question bytes into a cached reply.
+fn restore(reply: &mut [u8], query: &[u8], question_end: usize) {
+    reply[0] = query[0];
+    reply[1] = query[1];
+    reply[2] = (reply[2] & !0x01) | (query[2] & 0x01);
+    if reply.len() >= question_end {
+        reply[12..question_end].copy_from_slice(&query[12..question_end]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn query(id: u16, name: &[u8], qtype: u16, opt: Option<(u16, bool)>, rd: bool) -> Vec<u8> {
+        let mut p = id.to_be_bytes().to_vec();
+        p.extend_from_slice(&[
+            u8::from(rd),
+            0,
+            0,
+            1,
+            0,
+            0,
+            0,
+            0,
+            0,
+            u8::from(opt.is_some()),
+        ]);
+        p.extend_from_slice(name);
+        p.extend_from_slice(&qtype.to_be_bytes());
+        p.extend_from_slice(&[0, 1]);
+        if let Some((size, d)) = opt {
+            p.extend_from_slice(&[0, 0, 41]);
+            p.extend_from_slice(&size.to_be_bytes());
+            p.extend_from_slice(&[0, 0, if d { 0x80 } else { 0 }, 0, 0, 0]);
+        }
+        p
+    }
+
+    fn cache() -> PacketCache {
+        let registry = Arc::new(ZoneRegistry::new(10, Duration::from_secs(60)));
+        PacketCache::new(100, 1 << 20, Duration::from_secs(60), 1232, registry)
+    }
+
+    #[test]
+    fn keys_ignore_id_and_case_but_not_type_or_do() {
+        let c = cache();
+        let k = |p: &[u8]| c.key(p, false).unwrap().as_bytes().to_vec();
+        let base = k(&query(1, b"\x03www\x07example\x00", 1, None, false));
+        assert_eq!(base, k(&query(2, b"\x03WwW\x07EXAMPLE\x00", 1, None, true)));
+        assert_ne!(
+            base,
+            k(&query(1, b"\x03www\x07example\x00", 28, None, false))
+        );
+        let e = k(&query(
+            1,
+            b"\x03www\x07example\x00",
+            1,
+            Some((1232, false)),
+            false,
+        ));
+        let d = k(&query(
+            1,
+            b"\x03www\x07example\x00",
+            1,
+            Some((1232, true)),
+            false,
+        ));
+        let small = k(&query(
+            1,
+            b"\x03www\x07example\x00",
+            1,
+            Some((600, false)),
+            false,
+        ));
+        let huge = k(&query(
+            1,
+            b"\x03www\x07example\x00",
+            1,
+            Some((4096, false)),
+            false,
+        ));
+        assert_ne!(base, e);
+        assert_ne!(e, d);
+        assert_ne!(e, small);
+        assert_eq!(e, huge, "sizes above our limit share a key");
+        // TCP and UDP differ (size limit).
+        let p = query(1, b"\x03www\x07example\x00", 1, None, false);
+        assert_ne!(
+            c.key(&p, true).unwrap().as_bytes(),
+            c.key(&p, false).unwrap().as_bytes()
+        );
+    }
+
+    #[test]
+    fn odd_shapes_are_not_cached() {
+        let c = cache();
+        let mut p = query(1, b"\x03www\x00", 1, None, false);
+        p.push(0);
+        assert!(c.key(&p, false).is_none(), "trailing byte");
+        let p = query(1, b"\xc0\x0c", 1, None, false);
+        assert!(c.key(&p, false).is_none(), "compressed question");
+        let mut p = query(1, b"\x03www\x00", 1, Some((1232, false)), false);
+        let n = p.len();
+        p[n - 5] = 1;
+        assert!(c.key(&p, false).is_none(), "EDNS version 1");
+        let mut p = query(1, b"\x03www\x00", 1, None, false);
+        p[2] = 0x80;
+        assert!(c.key(&p, false).is_none(), "a response");
+    }
+
+    #[test]
+    fn a_hit_restores_id_rd_and_case() {
+        let c = cache();
+        let first = query(0x1111, b"\x03www\x00", 1, None, false);
+        let key = c.key(&first, false).unwrap();
+        let mut out = Vec::new();
+        assert!(!c.lookup(&first, &key, &mut out));
+        assert!(!c.peek(&first, &key, &mut out));
+        assert_eq!(
+            c.stats.misses.load(Ordering::Relaxed),
+            1,
+            "peek does not count"
+        );
+        let mut reply = first.clone();
+        reply[2] |= 0x84; // QR, AA
+        reply.extend_from_slice(&[0xC0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 1, 2, 3, 4]);
+        reply[7] = 1;
+        c.insert(&key, &reply, Duration::from_secs(30), vec![]);
+        let second = query(0x2222, b"\x03WWW\x00", 1, None, true);
+        let key2 = c.key(&second, false).unwrap();
+        assert!(c.lookup(&second, &key2, &mut out));
+        assert_eq!(&out[0..2], &[0x22, 0x22]);
+        assert_eq!(out[2] & 0x01, 1, "RD from the asker");
+        assert_eq!(out[2] & 0x84, 0x84);
+        assert_eq!(&out[13..16], b"WWW");
+        assert_eq!(&out[out.len() - 4..], &[1, 2, 3, 4]);
+        assert_eq!(c.stats.hits.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn zero_ttl_and_stale_dependencies_are_misses() {
+        let c = cache();
+        let q = query(1, b"\x01a\x00", 1, None, false);
+        let key = c.key(&q, false).unwrap();
+        c.insert(&key, &q, Duration::ZERO, vec![]);
+        let mut out = Vec::new();
+        assert!(!c.lookup(&q, &key, &mut out));
+        let epoch = c.registry.zones_epoch();
+        c.insert(
+            &key,
+            &q,
+            Duration::from_secs(5),
+            vec![Dependency::ZoneSet(epoch.wrapping_add(7))],
+        );
+        assert!(!c.lookup(&q, &key, &mut out));
+        assert_eq!(c.purge_name(b"\x01a\x00"), 1);
+    }
+}

@@ -1,0 +1,343 @@
+//! Which zones exist, at which generation, kept fresh by polling.
+//!
+//! ```text
+//!  ZoneRegistry: apex ─► ZoneState { info, gen (atomic) }     (positive)
+//!                apex ─► not a zone, at zones_epoch           (negative, LRU)
+//!  poll loop, every interval:
+//!     meta.seq unchanged ─► nothing (one point read)
+//!     changed ─► zones {gen > last} ─► update info/gen of known zones;
+//!                a zone never seen ─► zones_epoch += 1 (negatives void)
+//! ```
+//!
+//! Every cached answer remembers the generation of the zone it came from
+//! and is served only while that generation is current.
+
+use super::sharded::{ShardedLru, Weigh};
+use backend_mongo::{Name, Store, StoreError, ZoneInfo};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+/// How long `meta.seq` may stay ahead of every zone's `gen` (a writer that
+/// died between its two steps) before the poller stops asking.
+const STUCK_AFTER: Duration = Duration::from_secs(5);
+
+/// The live state of one zone.
+pub struct ZoneState {
+    info: RwLock<ZoneInfo>,
+    /// The generation answers must carry to be served; purges move it too.
+    gen: AtomicI64,
+}
+
+impl ZoneState {
+    /// The zone as currently served (with the effective generation).
+    pub fn info(&self) -> ZoneInfo {
+        let mut info = self.info.read().unwrap_or_else(|p| p.into_inner()).clone();
+        info.gen = self.gen.load(Ordering::Acquire);
+        info
+    }
+
+    /// The effective generation.
+    pub fn gen(&self) -> i64 {
+        self.gen.load(Ordering::Acquire)
+    }
+}
+
+struct NotAZone {
+    epoch: u64,
+    at: Instant,
+}
+
+impl Weigh for NotAZone {
+    fn weight(&self) -> usize {
+        96
+    }
+}
+
+/// Known zones and known non-zones.
+pub struct ZoneRegistry {
+    zones: RwLock<HashMap<Name, Arc<ZoneState>>>,
+    negative: ShardedLru<Name, NotAZone>,
+    negative_ttl: Duration,
+    /// Moves whenever a zone appears; negative entries of older epochs are void.
+    zones_epoch: AtomicU64,
+    /// Source of generations for purges (negative, so never equal to a
+    /// database generation).
+    purge_counter: AtomicI64,
+    /// Last global change counter seen.
+    last_seq: AtomicI64,
+    /// Since when `meta.seq` is ahead of every zone's `gen`.
+    stuck_since: std::sync::Mutex<Option<Instant>>,
+    /// When the last successful poll finished.
+    last_poll: RwLock<Option<Instant>>,
+}
+
+/// What a registry lookup found.
+pub enum Known {
+    /// A zone we know.
+    Zone(ZoneInfo),
+    /// Known not to be a zone.
+    NotAZone,
+    /// Ask the database.
+    Unknown,
+}
+
+impl ZoneRegistry {
+    /// An empty registry; negative answers are kept `negative_ttl` at most.
+    pub fn new(max_negative: usize, negative_ttl: Duration) -> Self {
+        ZoneRegistry {
+            zones: RwLock::new(HashMap::new()),
+            negative: ShardedLru::new(16, max_negative, max_negative.saturating_mul(96)),
+            negative_ttl,
+            zones_epoch: AtomicU64::new(0),
+            purge_counter: AtomicI64::new(-1),
+            last_seq: AtomicI64::new(i64::MIN),
+            stuck_since: std::sync::Mutex::new(None),
+            last_poll: RwLock::new(None),
+        }
+    }
+
+    /// What we know about `apex`.
+    pub fn lookup(&self, apex: &Name) -> Known {
+        if let Some(state) = self
+            .zones
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(apex)
+        {
+            return Known::Zone(state.info());
+        }
+        let epoch = self.zones_epoch.load(Ordering::Acquire);
+        let ttl = self.negative_ttl;
+        match self
+            .negative
+            .with(apex, |n| n.epoch == epoch && n.at.elapsed() < ttl)
+        {
+            Some(true) => Known::NotAZone,
+            _ => Known::Unknown,
+        }
+    }
+
+    /// The state of a known zone.
+    pub fn state(&self, apex: &Name) -> Option<Arc<ZoneState>> {
+        self.zones
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(apex)
+            .cloned()
+    }
+
+    /// Records what the database said about `apex`, if no zone appeared
+    /// since `epoch` was read (else the answer may be stale: not kept).
+    pub fn learn(&self, apex: &Name, found: Option<&ZoneInfo>, epoch: u64) {
+        if self.zones_epoch.load(Ordering::Acquire) != epoch {
+            return;
+        }
+        match found {
+            Some(info) => {
+                let mut zones = self.zones.write().unwrap_or_else(|p| p.into_inner());
+                zones.entry(apex.clone()).or_insert_with(|| {
+                    Arc::new(ZoneState {
+                        info: RwLock::new(info.clone()),
+                        gen: AtomicI64::new(info.gen),
+                    })
+                });
+            }
+            None => self.negative.insert(
+                apex.clone(),
+                NotAZone {
+                    epoch,
+                    at: Instant::now(),
+                },
+            ),
+        }
+    }
+
+    /// The epoch of the set of zones (answers for names in no zone depend on it).
+    pub fn zones_epoch(&self) -> u64 {
+        self.zones_epoch.load(Ordering::Acquire)
+    }
+
+    /// Applies changed zone documents.
+    pub fn apply_changes(&self, changed: &[ZoneInfo]) {
+        let mut appeared = false;
+        {
+            let zones = self.zones.read().unwrap_or_else(|p| p.into_inner());
+            for info in changed {
+                match zones.get(&info.apex) {
+                    Some(state) => {
+                        *state.info.write().unwrap_or_else(|p| p.into_inner()) = info.clone();
+                        state.gen.store(info.gen, Ordering::Release);
+                    }
+                    None => appeared = true,
+                }
+            }
+        }
+        if appeared {
+            self.zones_epoch.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    /// Makes every cached answer of `apex` invalid.
+    pub fn purge_zone(&self, apex: &Name) -> bool {
+        match self.state(apex) {
+            Some(state) => {
+                let g = self.purge_counter.fetch_sub(1, Ordering::AcqRel);
+                state.gen.store(g, Ordering::Release);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Forgets everything: every zone is looked up again.
+    pub fn purge_all(&self) {
+        self.zones
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        self.zones_epoch.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Zones known.
+    pub fn len(&self) -> usize {
+        self.zones.read().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// True when no zone is known.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Milliseconds since the last successful poll (freshness lag bound).
+    pub fn poll_age(&self) -> Option<Duration> {
+        self.last_poll
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .map(|t| t.elapsed())
+    }
+
+    /// One poll: reads `meta.seq`, and the changed zones if it moved.
+    pub async fn poll_once(&self, store: &Store) -> Result<usize, StoreError> {
+        let started = Instant::now();
+        let seq = store.change_seq().await?;
+        tracing::trace!(
+            seq,
+            took_us = started.elapsed().as_micros() as u64,
+            "polled meta.seq"
+        );
+        // `last_seq` is the highest zone generation applied, not the counter
+        // read: a writer bumps `meta.seq` before it writes the zone's `gen`,
+        // so a poll in between must not skip that generation.
+        let last = self.last_seq.load(Ordering::Acquire);
+        let mut changed = 0;
+        if last == i64::MIN {
+            self.last_seq.store(seq, Ordering::Release);
+        } else if seq > last {
+            let zones = store.zones_changed_since(last).await?;
+            tracing::debug!(seq, last, changed = zones.len(), "zones changed");
+            changed = zones.len();
+            self.apply_changes(&zones);
+            let mut stuck = self.stuck_since.lock().unwrap_or_else(|p| p.into_inner());
+            match zones.iter().map(|z| z.gen).max() {
+                Some(top) => {
+                    self.last_seq.store(top.max(last), Ordering::Release);
+                    *stuck = None;
+                }
+                // The counter moved but no zone shows it yet: ask again next
+                // time, unless a writer died between the two steps long ago.
+                None => match *stuck {
+                    Some(since) if since.elapsed() > STUCK_AFTER => {
+                        self.last_seq.store(seq, Ordering::Release);
+                        *stuck = None;
+                    }
+                    Some(_) => {}
+                    None => *stuck = Some(Instant::now()),
+                },
+            }
+        }
+        *self.last_poll.write().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+        Ok(changed)
+    }
+
+    /// Polls forever every `interval`; faults are logged and retried.
+    pub async fn poll_loop(
+        self: Arc<Self>,
+        store: Store,
+        interval: Duration,
+        counters: Arc<super::Counters>,
+    ) {
+        let mut failing = false;
+        // A poll that hangs (a stuck connection) must not stop freshness.
+        let limit = (interval * 4).max(Duration::from_secs(1));
+        loop {
+            let polled = match tokio::time::timeout(limit, self.poll_once(&store)).await {
+                Ok(result) => result,
+                Err(_) => Err(StoreError::Timeout(format!(
+                    "change poll took longer than {limit:?}"
+                ))),
+            };
+            match polled {
+                Ok(n) => {
+                    if failing {
+                        tracing::info!("change polling works again");
+                        failing = false;
+                    }
+                    if n > 0 {
+                        counters.zone_changes.fetch_add(n as u64, Ordering::Relaxed);
+                    }
+                }
+                Err(e) => {
+                    if !failing {
+                        tracing::warn!(error = %e, "change polling failed; cached answers age by TTL");
+                        failing = true;
+                    }
+                }
+            }
+            tokio::time::sleep(interval).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(apex: &str, gen: i64) -> ZoneInfo {
+        ZoneInfo {
+            apex: apex.parse().unwrap(),
+            ver: 1,
+            gen,
+            serial: 1,
+        }
+    }
+
+    #[test]
+    fn generations_and_epochs_move() {
+        let reg = ZoneRegistry::new(100, Duration::from_secs(60));
+        let a: Name = "a.test.".parse().unwrap();
+        let b: Name = "b.test.".parse().unwrap();
+        assert!(matches!(reg.lookup(&a), Known::Unknown));
+        reg.learn(&a, Some(&info("a.test.", 5)), reg.zones_epoch());
+        reg.learn(&b, None, reg.zones_epoch());
+        assert!(matches!(reg.lookup(&a), Known::Zone(z) if z.gen == 5));
+        assert!(matches!(reg.lookup(&b), Known::NotAZone));
+        // A change to a known zone moves its generation, not the epoch.
+        reg.apply_changes(&[info("a.test.", 9)]);
+        assert!(matches!(reg.lookup(&a), Known::Zone(z) if z.gen == 9));
+        assert!(matches!(reg.lookup(&b), Known::NotAZone));
+        // A new zone voids every negative entry.
+        reg.apply_changes(&[info("b.test.", 10)]);
+        assert!(matches!(reg.lookup(&b), Known::Unknown));
+        // What was read before a zone appeared is not kept.
+        let c: Name = "c.test.".parse().unwrap();
+        let before = reg.zones_epoch();
+        reg.apply_changes(&[info("d.test.", 11)]);
+        reg.learn(&c, None, before);
+        assert!(matches!(reg.lookup(&c), Known::Unknown));
+        // A purge gives the zone a generation no database value equals.
+        assert!(reg.purge_zone(&a));
+        assert!(reg.state(&a).unwrap().gen() < 0);
+    }
+}

@@ -1,0 +1,209 @@
+//! The caches against the real server and database: hits, shared misses,
+//! freshness after writes, and purges.
+
+mod common;
+
+use common::*;
+use hickory_proto::op::ResponseCode;
+use std::time::{Duration, Instant};
+
+const ZONE: &str = "$ORIGIN cache.test.\n$TTL 3600\n@ IN SOA ns admin 1 3600 600 86400 300\n@ IN NS ns\nns IN A 192.0.2.1\nwww IN A 192.0.2.10\n";
+
+fn start(tag: &str) -> (TestZoneDb, ServerProcess, u16) {
+    let db = block_on(async {
+        let db = TestZoneDb::new(tag).await;
+        db.import("cache.test.", ZONE, false).await;
+        db
+    });
+    let control = free_tcp_port();
+    let server = ServerProcess::start(
+        &db.name,
+        &[
+            "--control-listen",
+            &format!("127.0.0.1:{control}"),
+            "--freshness-ms",
+            "100",
+        ],
+    );
+    (db, server, control)
+}
+
+fn a_records(port: u16, name: &str) -> Vec<String> {
+    let m = ask_udp(port, name, 1, None);
+    assert_eq!(m.metadata.response_code, ResponseCode::NoError);
+    lines(&m.answers)
+}
+
+#[test]
+fn repeated_queries_are_served_from_the_packet_cache() {
+    let (db, server, control) = start("hits");
+    let first = a_records(server.port, "www.cache.test.");
+    let hits = stat(control, "packet_cache_hits");
+    let db_queries = stat(control, "db_queries");
+    for _ in 0..20 {
+        assert_eq!(a_records(server.port, "www.cache.test."), first);
+    }
+    // Another letter case and another ID hit the same entry, and get their own case back.
+    let q = build_query(0x7777, "WwW.CACHE.test.", 1, None, false);
+    let raw = udp_exchange(server.port, &q, Duration::from_secs(5)).unwrap();
+    assert_eq!(&raw[0..2], &[0x77, 0x77]);
+    assert_eq!(&raw[12..q.len()], &q[12..]);
+    assert!(stat(control, "packet_cache_hits") >= hits + 21);
+    assert_eq!(
+        stat(control, "db_queries"),
+        db_queries,
+        "hits never touch the database"
+    );
+    // DO and no-EDNS are separate entries with their own OPT handling.
+    let m = ask_udp(server.port, "www.cache.test.", 1, Some((1232, true)));
+    assert!(m.edns.unwrap().flags().dnssec_ok);
+    let m = ask_udp(server.port, "www.cache.test.", 1, None);
+    assert!(m.edns.is_none());
+    drop(server);
+    block_on(db.drop_db());
+}
+
+#[test]
+fn concurrent_misses_share_one_database_query() {
+    let (db, server, control) = start("flight");
+    // Warm the zone and apex so only the new name is a miss.
+    a_records(server.port, "www.cache.test.");
+    let before = stat(control, "db_queries");
+    let port = server.port;
+    let threads: Vec<_> = (0..40)
+        .map(|i| {
+            std::thread::spawn(move || {
+                let q = build_query(i, "ns.cache.test.", 1, Some((1232, i % 2 == 0)), false);
+                udp_exchange(port, &q, Duration::from_secs(5)).expect("reply")
+            })
+        })
+        .collect();
+    for t in threads {
+        let raw = t.join().unwrap();
+        assert_eq!(raw[3] & 0xF, 0);
+    }
+    let used = stat(control, "db_queries") - before;
+    assert!(
+        used >= 1,
+        "the name was not cached, so the database was asked"
+    );
+    assert!(
+        used <= 4,
+        "40 concurrent misses for one name took {used} database queries"
+    );
+    drop(server);
+    block_on(db.drop_db());
+}
+
+#[test]
+fn an_import_is_answered_within_a_second() {
+    let (db, server, control) = start("fresh");
+    assert_eq!(
+        a_records(server.port, "www.cache.test."),
+        vec!["www.cache.test. 3600 A 192.0.2.10"]
+    );
+    // Cached now; a load keeps the cache busy while the write happens.
+    let port = server.port;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let q = build_query(n as u16, "www.cache.test.", 1, None, false);
+                let _ = udp_exchange(port, &q, Duration::from_secs(1));
+                n += 1;
+            }
+            n
+        })
+    };
+    let replaced = ZONE.replace("192.0.2.10", "192.0.2.99");
+    block_on(db.import("cache.test.", &replaced, true));
+    let written = Instant::now();
+    let deadline = written + Duration::from_secs(10);
+    let delay = loop {
+        if a_records(server.port, "www.cache.test.") == vec!["www.cache.test. 3600 A 192.0.2.99"] {
+            break written.elapsed();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the new record was not served within 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let queries = load.join().unwrap();
+    eprintln!("freshness: new record answered {delay:?} after the import finished ({queries} queries of load)");
+    assert!(stat(control, "zone_changes") >= 1);
+    // Names added by a merge import are seen too, and NXDOMAIN is not kept.
+    let m = ask_udp(server.port, "new.cache.test.", 1, None);
+    assert_eq!(m.metadata.response_code, ResponseCode::NXDomain);
+    block_on(db.import(
+        "cache.test.",
+        "$ORIGIN cache.test.\nnew 60 IN A 192.0.2.50\n",
+        false,
+    ));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while ask_udp(server.port, "new.cache.test.", 1, None)
+        .metadata
+        .response_code
+        != ResponseCode::NoError
+    {
+        assert!(
+            Instant::now() < deadline,
+            "merged name not served within 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    drop(server);
+    block_on(db.drop_db());
+}
+
+#[test]
+fn purge_drops_what_a_silent_writer_changed() {
+    let (db, server, control) = start("purge");
+    assert_eq!(a_records(server.port, "www.cache.test.").len(), 1);
+    // A writer that changes the database without moving the generation:
+    // the cache keeps the old answer (bounded by TTL) until purged.
+    block_on(async {
+        let zone = db
+            .store
+            .find_zone(&"cache.test.".parse().unwrap())
+            .await
+            .unwrap()
+            .unwrap();
+        let id = format!("cache.test. {} www.cache.test.", zone.ver);
+        db.store
+            .database()
+            .collection::<mongodb::bson::Document>("nodes")
+            .update_one(
+                mongodb::bson::doc! {"_id": id},
+                mongodb::bson::doc! {"$set": {"rrsets.A.rd": [mongodb::bson::Bson::Binary(mongodb::bson::Binary{subtype: mongodb::bson::spec::BinarySubtype::Generic, bytes: vec![192,0,2,77]})]}},
+            )
+            .await
+            .unwrap();
+    });
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(
+        a_records(server.port, "www.cache.test."),
+        vec!["www.cache.test. 3600 A 192.0.2.10"]
+    );
+    let (status, body) = http(control, "POST", "/purge?name=www.cache.test.");
+    assert!(status.contains("200"), "{status} {body}");
+    assert!(body.contains("purged_replies"), "{body}");
+    assert_eq!(
+        a_records(server.port, "www.cache.test."),
+        vec!["www.cache.test. 3600 A 192.0.2.77"]
+    );
+    // Zone and full purges answer too; bad input is a 400.
+    assert!(http(control, "POST", "/purge?zone=cache.test.")
+        .0
+        .contains("200"));
+    assert!(http(control, "POST", "/purge").0.contains("200"));
+    assert!(http(control, "POST", "/purge?name=a..b").0.contains("400"));
+    assert!(http(control, "GET", "/metrics")
+        .1
+        .contains("mongodns_packet_cache_hits"));
+    drop(server);
+    block_on(db.drop_db());
+}
