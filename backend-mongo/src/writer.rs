@@ -88,6 +88,11 @@ const DUPLICATE_KEY: i32 = 11000;
 /// small serialized commands lose nothing; on MongoDB they are harmless.
 pub const MAX_UPDATES_PER_COMMAND: usize = 16;
 
+/// One change of `meta.seq` at a time per process: FerretDB runs
+/// `findAndModify` as read-modify-write without isolation, so two at once
+/// can both insert the counter (E11000) or lose an increment.
+static SEQ_GATE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// One `update` command in flight per process (see [`MAX_UPDATES_PER_COMMAND`]).
 static UPDATE_GATE: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
 
@@ -217,6 +222,7 @@ impl Store {
 
     /// Increments and returns the global change counter.
     pub async fn next_seq(&self) -> Result<i64, StoreError> {
+        let _one = SEQ_GATE.lock().await;
         let d = self
             .meta
             .find_one_and_update(doc! {"_id": SEQ_ID}, doc! {"$inc": {"seq": 1_i64}})
@@ -632,6 +638,7 @@ impl Store {
             self.run_updates(updates).await?;
         }
         let count = fresh.len() as i64;
+        let seq_gate = SEQ_GATE.lock().await;
         let top = self
             .meta
             .find_one_and_update(doc! {"_id": SEQ_ID}, doc! {"$inc": {"seq": count}})
@@ -643,6 +650,7 @@ impl Store {
                     .and_then(|v| v.as_i64().or(v.as_i32().map(i64::from)))
             })
             .unwrap_or(count);
+        drop(seq_gate);
         // Switch: none of these zones was served, so replacing each marker
         // by the served document (delete, then insert; both bulk) changes
         // what readers see from "no zone" to "the whole zone" at once.

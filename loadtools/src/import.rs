@@ -71,6 +71,8 @@ pub struct ImportSummary {
     pub elapsed: Duration,
     /// The zone as now served.
     pub zone: ZoneInfo,
+    /// Records skipped because a killed run of the same input stored them.
+    pub resumed_from: u64,
 }
 
 /// Progress callbacks (a progress bar, or nothing).
@@ -612,6 +614,7 @@ pub async fn import_file_with(
         writes: stats,
         elapsed: started.elapsed(),
         zone,
+        resumed_from: skip,
     })
 }
 

@@ -173,11 +173,12 @@ async fn run(args: Args) -> Result<(), String> {
         bar.finish_and_clear();
         let secs = summary.elapsed.as_secs_f64();
         println!(
-            "imported {} records into {} (serial {}, version {}): {} inserted, {} merged, {:.2} s, {:.0} records/s",
+            "imported {} records into {} (serial {}, version {}; {} stored by an earlier run): {} inserted, {} merged, {:.2} s, {:.0} records/s",
             summary.records,
             summary.zone.apex,
             summary.zone.serial,
             summary.zone.ver,
+            summary.resumed_from,
             summary.writes.inserted,
             summary.writes.merged,
             secs,
