@@ -20,4 +20,4 @@ pub use name::{Name, NameError};
 pub use rtype::RType;
 pub use schema::{Node, RRset, ZoneInfo};
 pub use store::{Store, StoreError};
-pub use writer::{NodeWrite, WriteMode, WriteStats, ZoneWriter};
+pub use writer::{BaselineWriter, NodeWrite, WriteMode, WriteStats, ZoneContent, ZoneWriter};
