@@ -105,7 +105,7 @@ impl Store {
         let ver = match pending {
             Some(p) => {
                 // A previous run stopped midway: clear what it left and reuse it.
-                self.delete_version(&id, p).await?;
+                self.delete_version(zone, p).await?;
                 p
             }
             None => served.as_ref().map_or(1, |z| z.ver + 1),
@@ -123,34 +123,6 @@ impl Store {
             merge_lock: Default::default(),
             last_publish: std::sync::Mutex::new(std::time::Instant::now()),
         })
-    }
-
-    /// Deletes every node of version `ver` of `zone`, in chunks: FerretDB's
-    /// SQLite backend turns one large delete into a statement with one SQL
-    /// variable per document and fails past SQLite's limit ("too many SQL
-    /// variables"); chunks of `_id`s stay below it (and keep each MongoDB
-    /// delete short).
-    pub async fn delete_version(&self, zone: &str, ver: i64) -> Result<u64, StoreError> {
-        use futures::TryStreamExt;
-        let mut deleted = 0;
-        loop {
-            let ids: Vec<Bson> = self
-                .nodes
-                .find(doc! {"zone": zone, "ver": ver})
-                .projection(doc! {"_id": 1})
-                .limit(5000)
-                .await?
-                .try_collect::<Vec<Document>>()
-                .await?
-                .into_iter()
-                .filter_map(|d| d.get("_id").cloned())
-                .collect();
-            if ids.is_empty() {
-                return Ok(deleted);
-            }
-            let r = self.nodes.delete_many(doc! {"_id": {"$in": ids}}).await?;
-            deleted += r.deleted_count;
-        }
     }
 
     /// Increments and returns the global change counter.
@@ -379,7 +351,7 @@ impl ZoneWriter {
                 // Servers may still read the old version until they notice
                 // the new generation; give them time before deleting it.
                 tokio::time::sleep(grace).await;
-                self.store.delete_version(&zone_id, prev.ver).await?;
+                self.store.delete_version(&self.zone, prev.ver).await?;
             }
         }
         Ok(ZoneInfo {

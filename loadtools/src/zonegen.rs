@@ -98,7 +98,9 @@ impl GenName {
         writeln!(out, "{} A {a}.{b}.{c}.{d}", self.label)?;
         let mut n = 1;
         if self.aaaa && n < limit {
-            writeln!(out, "{} AAAA 2001:db8::{:x}", self.label, self.index)?;
+            // Two 16-bit groups: every index up to 2^32 gives a valid address.
+            let (hi, lo) = ((self.index >> 16) & 0xffff, self.index & 0xffff);
+            writeln!(out, "{} AAAA 2001:db8::{hi:x}:{lo:x}", self.label)?;
             n += 1;
         }
         if self.txt && n < limit {

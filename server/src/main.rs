@@ -10,6 +10,7 @@ use clap::Parser;
 use mongodns_server::cache::{Counters, PacketCache, RecordCache, RecordCacheConfig, ZoneRegistry};
 use mongodns_server::control::{serve_control, Control};
 use mongodns_server::frontend::{tcp, udp};
+use mongodns_server::pipeline::transfer::Cidr;
 use mongodns_server::pipeline::{PipelineConfig, ReplyCache, Responder};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -61,6 +62,14 @@ struct Args {
     /// SO_SNDBUF for UDP sockets, in bytes (kernel default if unset).
     #[arg(long, env = "MONGODNS_UDP_SNDBUF")]
     udp_sndbuf: Option<usize>,
+    /// Address block allowed to transfer zones (AXFR/IXFR over TCP), e.g.
+    /// `192.0.2.0/24`; repeat for several. Default: loopback only.
+    #[arg(
+        long = "axfr-allow",
+        env = "MONGODNS_AXFR_ALLOW",
+        value_delimiter = ','
+    )]
+    axfr_allow: Vec<Cidr>,
     /// Replies kept in the packet cache (0 turns it off).
     #[arg(
         long,
@@ -134,10 +143,14 @@ async fn run(args: Args, workers: usize) -> Result<(), String> {
         .await
         .map_err(|e| format!("cannot create indexes: {e}"))?;
     tracing::info!(database = %args.database, "connected to MongoDB, indexes in place");
-    let config = PipelineConfig {
+    let mut config = PipelineConfig {
         max_udp_size: args.max_udp_size,
         query_timeout: Duration::from_millis(args.query_timeout_ms),
+        ..PipelineConfig::default()
     };
+    if !args.axfr_allow.is_empty() {
+        config.axfr_allow = args.axfr_allow.clone();
+    }
     let counters = Arc::new(Counters::default());
     let registry = Arc::new(ZoneRegistry::new(
         args.record_cache_entries.max(1024),

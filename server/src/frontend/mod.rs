@@ -4,7 +4,8 @@
 //!  UDP: one SO_REUSEPORT socket per worker ─► recv ─► task: respond ─► send_to
 //!  TCP: accept (bounded) ─► per connection: read 2-byte-framed queries,
 //!       answer each in its own task, write replies as they finish
-//!       (out of order, RFC 7766 §6.2.1.1), close when idle
+//!       (out of order, RFC 7766 §6.2.1.1), close when idle; a zone
+//!       transfer's messages are written back to back
 //! ```
 
 pub mod tcp;
@@ -12,6 +13,7 @@ pub mod udp;
 
 use crate::pipeline::Transport;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 /// Anything that turns a query into a reply; the front end knows no more.
@@ -28,6 +30,23 @@ pub trait Handler: Send + Sync + 'static {
     fn handle_now(&self, _packet: &[u8], _transport: Transport, _out: &mut Vec<u8>) -> bool {
         false
     }
+
+    /// Answers `packet` received over TCP from `peer`: every message to
+    /// send, in order (a zone transfer takes several). The default is what
+    /// [`Handler::handle`] gives.
+    fn handle_tcp(
+        &self,
+        packet: &[u8],
+        peer: SocketAddr,
+    ) -> impl Future<Output = Vec<Vec<u8>>> + Send {
+        let _ = peer;
+        async move {
+            self.handle(packet, Transport::Tcp)
+                .await
+                .into_iter()
+                .collect()
+        }
+    }
 }
 
 impl<B: crate::backend::Backend> Handler for crate::pipeline::Responder<B> {
@@ -41,6 +60,14 @@ impl<B: crate::backend::Backend> Handler for crate::pipeline::Responder<B> {
 
     fn handle_now(&self, packet: &[u8], transport: Transport, out: &mut Vec<u8>) -> bool {
         self.answer_cached(packet, transport, out)
+    }
+
+    fn handle_tcp(
+        &self,
+        packet: &[u8],
+        peer: SocketAddr,
+    ) -> impl Future<Output = Vec<Vec<u8>>> + Send {
+        self.respond_tcp(packet, peer)
     }
 }
 

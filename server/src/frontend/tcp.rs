@@ -2,12 +2,12 @@
 //!
 //! ```text
 //!  accept ─ permit from the connection limit ─► connection task
-//!    reader: [len][msg] … ─► spawn(respond) ─► channel ─► writer: [len][reply]
+//!    reader: [len][msg] … ─► spawn(handle_tcp) ─► channel ─► writer: [len][reply]…
+//!    (the messages of one reply, e.g. a zone transfer, are written together)
 //!    idle (no query and nothing in flight) for idle_timeout ─► close
 //! ```
 
 use super::Handler;
-use crate::pipeline::Transport;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -67,14 +67,16 @@ async fn serve_connection<H: Handler>(
 ) {
     let _ = stream.set_nodelay(true);
     let (mut reader, mut writer) = stream.into_split();
-    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(limits.max_in_flight);
+    let (tx, mut rx) = mpsc::channel::<Vec<Vec<u8>>>(limits.max_in_flight);
     let write_task = tokio::spawn(async move {
-        while let Some(reply) = rx.recv().await {
-            let mut framed = Vec::with_capacity(reply.len() + 2);
-            framed.extend_from_slice(&(reply.len() as u16).to_be_bytes());
-            framed.extend_from_slice(&reply);
-            if writer.write_all(&framed).await.is_err() {
-                return;
+        while let Some(replies) = rx.recv().await {
+            for reply in replies {
+                let mut framed = Vec::with_capacity(reply.len() + 2);
+                framed.extend_from_slice(&(reply.len() as u16).to_be_bytes());
+                framed.extend_from_slice(&reply);
+                if writer.write_all(&framed).await.is_err() {
+                    return;
+                }
             }
         }
         let _ = writer.shutdown().await;
@@ -102,8 +104,9 @@ async fn serve_connection<H: Handler>(
         let handler = handler.clone();
         let tx = tx.clone();
         tokio::spawn(async move {
-            if let Some(reply) = handler.handle(&packet, Transport::Tcp).await {
-                let _ = tx.send(reply).await;
+            let replies = handler.handle_tcp(&packet, peer).await;
+            if !replies.is_empty() {
+                let _ = tx.send(replies).await;
             }
             drop(permit);
         });

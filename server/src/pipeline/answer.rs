@@ -2,7 +2,9 @@
 //!
 //! ```text
 //!  solve_answer    follow the name through CNAME/DNAME/wildcards ─► State
-//!                  (HIT, NODATA, NXDOMAIN, DELEG, YXDOMAIN, ending zone)
+//!                  (HIT, NODATA, NXDOMAIN, DELEG, YXDOMAIN, ending zone);
+//!                  each alias target is looked up in the deepest served
+//!                  zone holding it; ANY takes one RRset (RFC 8482)
 //!  solve_authority State ─► SOA (negative TTL, RFC 2308) or NS (referral)
 //!  solve_additional NS/MX/SRV targets in the zone ─► A, AAAA
 //! ```
@@ -126,7 +128,10 @@ pub async fn solve_answer<B: Backend>(
                                 rdata: vec![new_name.as_wire().into()],
                             }),
                         });
-                        Some(new_name)
+                        answer.outcome = Outcome::Hit;
+                        // A CNAME question is answered by the synthesised
+                        // CNAME itself (RFC 6672 §3.2): nothing to follow.
+                        (qtype != RType::CNAME).then_some(new_name)
                     }
                     Err(_) => {
                         answer.outcome = Outcome::YxDomain;
@@ -142,14 +147,14 @@ pub async fn solve_answer<B: Backend>(
         let Some(target) = next else {
             return Ok(answer);
         };
-        // Follow the alias if we serve it; otherwise the chain ends here.
-        if !target.is_subdomain_of(&answer.zone.apex) {
-            match lookup::find_zone(backend, &target).await? {
-                Some(z) => answer.zone = z,
-                None => {
-                    answer.outcome = Outcome::Hit;
-                    return Ok(answer);
-                }
+        // Follow the alias into whichever served zone holds it (the deepest
+        // one: a child zone we also serve wins over its parent's cut);
+        // outside every served zone the chain ends here.
+        match lookup::find_zone(backend, &target).await? {
+            Some(z) => answer.zone = z,
+            None => {
+                answer.outcome = Outcome::Hit;
+                return Ok(answer);
             }
         }
         name = target;
@@ -159,17 +164,19 @@ pub async fn solve_answer<B: Backend>(
 /// Takes what `node` has for `qtype`; returns a CNAME target to follow.
 fn take_node(answer: &mut Answer, owner: &Name, node: &Node, qtype: RType) -> Option<Name> {
     if qtype == RType::ANY {
-        for rrset in &node.rrsets {
-            answer.answer.push(Placed {
-                owner: owner.clone(),
-                rrset: rrset.clone(),
-            });
+        // RFC 8482 §4.1: answer with one RRset of the name, not all of them.
+        // We take the one with the lowest type number, as Knot does, so the
+        // choice is stable (see docs/conformance.md).
+        match node.rrsets.iter().min_by_key(|r| r.rtype.0) {
+            Some(rrset) => {
+                answer.answer.push(Placed {
+                    owner: owner.clone(),
+                    rrset: rrset.clone(),
+                });
+                answer.outcome = Outcome::Hit;
+            }
+            None => answer.outcome = Outcome::NoData,
         }
-        answer.outcome = if node.rrsets.is_empty() {
-            Outcome::NoData
-        } else {
-            Outcome::Hit
-        };
         return None;
     }
     if let Some(rrset) = node.rrset(qtype) {

@@ -2,6 +2,8 @@
 //!
 //! ```text
 //!  find_zone(qname) ── longest apex that is a served zone ──► ZoneInfo
+//!  zone_for_question: the same, except DS at a zone's apex goes to the
+//!                     parent zone when we serve it (RFC 4035 §3.1.4.1)
 //!  walk(zone, name):  fetch apex … name concurrently, then top-down:
 //!     ancestor with NS (below apex) ─► Delegation
 //!     ancestor with DNAME (above name) ─► Dname
@@ -55,6 +57,23 @@ pub async fn find_zone<B: Backend>(
     let candidates: Vec<Name> = qname.ancestors().collect();
     let found = try_join_all(candidates.iter().map(|c| backend.find_zone(c))).await?;
     Ok(found.into_iter().flatten().next())
+}
+
+/// The zone that answers `qname`/`qtype`: the deepest served zone, except
+/// that a DS question at the apex of a served zone is answered from the
+/// parent side when we serve the parent too (RFC 4035 §3.1.4.1).
+pub async fn zone_for_question<B: Backend>(
+    backend: &B,
+    qname: &Name,
+    qtype: RType,
+) -> Result<Option<ZoneInfo>, StoreError> {
+    let zone = find_zone(backend, qname).await?;
+    match (&zone, qname.parent()) {
+        (Some(z), Some(parent)) if qtype == RType::DS && z.apex == *qname => {
+            Ok(find_zone(backend, &parent).await?.or(zone))
+        }
+        _ => Ok(zone),
+    }
 }
 
 /// Walks `zone` from its apex down to `name` (which must be in the zone).

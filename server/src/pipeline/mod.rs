@@ -4,6 +4,7 @@
 //!  parse_query ─► check_question (class, meta types) ─► find_zone
 //!     ─► solve_answer ─► solve_authority ─► solve_additional
 //!     ─► dnssec::decorate (DO=1 only) ─► render
+//!  AXFR/IXFR over TCP take their own path: transfer.rs (several messages)
 //!  A storage fault or a timeout anywhere becomes SERVFAIL; NXDOMAIN,
 //!  NODATA and referrals are ordinary outcomes (see `answer::Outcome`).
 //! ```
@@ -12,11 +13,13 @@ pub mod answer;
 pub mod dnssec;
 pub mod lookup;
 pub mod render;
+pub mod transfer;
 
 use crate::backend::Backend;
 use crate::cache::{Counters, Dependency, PacketCache, PacketKey, ZoneRegistry};
-use crate::wire::{parse_query, Query, QueryError, Rcode, CLASS_IN};
+use crate::wire::{parse_query, Query, QueryError, Rcode, CLASS_ANY, CLASS_IN};
 use backend_mongo::{RType, ZoneInfo};
+use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,6 +40,8 @@ pub struct PipelineConfig {
     pub max_udp_size: u16,
     /// Time allowed for one uncached answer before SERVFAIL.
     pub query_timeout: Duration,
+    /// Who may transfer zones (AXFR/IXFR over TCP).
+    pub axfr_allow: Vec<transfer::Cidr>,
 }
 
 impl Default for PipelineConfig {
@@ -44,6 +49,7 @@ impl Default for PipelineConfig {
         PipelineConfig {
             max_udp_size: 1232,
             query_timeout: Duration::from_secs(2),
+            axfr_allow: transfer::Cidr::loopback(),
         }
     }
 }
@@ -120,6 +126,38 @@ impl<B: Backend> Responder<B> {
         &self.config
     }
 
+    /// Answers a message that arrived over TCP from `peer`: a zone transfer
+    /// is several messages, anything else at most one.
+    pub async fn respond_tcp(&self, packet: &[u8], peer: SocketAddr) -> Vec<Vec<u8>> {
+        if let Ok(query) = parse_query(packet) {
+            if matches!(query.qtype, RType::AXFR | RType::IXFR) && query.qclass == CLASS_IN {
+                return self.transfer(packet, &query, peer).await;
+            }
+        }
+        self.respond(packet, Transport::Tcp)
+            .await
+            .into_iter()
+            .collect()
+    }
+
+    /// A zone transfer, never cached, with a timeout of its own.
+    async fn transfer(&self, packet: &[u8], query: &Query, peer: SocketAddr) -> Vec<Vec<u8>> {
+        let max_udp = self.config.max_udp_size;
+        let allow = &self.config.axfr_allow;
+        let work = transfer::transfer(&*self.backend, packet, query, peer, allow, max_udp);
+        match tokio::time::timeout(TRANSFER_TIMEOUT, work).await {
+            Ok(Ok(messages)) => messages,
+            Ok(Err(fault)) => {
+                tracing::warn!(zone = %query.qname, error = %fault, "transfer failed: SERVFAIL");
+                vec![render::rcode_only(packet, query, Rcode::SERVFAIL, max_udp)]
+            }
+            Err(_) => {
+                tracing::warn!(zone = %query.qname, "transfer timed out: SERVFAIL");
+                vec![render::rcode_only(packet, query, Rcode::SERVFAIL, max_udp)]
+            }
+        }
+    }
+
     /// Answers one message; `None` means send nothing.
     pub async fn respond(&self, packet: &[u8], transport: Transport) -> Option<Vec<u8>> {
         let key = match &self.cache {
@@ -186,6 +224,15 @@ impl<B: Backend> Responder<B> {
                 self.config.max_udp_size,
             ));
         }
+        if query.qtype == RType::IXFR {
+            // Over UDP: our SOA alone, "ask again over TCP" (RFC 1995 §2).
+            let max_udp = self.config.max_udp_size;
+            let work = transfer::ixfr_over_udp(&*self.backend, packet, &query, max_udp);
+            return match tokio::time::timeout(self.config.query_timeout, work).await {
+                Ok(Ok(reply)) => Some(reply),
+                _ => Some(render::rcode_only(packet, &query, Rcode::SERVFAIL, max_udp)),
+            };
+        }
         let limit = render::size_limit(&query, transport, self.config.max_udp_size);
         let solved = tokio::time::timeout(self.config.query_timeout, self.solve(&query)).await;
         match solved {
@@ -196,8 +243,15 @@ impl<B: Backend> Responder<B> {
                 Some(reply)
             }
             Ok(Ok(None)) => {
-                let reply =
-                    render::rcode_only(packet, &query, Rcode::REFUSED, self.config.max_udp_size);
+                // Not in any zone we serve: REFUSED, with the Extended DNS
+                // Error "Not Authoritative" as Knot and NSD send.
+                let reply = render::rcode_with_ede(
+                    packet,
+                    &query,
+                    Rcode::REFUSED,
+                    Some(render::EDE_NOT_AUTHORITATIVE),
+                    self.config.max_udp_size,
+                );
                 if let (Some(cache), Some(key)) = (&self.cache, key) {
                     let deps = vec![Dependency::ZoneSet(cache.registry.zones_epoch())];
                     cache.packets.insert(&key, &reply, cache.empty_ttl, deps);
@@ -232,7 +286,8 @@ impl<B: Backend> Responder<B> {
         query: &Query,
     ) -> Result<Option<(ZoneInfo, answer::Answer)>, backend_mongo::StoreError> {
         let backend = &*self.backend;
-        let Some(zone) = lookup::find_zone(backend, &query.qname).await? else {
+        let Some(zone) = lookup::zone_for_question(backend, &query.qname, query.qtype).await?
+        else {
             return Ok(None);
         };
         let mut answer =
@@ -279,17 +334,21 @@ impl<B: Backend> Responder<B> {
     }
 }
 
+/// Time allowed for reading and packing a whole zone transfer.
+const TRANSFER_TIMEOUT: Duration = Duration::from_secs(300);
+
 /// Questions we refuse or reject before looking anything up.
 fn check_question(query: &Query, transport: Transport) -> Option<Rcode> {
-    if query.qclass != CLASS_IN {
-        // CH (version.bind, id.server), HS and ANY: we serve IN only.
+    if query.qclass != CLASS_IN && query.qclass != CLASS_ANY {
+        // CH (version.bind, id.server), HS, NONE: we serve IN only. Class
+        // ANY is answered with our IN data, as Knot and NSD do.
         return Some(Rcode::REFUSED);
     }
     match query.qtype {
-        RType::OPT => Some(Rcode::FORMERR),
-        RType::AXFR | RType::IXFR if transport == Transport::Udp => Some(Rcode::FORMERR),
-        // Zone transfer is not served yet (issue 3): refuse rather than mislead.
-        RType::AXFR | RType::IXFR => Some(Rcode::REFUSED),
+        // Zone transfers are TCP only (RFC 5936 §4.2), as Knot and NSD say.
+        RType::AXFR if transport == Transport::Udp => Some(Rcode::NOTIMP),
+        // Over TCP, respond_tcp handles class IN; class ANY is not transferred.
+        RType::AXFR | RType::IXFR if query.qclass != CLASS_IN => Some(Rcode::REFUSED),
         _ => None,
     }
 }

@@ -76,7 +76,9 @@ pub fn render(
     )
 }
 
-fn reply_edns(e: Edns) -> Edns {
+/// The EDNS of a reply to a query that carried `e`: version 0, DO echoed,
+/// every other flag cleared (RFC 6891 §6.1.4).
+pub fn reply_edns(e: Edns) -> Edns {
     Edns {
         udp_size: e.udp_size,
         version: 0,
@@ -86,12 +88,30 @@ fn reply_edns(e: Edns) -> Edns {
 
 /// A reply with the question and an rcode only.
 pub fn rcode_only(packet: &[u8], query: &Query, rcode: Rcode, max_udp: u16) -> Vec<u8> {
-    let w = MessageWriter::new(
+    rcode_with_ede(packet, query, rcode, None, max_udp)
+}
+
+/// Extended DNS Error "Not Authoritative" (RFC 8914 §4.21).
+pub const EDE_NOT_AUTHORITATIVE: u16 = 20;
+
+/// A reply with the question, an rcode and, when the query had EDNS, an
+/// Extended DNS Error (RFC 8914) saying why.
+pub fn rcode_with_ede(
+    packet: &[u8],
+    query: &Query,
+    rcode: Rcode,
+    ede: Option<u16>,
+    max_udp: u16,
+) -> Vec<u8> {
+    let mut w = MessageWriter::new(
         &packet[query.question.clone()],
         &query.qname,
         65535,
         query.edns.is_some(),
     );
+    if let Some(code) = ede {
+        w.set_ede(code);
+    }
     w.finish(
         query.id,
         header_flags(packet, false),

@@ -3,7 +3,8 @@
 //! ```text
 //!  header ─► QR? drop │ opcode ≠ QUERY → NOTIMP │ QDCOUNT ≠ 1 → FORMERR
 //!  question (name, type, class; pointers followed with a hop limit)
-//!  answer/authority RRs skipped │ additional: OPT at most once, else FORMERR
+//!  answer RRs skipped │ authority: an SOA's serial kept (IXFR)
+//!  additional: OPT at most once, else FORMERR
 //!  trailing bytes → FORMERR
 //! ```
 
@@ -43,6 +44,8 @@ pub struct Query {
     pub qclass: u16,
     /// EDNS, if the query carried an OPT record.
     pub edns: Option<Edns>,
+    /// For IXFR: the serial of the SOA in the authority section (RFC 1995 §3).
+    pub ixfr_serial: Option<u32>,
 }
 
 /// Why a query gets no normal answer.
@@ -169,6 +172,7 @@ pub fn parse_query(packet: &[u8]) -> Result<Query, QueryError> {
     // Skip answer and authority records; parse the additional section for OPT.
     let mut pos = question_end;
     let mut edns: Option<Edns> = None;
+    let mut ixfr_serial = None;
     let total = u32::from(ancount) + u32::from(nscount) + u32::from(arcount);
     for index in 0..total {
         let in_additional = index >= u32::from(ancount) + u32::from(nscount);
@@ -188,6 +192,10 @@ pub fn parse_query(packet: &[u8]) -> Result<Query, QueryError> {
         let end = after + 10 + rdlen as usize;
         if end > packet.len() {
             return Err(reply(Rcode::FORMERR, question, edns));
+        }
+        let in_authority = !in_additional && index >= u32::from(ancount);
+        if in_authority && RType(rtype) == RType::SOA {
+            ixfr_serial = soa_serial(packet, after + 10, end);
         }
         if RType(rtype) == RType::OPT {
             if !in_additional || edns.is_some() || !owner_root {
@@ -225,7 +233,17 @@ pub fn parse_query(packet: &[u8]) -> Result<Query, QueryError> {
         qtype: RType(qtype),
         qclass,
         edns,
+        ixfr_serial,
     })
+}
+
+/// The SERIAL field of SOA rdata at `start..end` (names may be compressed).
+fn soa_serial(packet: &[u8], start: usize, end: usize) -> Option<u32> {
+    let after_mname = skip_name(packet, start)?;
+    let after_rname = skip_name(packet, after_mname)?;
+    let serial = packet.get(after_rname..after_rname + 4)?;
+    (after_rname + 20 <= end)
+        .then(|| u32::from_be_bytes([serial[0], serial[1], serial[2], serial[3]]))
 }
 
 #[cfg(test)]
@@ -313,6 +331,23 @@ mod tests {
             rcode_of(&query(b"\x40abc\x00", 1, &[], 0)),
             Some(Rcode::FORMERR)
         );
+    }
+
+    #[test]
+    fn the_serial_of_an_ixfr_query_is_read() {
+        // IXFR example.com with NSCOUNT = 1: example.com SOA, names compressed.
+        let mut p = query(b"\x07example\x03com\x00", 251, &[], 0);
+        p[9] = 1;
+        p.extend_from_slice(&[0xC0, 0x0C, 0, 6, 0, 1, 0, 0, 0, 0, 0, 24]);
+        p.extend_from_slice(&[0xC0, 0x0C, 0xC0, 0x0C]);
+        p.extend_from_slice(&2024u32.to_be_bytes());
+        p.extend_from_slice(&[0; 16]);
+        let q = parse_query(&p).unwrap();
+        assert_eq!(q.qtype, RType::IXFR);
+        assert_eq!(q.ixfr_serial, Some(2024));
+        // A plain query has none.
+        let q = parse_query(&query(b"\x00", 1, &[], 0)).unwrap();
+        assert_eq!(q.ixfr_serial, None);
     }
 
     #[test]

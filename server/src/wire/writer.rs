@@ -4,6 +4,7 @@
 //!  MessageWriter::new(query header, question bytes, limit)
 //!    ├─ push_rrset(section, owner, rrset)  → Ok | Err(Full)  (all or nothing)
 //!    ├─ names compressed against everything written so far (case-insensitive)
+//!    ├─ set_ede(code)   an Extended DNS Error option (RFC 8914) in the OPT
 //!    └─ finish(rcode, flags, edns) → bytes  (room for OPT is always kept)
 //! ```
 
@@ -35,7 +36,12 @@ pub struct MessageWriter {
     counts: [u16; 3],
     /// (offset of a name suffix in `buf`, its lower-case uncompressed wire form).
     names: Vec<(u16, Box<[u8]>)>,
+    /// Extended DNS Error info-code to put in the OPT record.
+    ede: Option<u16>,
 }
+
+/// Length of an Extended DNS Error option without extra text.
+const EDE_LEN: usize = 6;
 
 impl MessageWriter {
     /// Starts a reply to the question `question` (name, type, class as sent),
@@ -51,6 +57,7 @@ impl MessageWriter {
             limit: limit.saturating_sub(reserve),
             counts: [0; 3],
             names: Vec::with_capacity(16),
+            ede: None,
         };
         w.remember(HEADER_LEN, qname.as_wire());
         w
@@ -64,7 +71,17 @@ impl MessageWriter {
             limit: limit.saturating_sub(reserve),
             counts: [0; 3],
             names: Vec::new(),
+            ede: None,
         }
+    }
+
+    /// Adds an Extended DNS Error (RFC 8914) with `info_code` to the OPT
+    /// record, if the reply gets one; room for it is reserved now.
+    pub fn set_ede(&mut self, info_code: u16) {
+        if self.ede.is_none() {
+            self.limit = self.limit.saturating_sub(EDE_LEN);
+        }
+        self.ede = Some(info_code);
     }
 
     fn remember(&mut self, mut offset: usize, wire: &[u8]) {
@@ -229,7 +246,16 @@ impl MessageWriter {
             self.buf.push(0); // version 0
             let do_bit: u16 = if e.dnssec_ok { 0x8000 } else { 0 };
             self.buf.extend_from_slice(&do_bit.to_be_bytes());
-            self.buf.extend_from_slice(&[0, 0]);
+            match self.ede {
+                Some(code) => {
+                    // RDLEN, then OPTION-CODE 15, OPTION-LENGTH 2, INFO-CODE.
+                    self.buf.extend_from_slice(&(EDE_LEN as u16).to_be_bytes());
+                    self.buf.extend_from_slice(&15u16.to_be_bytes());
+                    self.buf.extend_from_slice(&2u16.to_be_bytes());
+                    self.buf.extend_from_slice(&code.to_be_bytes());
+                }
+                None => self.buf.extend_from_slice(&[0, 0]),
+            }
             additional += 1;
         }
         self.buf[0..2].copy_from_slice(&id.to_be_bytes());
@@ -321,6 +347,27 @@ mod tests {
         );
         assert!(msg.len() <= 100);
         assert_eq!(&msg[10..12], &[0, 1]); // just the OPT
+    }
+
+    #[test]
+    fn an_extended_dns_error_goes_into_opt() {
+        let qname = n("example.net.");
+        let q = question(&qname);
+        let mut w = MessageWriter::new(&q, &qname, 512, true);
+        w.set_ede(20);
+        let edns = Edns {
+            udp_size: 1232,
+            version: 0,
+            dnssec_ok: false,
+        };
+        let msg = w.finish(1, 0, Rcode::REFUSED, Some(edns), 1232);
+        // OPT rdata: code 15, length 2, info-code 20.
+        assert_eq!(&msg[msg.len() - 8..], &[0, 6, 0, 15, 0, 2, 0, 20]);
+        // Without EDNS there is nowhere to put it.
+        let mut w = MessageWriter::new(&q, &qname, 512, false);
+        w.set_ede(20);
+        let msg = w.finish(1, 0, Rcode::REFUSED, None, 1232);
+        assert_eq!(msg.len(), 12 + q.len());
     }
 
     #[test]
