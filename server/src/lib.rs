@@ -10,7 +10,10 @@
 
 pub mod backend;
 pub mod cache;
+pub mod config;
 pub mod control;
 pub mod frontend;
+pub mod observe;
 pub mod pipeline;
+pub mod querylog;
 pub mod wire;

@@ -103,13 +103,16 @@ pub async fn serve_udp<H: Handler>(socket: UdpSocket, handler: Arc<H>) {
             if let Err(e) = sent {
                 tracing::debug!(error = %e, %peer, "udp send error");
             }
+            handler.observe(&buf[..len], Some(&out), peer, Transport::Udp);
             continue;
         }
         let packet = buf[..len].to_vec();
         let handler = handler.clone();
         let socket = socket.clone();
         tokio::spawn(async move {
-            if let Some(reply) = handler.handle(&packet, Transport::Udp).await {
+            let reply = handler.handle(&packet, Transport::Udp).await;
+            handler.observe(&packet, reply.as_deref(), peer, Transport::Udp);
+            if let Some(reply) = reply {
                 if let Err(e) = socket.send_to(&reply, peer).await {
                     tracing::debug!(error = %e, %peer, "udp send error");
                 }
