@@ -13,4 +13,6 @@ pub mod cache;
 pub mod control;
 pub mod frontend;
 pub mod pipeline;
+pub mod rrl;
+pub mod tsig;
 pub mod wire;

@@ -106,6 +106,31 @@ struct Args {
     /// Address of the HTTP control endpoint (/stats, /metrics, POST /purge); off if unset.
     #[arg(long, env = "MONGODNS_CONTROL_LISTEN")]
     control_listen: Option<SocketAddr>,
+    /// Queries answered on one TCP connection before it is closed (0: no limit).
+    #[arg(long, env = "MONGODNS_TCP_MAX_QUERIES", default_value_t = 0)]
+    tcp_max_queries: usize,
+    /// Response rate limit: UDP replies per second per source prefix
+    /// (0: off). See docs/reliability.md.
+    #[arg(long, env = "MONGODNS_RRL_RATE", default_value_t = 0)]
+    rrl_rate: u32,
+    /// Of the replies over the rate, send every n-th as a truncated (TC)
+    /// reply and drop the rest; 0 drops them all.
+    #[arg(long, env = "MONGODNS_RRL_SLIP", default_value_t = 2)]
+    rrl_slip: u32,
+    /// Prefix length grouping IPv4 sources for rate limiting.
+    #[arg(long, env = "MONGODNS_RRL_IPV4_PREFIX", default_value_t = 24)]
+    rrl_ipv4_prefix: u8,
+    /// Prefix length grouping IPv6 sources for rate limiting.
+    #[arg(long, env = "MONGODNS_RRL_IPV6_PREFIX", default_value_t = 56)]
+    rrl_ipv6_prefix: u8,
+    /// A TSIG key allowed to transfer zones from anywhere:
+    /// `hmac-sha256:NAME:BASE64SECRET` (repeat for several). Prefer
+    /// --tsig-keyfile: a command line is visible to other local users.
+    #[arg(long = "tsig-key", env = "MONGODNS_TSIG_KEY")]
+    tsig_key: Vec<mongodns_server::tsig::TsigKey>,
+    /// File of TSIG keys, one `hmac-sha256:NAME:BASE64SECRET` a line.
+    #[arg(long, env = "MONGODNS_TSIG_KEYFILE")]
+    tsig_keyfile: Option<std::path::PathBuf>,
     /// Log filter (tracing syntax), e.g. `info` or `mongodns_server=debug`.
     #[arg(long, env = "MONGODNS_LOG", default_value = "info")]
     log: String,
@@ -151,6 +176,20 @@ async fn run(args: Args, workers: usize) -> Result<(), String> {
     if !args.axfr_allow.is_empty() {
         config.axfr_allow = args.axfr_allow.clone();
     }
+    config.tsig_keys = args.tsig_key.clone();
+    if let Some(path) = &args.tsig_keyfile {
+        config
+            .tsig_keys
+            .extend(mongodns_server::tsig::read_key_file(path)?);
+    }
+    let rrl = mongodns_server::rrl::Rrl::new(mongodns_server::rrl::RrlConfig {
+        rate: args.rrl_rate,
+        slip: args.rrl_slip,
+        ipv4_prefix: args.rrl_ipv4_prefix,
+        ipv6_prefix: args.rrl_ipv6_prefix,
+        ..Default::default()
+    })
+    .map(Arc::new);
     let counters = Arc::new(Counters::default());
     let registry = Arc::new(ZoneRegistry::new(
         args.record_cache_entries.max(1024),
@@ -209,6 +248,7 @@ async fn run(args: Args, workers: usize) -> Result<(), String> {
     let limits = tcp::TcpLimits {
         max_connections: args.tcp_max_connections,
         idle_timeout: Duration::from_secs(args.tcp_idle_timeout),
+        max_queries: args.tcp_max_queries,
         ..tcp::TcpLimits::default()
     };
     let mut tasks = Vec::new();
@@ -216,7 +256,11 @@ async fn run(args: Args, workers: usize) -> Result<(), String> {
         let sockets = udp::bind_udp(*addr, workers, args.udp_rcvbuf, args.udp_sndbuf)
             .map_err(|e| format!("cannot bind UDP {addr}: {e}"))?;
         for socket in sockets {
-            tasks.push(tokio::spawn(udp::serve_udp(socket, responder.clone())));
+            tasks.push(tokio::spawn(udp::serve_udp_limited(
+                socket,
+                responder.clone(),
+                rrl.clone(),
+            )));
         }
         let listener = tokio::net::TcpListener::bind(addr)
             .await

@@ -247,7 +247,7 @@ fn normalise(p: &[u8], tcp: bool, max_udp: u16, hasher: &impl BuildHasher) -> Op
             return None;
         }
         let rdlen = u16::from_be_bytes([opt[9], opt[10]]) as usize;
-        if pos + 11 + rdlen != p.len() {
+        if pos + 11 + rdlen != p.len() || !whole_options(&p[pos + 11..]) {
             return None;
         }
         let size = u16::from_be_bytes([opt[3], opt[4]]);
@@ -272,6 +272,22 @@ fn normalise(p: &[u8], tcp: bool, max_udp: u16, hasher: &impl BuildHasher) -> Op
     key.bytes[1..3].copy_from_slice(&limit.to_be_bytes());
     key.hash = hasher.hash_one(key.as_bytes());
     Some(key)
+}
+
+/// True when EDNS option rdata is made of whole options; a malformed one
+/// goes to the pipeline (FORMERR) rather than sharing a well-formed key.
+fn whole_options(mut rdata: &[u8]) -> bool {
+    while !rdata.is_empty() {
+        if rdata.len() < 4 {
+            return false;
+        }
+        let len = usize::from(u16::from_be_bytes([rdata[2], rdata[3]]));
+        match rdata.get(4 + len..) {
+            Some(rest) => rdata = rest,
+            None => return false,
+        }
+    }
+    true
 }
 
 /// Puts the asker's ID, RD bit and question bytes into a cached reply.

@@ -15,6 +15,7 @@ pub mod transfer;
 
 use crate::backend::Backend;
 use crate::cache::{Counters, Dependency, PacketCache, PacketKey, ZoneRegistry};
+use crate::tsig;
 use crate::wire::{parse_query, Query, QueryError, Rcode, CLASS_ANY, CLASS_IN};
 use backend_mongo::{RType, ZoneInfo};
 use std::net::SocketAddr;
@@ -40,6 +41,9 @@ pub struct PipelineConfig {
     pub query_timeout: Duration,
     /// Who may transfer zones (AXFR/IXFR over TCP).
     pub axfr_allow: Vec<transfer::Cidr>,
+    /// TSIG keys: a transfer request signed with one of them is allowed
+    /// from anywhere, and its reply is signed (RFC 8945).
+    pub tsig_keys: Vec<crate::tsig::TsigKey>,
 }
 
 impl Default for PipelineConfig {
@@ -48,6 +52,7 @@ impl Default for PipelineConfig {
             max_udp_size: 1232,
             query_timeout: Duration::from_secs(2),
             axfr_allow: transfer::Cidr::loopback(),
+            tsig_keys: Vec::new(),
         }
     }
 }
@@ -141,10 +146,30 @@ impl<B: Backend> Responder<B> {
     /// A zone transfer, never cached, with a timeout of its own.
     async fn transfer(&self, packet: &[u8], query: &Query, peer: SocketAddr) -> Vec<Vec<u8>> {
         let max_udp = self.config.max_udp_size;
-        let allow = &self.config.axfr_allow;
-        let work = transfer::transfer(&*self.backend, packet, query, peer, allow, max_udp);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let (allow, mut signer) = match tsig::verify_request(packet, &self.config.tsig_keys, now) {
+            tsig::Verified::Unsigned => (self.config.axfr_allow.clone(), None),
+            tsig::Verified::Signed(signer) => (transfer::Cidr::everything(), Some(signer)),
+            tsig::Verified::Failed(failure) => {
+                tracing::info!(%peer, zone = %query.qname, error = failure.error, "zone transfer with a bad TSIG: NOTAUTH");
+                let mut reply = render::rcode_only(packet, query, Rcode::NOTAUTH, max_udp);
+                failure.append_to(&mut reply);
+                return vec![reply];
+            }
+        };
+        let work = transfer::transfer(&*self.backend, packet, query, peer, &allow, max_udp);
+        let mut sign = |mut messages: Vec<Vec<u8>>| {
+            if let Some(signer) = signer.as_mut() {
+                for m in &mut messages {
+                    signer.sign(m);
+                }
+            }
+            messages
+        };
         match tokio::time::timeout(TRANSFER_TIMEOUT, work).await {
-            Ok(Ok(messages)) => messages,
+            Ok(Ok(messages)) => sign(messages),
             Ok(Err(fault)) => {
                 tracing::warn!(zone = %query.qname, error = %fault, "transfer failed: SERVFAIL");
                 vec![render::rcode_only(packet, query, Rcode::SERVFAIL, max_udp)]
