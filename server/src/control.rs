@@ -128,6 +128,16 @@ impl Control {
                 l(&c.pipeline_queries),
             ),
             (
+                "stale_replies",
+                "expired replies served because the database failed (serve-stale)",
+                l(&self.packets.stats.stale_hits),
+            ),
+            (
+                "stale_nodes",
+                "expired records used because the database failed (serve-stale)",
+                l(&c.stale_nodes),
+            ),
+            (
                 "freshness_lag_ms",
                 "milliseconds since the last successful change poll",
                 self.registry

@@ -106,6 +106,11 @@ struct Args {
     /// Address of the HTTP control endpoint (/stats, /metrics, POST /purge); off if unset.
     #[arg(long, env = "MONGODNS_CONTROL_LISTEN")]
     control_listen: Option<SocketAddr>,
+    /// Serve-stale (RFC 8767): seconds after expiry during which a cached
+    /// reply or record may still be served, with TTL 30, when the database
+    /// fails or times out. 0 (default): off.
+    #[arg(long, env = "MONGODNS_SERVE_STALE_SECS", default_value_t = 0)]
+    serve_stale_secs: u64,
     /// Queries answered on one TCP connection before it is closed (0: no limit).
     #[arg(long, env = "MONGODNS_TCP_MAX_QUERIES", default_value_t = 0)]
     tcp_max_queries: usize,
@@ -201,6 +206,7 @@ async fn run(args: Args, workers: usize) -> Result<(), String> {
         max_ttl: Duration::from_secs(args.cache_max_ttl),
         negative_ttl: Duration::from_secs(args.cache_negative_ttl),
         enabled: !args.no_cache && args.record_cache_entries > 0,
+        serve_stale: Duration::from_secs(args.serve_stale_secs),
     };
     let records = Arc::new(RecordCache::new(
         store.clone(),
@@ -213,13 +219,16 @@ async fn run(args: Args, workers: usize) -> Result<(), String> {
         Duration::from_millis(args.freshness_ms.max(10)),
         counters.clone(),
     ));
-    let packets = Arc::new(PacketCache::new(
-        args.packet_cache_entries.max(1),
-        args.packet_cache_mb << 20,
-        Duration::from_secs(args.cache_max_ttl),
-        args.max_udp_size,
-        registry.clone(),
-    ));
+    let packets = Arc::new(
+        PacketCache::new(
+            args.packet_cache_entries.max(1),
+            args.packet_cache_mb << 20,
+            Duration::from_secs(args.cache_max_ttl),
+            args.max_udp_size,
+            registry.clone(),
+        )
+        .with_serve_stale(Duration::from_secs(args.serve_stale_secs)),
+    );
     let responder = if args.no_cache || args.packet_cache_entries == 0 {
         Responder::new(records.clone(), config)
     } else {

@@ -282,6 +282,10 @@ impl<B: Backend> Responder<B> {
                 Some(reply)
             }
             Ok(Err(fault)) => {
+                if let Some(stale) = self.stale(packet, key.as_ref()) {
+                    tracing::debug!(qname = %query.qname, error = %fault, "storage fault: stale answer");
+                    return Some(stale);
+                }
                 tracing::warn!(qname = %query.qname, error = %fault, "storage fault: SERVFAIL");
                 Some(render::rcode_only(
                     packet,
@@ -291,6 +295,10 @@ impl<B: Backend> Responder<B> {
                 ))
             }
             Err(_) => {
+                if let Some(stale) = self.stale(packet, key.as_ref()) {
+                    tracing::debug!(qname = %query.qname, "query timed out: stale answer");
+                    return Some(stale);
+                }
                 tracing::warn!(qname = %query.qname, "query timed out: SERVFAIL");
                 Some(render::rcode_only(
                     packet,
@@ -300,6 +308,16 @@ impl<B: Backend> Responder<B> {
                 ))
             }
         }
+    }
+
+    /// An expired cached reply within the serve-stale window (RFC 8767).
+    fn stale(&self, packet: &[u8], key: Option<&PacketKey>) -> Option<Vec<u8>> {
+        let (cache, key) = (self.cache.as_ref()?, key?);
+        let mut out = Vec::new();
+        cache
+            .packets
+            .lookup_stale(packet, key, &mut out)
+            .then_some(out)
     }
 
     /// Runs the stages; `None` when no served zone holds the name.
