@@ -257,12 +257,21 @@ impl<B: Backend> Responder<B> {
             };
         }
         let limit = render::size_limit(&query, transport, self.config.max_udp_size);
+        let stale_before = self.stale_nodes();
         let solved = tokio::time::timeout(self.config.query_timeout, self.solve(&query)).await;
         match solved {
             Ok(Ok(Some((first_zone, answer)))) => {
-                let reply =
+                let mut reply =
                     render::render(packet, &query, &answer, limit, self.config.max_udp_size);
-                self.remember(key, &reply, &answer, &first_zone);
+                if self.stale_nodes() != stale_before {
+                    // Built (perhaps) from expired records while the database
+                    // failed: short TTLs, and not kept (RFC 8767 §4). Another
+                    // query's stale read can land here too; that only
+                    // shortens TTLs during an outage.
+                    crate::cache::packet::cap_ttls(&mut reply, crate::cache::packet::STALE_TTL);
+                } else {
+                    self.remember(key, &reply, &answer, &first_zone);
+                }
                 Some(reply)
             }
             Ok(Ok(None)) => {
@@ -308,6 +317,12 @@ impl<B: Backend> Responder<B> {
                 ))
             }
         }
+    }
+
+    fn stale_nodes(&self) -> u64 {
+        self.counters
+            .as_ref()
+            .map_or(0, |c| c.stale_nodes.load(Ordering::Relaxed))
     }
 
     /// An expired cached reply within the serve-stale window (RFC 8767).
