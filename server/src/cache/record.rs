@@ -284,4 +284,19 @@ impl<B: Backend> Backend for RecordCache<B> {
         self.counters.record_db(started.elapsed(), result.is_ok());
         result
     }
+
+    async fn denial(
+        &self,
+        zone: &ZoneInfo,
+        key: &str,
+        wrap: bool,
+    ) -> Result<Option<Arc<Node>>, StoreError> {
+        // DNSSEC denial lookups (DO=1 negative answers) go to the database:
+        // keys are mostly unique per query name, and the packet cache holds
+        // the finished replies.
+        let started = Instant::now();
+        let result = self.inner.denial(zone, key, wrap).await;
+        self.counters.record_db(started.elapsed(), result.is_ok());
+        result
+    }
 }

@@ -2,13 +2,15 @@
 //!
 //! ```text
 //!  parse_query ─► check_question (class, meta types) ─► find_zone
-//!     ─► solve_answer ─► solve_authority ─► solve_additional ─► render
+//!     ─► solve_answer ─► solve_authority ─► solve_additional
+//!     ─► dnssec::decorate (DO=1 only) ─► render
 //!  AXFR/IXFR over TCP take their own path: transfer.rs (several messages)
 //!  A storage fault or a timeout anywhere becomes SERVFAIL; NXDOMAIN,
 //!  NODATA and referrals are ordinary outcomes (see `answer::Outcome`).
 //! ```
 
 pub mod answer;
+pub mod dnssec;
 pub mod lookup;
 pub mod render;
 pub mod transfer;
@@ -73,7 +75,16 @@ pub struct Responder<B> {
     config: PipelineConfig,
     cache: Option<ReplyCache>,
     counters: Option<Arc<Counters>>,
+    /// Serve-stale's failure recheck (RFC 8767 §5): until this instant
+    /// (ms since `epoch`), a query with a stale reply gets it at once
+    /// instead of waiting on a database that just failed.
+    failed_until_ms: std::sync::atomic::AtomicU64,
+    epoch: std::time::Instant,
 }
+
+/// After a database failure, how long expired replies are served at once
+/// without asking the database first; any success ends it early.
+const FAILURE_RECHECK: Duration = Duration::from_secs(1);
 
 impl<B: Backend> Responder<B> {
     /// A responder reading from `backend`, without a packet cache.
@@ -83,6 +94,8 @@ impl<B: Backend> Responder<B> {
             config,
             cache: None,
             counters: None,
+            failed_until_ms: Default::default(),
+            epoch: std::time::Instant::now(),
         }
     }
 
@@ -99,6 +112,8 @@ impl<B: Backend> Responder<B> {
             config,
             cache: Some(cache),
             counters: None,
+            failed_until_ms: Default::default(),
+            epoch: std::time::Instant::now(),
         }
     }
 
@@ -198,6 +213,10 @@ impl<B: Backend> Responder<B> {
                     if cache.packets.lookup(packet, key, &mut out) {
                         return Some(out);
                     }
+                    if self.database_failing() && cache.packets.lookup_stale(packet, key, &mut out)
+                    {
+                        return Some(out);
+                    }
                 }
                 key
             }
@@ -259,6 +278,7 @@ impl<B: Backend> Responder<B> {
         let limit = render::size_limit(&query, transport, self.config.max_udp_size);
         let stale_before = self.stale_nodes();
         let solved = tokio::time::timeout(self.config.query_timeout, self.solve(&query)).await;
+        self.note_database(matches!(solved, Ok(Ok(_))));
         match solved {
             Ok(Ok(Some((first_zone, answer)))) => {
                 let mut reply =
@@ -319,6 +339,27 @@ impl<B: Backend> Responder<B> {
         }
     }
 
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    fn database_failing(&self) -> bool {
+        self.failed_until_ms.load(Ordering::Relaxed) > self.now_ms()
+    }
+
+    /// Notes the outcome of a pipeline run for the failure recheck.
+    fn note_database(&self, ok: bool) {
+        let until = if ok {
+            0
+        } else {
+            self.now_ms() + FAILURE_RECHECK.as_millis() as u64
+        };
+        if ok && self.failed_until_ms.load(Ordering::Relaxed) == 0 {
+            return; // the common case: no write to a shared line
+        }
+        self.failed_until_ms.store(until, Ordering::Relaxed);
+    }
+
     fn stale_nodes(&self) -> u64 {
         self.counters
             .as_ref()
@@ -350,6 +391,9 @@ impl<B: Backend> Responder<B> {
             answer::solve_answer(backend, zone.clone(), &query.qname, query.qtype).await?;
         answer::solve_authority(backend, &mut answer).await?;
         answer::solve_additional(backend, &mut answer).await?;
+        if query.edns.is_some_and(|e| e.dnssec_ok) {
+            dnssec::decorate(backend, &mut answer, &query.qname, query.qtype).await?;
+        }
         Ok(Some((zone, answer)))
     }
 

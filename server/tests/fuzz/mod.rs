@@ -103,6 +103,7 @@ impl MemBackend {
                 let node = Node {
                     name: name.clone(),
                     rrsets: sets.into_values().map(Arc::new).collect(),
+                    sigs: Vec::new(),
                 };
                 ((apex.clone(), name), Arc::new(node))
             })
@@ -131,6 +132,16 @@ impl Backend for MemBackend {
         name: &Name,
     ) -> Result<Option<Arc<Node>>, StoreError> {
         Ok(self.nodes.get(&(zone.apex.clone(), name.clone())).cloned())
+    }
+
+    async fn denial(
+        &self,
+        _zone: &ZoneInfo,
+        _key: &str,
+        _wrap: bool,
+    ) -> Result<Option<Arc<Node>>, StoreError> {
+        // The fuzz zone is unsigned: no NSEC/NSEC3 owners.
+        Ok(None)
     }
 
     async fn zone_nodes(&self, zone: &ZoneInfo) -> Result<Vec<Node>, StoreError> {
