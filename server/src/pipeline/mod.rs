@@ -278,12 +278,13 @@ impl<B: Backend> Responder<B> {
         let limit = render::size_limit(&query, transport, self.config.max_udp_size);
         let stale_before = self.stale_nodes();
         let solved = tokio::time::timeout(self.config.query_timeout, self.solve(&query)).await;
-        self.note_database(matches!(solved, Ok(Ok(_))));
+        let used_stale = self.stale_nodes() != stale_before;
+        self.note_database(matches!(solved, Ok(Ok(_))) && !used_stale);
         match solved {
             Ok(Ok(Some((first_zone, answer)))) => {
                 let mut reply =
                     render::render(packet, &query, &answer, limit, self.config.max_udp_size);
-                if self.stale_nodes() != stale_before {
+                if used_stale {
                     // Built (perhaps) from expired records while the database
                     // failed: short TTLs, and not kept (RFC 8767 §4). Another
                     // query's stale read can land here too; that only
