@@ -50,6 +50,20 @@ impl Cidr {
         ]
     }
 
+    /// Every address (for a transfer authorised by TSIG).
+    pub fn everything() -> Vec<Cidr> {
+        vec![
+            Cidr {
+                addr: IpAddr::from([0, 0, 0, 0]),
+                prefix: 0,
+            },
+            Cidr {
+                addr: IpAddr::from([0u16; 8]),
+                prefix: 0,
+            },
+        ]
+    }
+
     /// True if `ip` is inside the block (IPv4-mapped IPv6 counts as IPv4).
     pub fn contains(&self, ip: IpAddr) -> bool {
         let ip = match ip {
@@ -270,7 +284,9 @@ impl<'a> Transfer<'a> {
 
     fn flush(&mut self) {
         if let Some(w) = self.current.take() {
-            let f = flags::QR | flags::AA;
+            // RD is copied into the response (RFC 1035 §4.1.1).
+            let rd = if self.query.rd { flags::RD } else { 0 };
+            let f = flags::QR | flags::AA | rd;
             let edns = self.query.edns.map(render::reply_edns);
             self.done
                 .push(w.finish(self.query.id, f, Rcode::NOERROR, edns, self.max_udp));
