@@ -4,10 +4,12 @@
 //! ```text
 //!  server ──reads──► Store (store.rs) ──► zones / nodes / meta
 //!  importer, signer ──ZoneWriter (writer.rs)──┘
+//!  keys, signatures, NSEC/NSEC3 chains: dnssec.rs
 //!  documents ◄──► values: schema.rs     names: name.rs     types: rtype.rs
 //! ```
 #![warn(missing_docs)]
 
+pub mod dnssec;
 pub mod name;
 pub mod progress;
 pub mod rtype;
@@ -20,4 +22,4 @@ pub use progress::{JobProgress, ProgressReporter};
 pub use rtype::RType;
 pub use schema::{Node, RRset, ZoneInfo};
 pub use store::{ReadFrom, Store, StoreError};
-pub use writer::{NodeWrite, WriteMode, WriteStats, ZoneWriter};
+pub use writer::{BaselineWriter, NodeWrite, WriteMode, WriteStats, ZoneContent, ZoneWriter};

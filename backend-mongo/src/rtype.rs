@@ -104,6 +104,10 @@ impl RType {
     pub const NSEC3: RType = RType(50);
     /// NSEC3PARAM.
     pub const NSEC3PARAM: RType = RType(51);
+    /// CDS (child DS, RFC 7344).
+    pub const CDS: RType = RType(59);
+    /// CDNSKEY (child DNSKEY, RFC 7344).
+    pub const CDNSKEY: RType = RType(60);
     /// SVCB.
     pub const SVCB: RType = RType(64);
     /// HTTPS.

@@ -49,9 +49,21 @@ pub struct Node {
     pub name: Name,
     /// RRsets, in no particular order. Empty for an empty non-terminal.
     pub rrsets: Vec<Arc<RRset>>,
+    /// Signatures (DNSSEC), one RRSIG RRset per covered RRset that has any:
+    /// `rtype` is RRSIG, `ttl` the covered RRset's. Empty in unsigned zones.
+    pub sigs: Vec<Arc<RRset>>,
 }
 
 impl Node {
+    /// The RRSIGs covering `covered`, as an RRSIG RRset, if there are any.
+    pub fn rrsig(&self, covered: RType) -> Option<&Arc<RRset>> {
+        self.sigs.iter().find(|s| {
+            s.rdata
+                .first()
+                .is_some_and(|rd| rd.len() >= 2 && u16::from_be_bytes([rd[0], rd[1]]) == covered.0)
+        })
+    }
+
     /// The RRset of `rtype`, if the node has one.
     pub fn rrset(&self, rtype: RType) -> Option<&Arc<RRset>> {
         self.rrsets.iter().find(|r| r.rtype == rtype)
@@ -130,6 +142,7 @@ pub fn node_from_doc(d: &Document) -> Result<Node, SchemaError> {
         .parse()
         .map_err(|e| bad(id, format!("bad name: {e}")))?;
     let mut rrsets = Vec::new();
+    let mut node_sigs = Vec::new();
     if let Ok(sets) = d.get_document("rrsets") {
         for (key, value) in sets {
             let rtype =
@@ -154,10 +167,30 @@ pub fn node_from_doc(d: &Document) -> Result<Node, SchemaError> {
             if rdata.is_empty() {
                 continue;
             }
+            if let Ok(sigs) = set.get_array("sigs") {
+                let sigs: Vec<Box<[u8]>> = sigs
+                    .iter()
+                    .filter_map(|b| match b {
+                        Bson::Binary(b) => Some(b.bytes.clone().into_boxed_slice()),
+                        _ => None,
+                    })
+                    .collect();
+                if !sigs.is_empty() {
+                    node_sigs.push(Arc::new(RRset {
+                        rtype: RType::RRSIG,
+                        ttl,
+                        rdata: sigs,
+                    }));
+                }
+            }
             rrsets.push(Arc::new(RRset { rtype, ttl, rdata }));
         }
     }
-    Ok(Node { name, rrsets })
+    Ok(Node {
+        name,
+        rrsets,
+        sigs: node_sigs,
+    })
 }
 
 /// BSON binary (subtype 0) holding `bytes`.

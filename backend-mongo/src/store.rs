@@ -208,6 +208,7 @@ impl Store {
             .options(IndexOptions::builder().name("gen".to_string()).build())
             .build();
         self.zones.create_index(by_gen).await?;
+        self.ensure_dnssec_indexes().await?;
         Ok(())
     }
 
@@ -247,6 +248,45 @@ impl Store {
             out.push(schema::node_from_doc(&d)?);
         }
         Ok(out)
+    }
+
+    /// Deletes every node of one version of a zone; returns how many.
+    ///
+    /// Reads the `_id`s with one query and deletes them in batches of
+    /// `_id` point deletes: FerretDB turns a plain `deleteMany({zone, ver})`
+    /// into one SQL statement with a variable per document, which fails
+    /// beyond SQLite's limit (about 32,000), and point deletes use the
+    /// `_id` index on every server.
+    pub async fn delete_version(&self, zone: &Name, ver: i64) -> Result<u64, StoreError> {
+        const BATCH: usize = 2000;
+        let mut cursor = self
+            .nodes
+            .find(doc! {"zone": zone.to_string(), "ver": ver})
+            .projection(doc! {"_id": 1})
+            .await?;
+        let mut batch: Vec<Document> = Vec::with_capacity(BATCH);
+        let mut deleted = 0u64;
+        loop {
+            let next = cursor.try_next().await?;
+            if let Some(d) = &next {
+                if let Some(id) = d.get("_id") {
+                    batch.push(doc! {"q": {"_id": id.clone()}, "limit": 1});
+                }
+            }
+            if batch.len() >= BATCH || (next.is_none() && !batch.is_empty()) {
+                let reply = self
+                    .db
+                    .run_command(doc! {"delete": NODES, "deletes": std::mem::take(&mut batch), "ordered": false})
+                    .await?;
+                deleted += reply
+                    .get("n")
+                    .and_then(|n| n.as_i32().map(i64::from).or(n.as_i64()))
+                    .unwrap_or(0) as u64;
+            }
+            if next.is_none() {
+                return Ok(deleted);
+            }
+        }
     }
 
     /// The global change counter: every writer increases it.

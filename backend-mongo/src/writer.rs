@@ -61,6 +61,8 @@ pub struct ZoneWriter {
     /// one document can lose one. Inserts need no lock (the unique `_id`
     /// index arbitrates), and contiguous zone files rarely merge at all.
     merge_lock: tokio::sync::Mutex<()>,
+    /// Identity of the input, for resuming a killed write (see `resume`).
+    resume_key: Option<String>,
     /// When a merge last published a new generation (see `publish_progress`).
     last_publish: std::sync::Mutex<std::time::Instant>,
 }
@@ -71,6 +73,43 @@ pub const PUBLISH_EVERY: Duration = Duration::from_millis(200);
 
 const DUPLICATE_KEY: i32 = 11000;
 
+/// Update statements sent in one `update` command, and only one such
+/// command at a time per process ([`UPDATE_GATE`]).
+///
+/// FerretDB 1.24 (SQLite backend) deadlocks on big `update` commands: its
+/// handler (`internal/handler/msg_update.go`) opens a query iterator per
+/// statement and closes them all only when the command ends (`defer` in the
+/// loop), each holding one of the database's 100 pooled SQLite connections,
+/// while each statement's write needs one more. An `update` of ~100
+/// statements (or several concurrent ones adding up to that) waits forever,
+/// holding FerretDB's metadata lock, after which *every* command, even
+/// `ping`, hangs until FerretDB is restarted. Measured: 60 statements answer
+/// in 60 ms, 100 never. Each statement costs FerretDB ~1 ms anyway, so
+/// small serialized commands lose nothing; on MongoDB they are harmless.
+pub const MAX_UPDATES_PER_COMMAND: usize = 16;
+
+/// One change of `meta.seq` at a time per process: FerretDB runs
+/// `findAndModify` as read-modify-write without isolation, so two at once
+/// can both insert the counter (E11000) or lose an increment.
+static SEQ_GATE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// One `update` command in flight per process (see [`MAX_UPDATES_PER_COMMAND`]).
+static UPDATE_GATE: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+
+/// The `resume` field of a zone document: `{key, ver, done}`, when it
+/// matches `key` and `ver`.
+fn resume_done(zone_doc: Option<&Document>, key: Option<&str>, ver: i64) -> Option<u64> {
+    let key = key?;
+    let r = zone_doc?.get_document("resume").ok()?;
+    let rver = r
+        .get("ver")
+        .and_then(|v| v.as_i64().or(v.as_i32().map(i64::from)))?;
+    let done = r
+        .get("done")
+        .and_then(|v| v.as_i64().or(v.as_i32().map(i64::from)))?;
+    (r.get_str("key").ok()? == key && rver == ver).then_some(done.max(0) as u64)
+}
+
 impl Store {
     /// Starts writing `zone`. `Merge` needs the zone to exist already, or
     /// falls back to `Replace` (a new zone has nothing to merge into).
@@ -79,6 +118,30 @@ impl Store {
         zone: &Name,
         mode: WriteMode,
     ) -> Result<ZoneWriter, StoreError> {
+        Ok(self.begin_resumable_write(zone, mode, None).await?.0)
+    }
+
+    /// Like [`Store::begin_zone_write`], for an input identified by `key`
+    /// (e.g. a file's path, size and modification time). Returns the writer
+    /// and how many records of the input a killed write with the same key
+    /// had already stored: the caller skips them and writes the rest.
+    ///
+    /// * `Replace`: a `pending_ver` whose `resume.key` is `key` is reused
+    ///   *without* deleting its nodes (they are exactly a prefix of the same
+    ///   input; writing them again merges, changing nothing). Any other
+    ///   `pending_ver` is deleted first, as without a key.
+    /// * `Merge`: writes go to the served version anyway; the count lets a
+    ///   re-run skip the records already merged (re-merging them would
+    ///   change nothing either).
+    ///
+    /// The count only moves forward through [`ZoneWriter::checkpoint`], and
+    /// `finish` removes it.
+    pub async fn begin_resumable_write(
+        &self,
+        zone: &Name,
+        mode: WriteMode,
+        key: Option<&str>,
+    ) -> Result<(ZoneWriter, u64), StoreError> {
         let id = zone.to_string();
         let current = self.zones.find_one(doc! {"_id": &id}).await?;
         let served = match &current {
@@ -87,46 +150,79 @@ impl Store {
         };
         if mode == WriteMode::Merge {
             if let Some(info) = &served {
-                return Ok(ZoneWriter {
-                    store: self.clone(),
-                    zone: zone.clone(),
-                    ver: info.ver,
-                    mode,
-                    previous: served.clone(),
-                    merge_lock: Default::default(),
-                    last_publish: std::sync::Mutex::new(std::time::Instant::now()),
-                });
+                let done = resume_done(current.as_ref(), key, info.ver).unwrap_or(0);
+                if let Some(key) = key {
+                    self.zones
+                        .update_one(
+                            doc! {"_id": &id},
+                            doc! {"$set": {"resume": {"key": key, "ver": info.ver, "done": done as i64}}},
+                        )
+                        .await?;
+                }
+                return Ok((
+                    ZoneWriter {
+                        store: self.clone(),
+                        zone: zone.clone(),
+                        ver: info.ver,
+                        mode,
+                        previous: served.clone(),
+                        merge_lock: Default::default(),
+                        resume_key: key.map(str::to_string),
+                        last_publish: std::sync::Mutex::new(std::time::Instant::now()),
+                    },
+                    done,
+                ));
             }
         }
         let pending = current
             .as_ref()
             .and_then(|d| d.get("pending_ver"))
             .and_then(|v| v.as_i64().or(v.as_i32().map(i64::from)));
+        let mut done = 0;
         let ver = match pending {
-            Some(p) => {
-                // A previous run stopped midway: clear what it left and reuse it.
-                self.nodes.delete_many(doc! {"zone": &id, "ver": p}).await?;
-                p
-            }
+            Some(p) => match resume_done(current.as_ref(), key, p) {
+                // The same input stopped midway: keep what it stored.
+                Some(d) => {
+                    done = d;
+                    p
+                }
+                None => {
+                    // Another input stopped midway: clear what it left, reuse the number.
+                    self.delete_version(zone, p).await?;
+                    p
+                }
+            },
             None => served.as_ref().map_or(1, |z| z.ver + 1),
         };
+        let update = match key {
+            Some(key) => doc! {"$set": {
+                "pending_ver": ver,
+                "resume": {"key": key, "ver": ver, "done": done as i64},
+            }},
+            None => doc! {"$set": {"pending_ver": ver}, "$unset": {"resume": ""}},
+        };
         self.zones
-            .update_one(doc! {"_id": &id}, doc! {"$set": {"pending_ver": ver}})
+            .update_one(doc! {"_id": &id}, update)
             .upsert(true)
             .await?;
-        Ok(ZoneWriter {
-            store: self.clone(),
-            zone: zone.clone(),
-            ver,
-            mode: WriteMode::Replace,
-            previous: served,
-            merge_lock: Default::default(),
-            last_publish: std::sync::Mutex::new(std::time::Instant::now()),
-        })
+        Ok((
+            ZoneWriter {
+                store: self.clone(),
+                zone: zone.clone(),
+                ver,
+                mode: WriteMode::Replace,
+                previous: served,
+                merge_lock: Default::default(),
+                resume_key: key.map(str::to_string),
+                last_publish: std::sync::Mutex::new(std::time::Instant::now()),
+            },
+            done,
+        ))
     }
 
     /// Increments and returns the global change counter.
     pub async fn next_seq(&self) -> Result<i64, StoreError> {
+        let _one = SEQ_GATE.lock().await;
         let d = self
             .meta
             .find_one_and_update(doc! {"_id": SEQ_ID}, doc! {"$inc": {"seq": 1_i64}})
@@ -218,42 +314,31 @@ impl ZoneWriter {
         }
         let db = self.store.database();
         let mut stats = WriteStats::default();
-        let to_merge: Vec<&NodeWrite> = match self.mode {
-            WriteMode::Merge => batch.iter().collect(),
-            WriteMode::Replace => {
-                let docs: Vec<Document> = batch
-                    .iter()
-                    .map(|n| schema::node_doc(&self.zone, self.ver, &n.name, &n.rrsets))
-                    .collect();
-                let reply = db
-                    .run_command(
-                        doc! {"insert": schema::NODES, "documents": docs, "ordered": false},
-                    )
-                    .await?;
-                let errors = command_errors(&reply);
-                let (dups, other): (Vec<_>, Vec<_>) = errors
-                    .into_iter()
-                    .partition(|(_, code, _)| *code == DUPLICATE_KEY);
-                if !other.is_empty() {
-                    return Err(write_failure("insert", &other));
-                }
-                stats.inserted = (batch.len() - dups.len()) as u64;
-                dups.iter().filter_map(|(i, _, _)| batch.get(*i)).collect()
-            }
-        };
+        // Insert first in both modes: a name that is new (the usual case) is
+        // one cheap insert; only names that exist already are merged.
+        let docs: Vec<Document> = batch
+            .iter()
+            .map(|n| schema::node_doc(&self.zone, self.ver, &n.name, &n.rrsets))
+            .collect();
+        let reply = db
+            .run_command(doc! {"insert": schema::NODES, "documents": docs, "ordered": false})
+            .await?;
+        let errors = command_errors(&reply);
+        let (dups, other): (Vec<_>, Vec<_>) = errors
+            .into_iter()
+            .partition(|(_, code, _)| *code == DUPLICATE_KEY);
+        if !other.is_empty() {
+            return Err(write_failure("insert", &other));
+        }
+        stats.inserted = (batch.len() - dups.len()) as u64;
+        let to_merge: Vec<&NodeWrite> = dups.iter().filter_map(|(i, _, _)| batch.get(*i)).collect();
         if !to_merge.is_empty() {
             let _serial = self.merge_lock.lock().await;
             let updates: Vec<Document> = to_merge
                 .iter()
                 .map(|n| merge_update(&self.zone, self.ver, n))
                 .collect();
-            let reply = db
-                .run_command(doc! {"update": schema::NODES, "updates": updates, "ordered": false})
-                .await?;
-            let errors = command_errors(&reply);
-            if !errors.is_empty() {
-                return Err(write_failure("update", &errors));
-            }
+            self.store.run_updates(updates).await?;
             stats.merged = to_merge.len() as u64;
         }
         if self.mode == WriteMode::Merge {
@@ -288,6 +373,53 @@ impl ZoneWriter {
     /// for `Replace`, switches readers to the new version and, after
     /// `grace`, deletes the old one. Returns the zone as now served.
     pub async fn finish(self, grace: Duration) -> Result<ZoneInfo, StoreError> {
+        let (serial, gen) = self.publish_inner(true).await?;
+        if let (WriteMode::Replace, Some(prev)) = (self.mode, &self.previous) {
+            if prev.ver != self.ver {
+                // Servers may still read the old version until they notice
+                // the new generation; give them time before deleting it.
+                tokio::time::sleep(grace).await;
+                self.store.delete_version(&self.zone, prev.ver).await?;
+            }
+        }
+        Ok(ZoneInfo {
+            apex: self.zone,
+            ver: self.ver,
+            gen,
+            serial,
+        })
+    }
+
+    /// Records that the first `done` records of the input are stored (see
+    /// [`Store::begin_resumable_write`]). Does nothing without a key.
+    pub async fn checkpoint(&self, done: u64) -> Result<(), StoreError> {
+        if self.resume_key.is_none() {
+            return Ok(());
+        }
+        self.store
+            .zones
+            .update_one(
+                // `_id` alone: the only filter FerretDB answers from an index.
+                doc! {"_id": self.zone.to_string()},
+                doc! {"$set": {"resume.done": done as i64}},
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// `Merge` only: makes what was merged so far official while the write
+    /// goes on: the SOA serial moves forward and the zone gets a new `gen`,
+    /// so servers drop what they cached. Returns the serial.
+    pub async fn publish(&self) -> Result<u32, StoreError> {
+        if self.mode != WriteMode::Merge {
+            return Err(StoreError::Database(mongodb::error::Error::custom(
+                "publish is for Merge writes: a Replace write is published by finish",
+            )));
+        }
+        Ok(self.publish_inner(false).await?.0)
+    }
+
+    async fn publish_inner(&self, last: bool) -> Result<(u32, i64), StoreError> {
         let zone_id = self.zone.to_string();
         let apex_id = node_id(&self.zone, self.ver, &self.zone);
         let apex = self.store.nodes.find_one(doc! {"_id": &apex_id}).await?;
@@ -309,11 +441,11 @@ impl ZoneWriter {
                 "malformed SOA rdata at the apex",
             ))
         })?;
-        // The serial must move forward whenever the content changed (RFC 1982).
+        // The serial must move forward whenever the content changed (RFC 1982);
+        // a writer that already moved it (a signer, which also signed the
+        // SOA) keeps its value.
         let serial = match &self.previous {
-            Some(prev)
-                if self.mode == WriteMode::Merge || !serial_gt(written_serial, prev.serial) =>
-            {
+            Some(prev) if !serial_gt(written_serial, prev.serial) => {
                 let base = if serial_gt(written_serial, prev.serial) {
                     written_serial
                 } else {
@@ -335,34 +467,355 @@ impl ZoneWriter {
                 .await?;
         }
         let gen = self.store.next_seq().await?;
+        let set = doc! {"ver": self.ver, "serial": i64::from(serial), "gen": gen, "updated": DateTime::now()};
+        let update = if last {
+            doc! {"$set": set, "$unset": {"pending_ver": "", "resume": ""}}
+        } else {
+            doc! {"$set": set}
+        };
         self.store
             .zones
-            .update_one(
-                doc! {"_id": &zone_id},
-                doc! {
-                    "$set": {"ver": self.ver, "serial": i64::from(serial), "gen": gen, "updated": DateTime::now()},
-                    "$unset": {"pending_ver": ""},
-                },
-            )
+            .update_one(doc! {"_id": &zone_id}, update)
             .upsert(true)
             .await?;
-        if let (WriteMode::Replace, Some(prev)) = (self.mode, &self.previous) {
-            if prev.ver != self.ver {
-                // Servers may still read the old version until they notice
-                // the new generation; give them time before deleting it.
-                tokio::time::sleep(grace).await;
-                self.store
-                    .nodes
-                    .delete_many(doc! {"zone": &zone_id, "ver": prev.ver})
+        Ok((serial, gen))
+    }
+}
+
+/// One complete zone, for [`Store::write_zones`].
+#[derive(Clone, Debug)]
+pub struct ZoneContent {
+    /// The apex.
+    pub apex: Name,
+    /// Every node (the apex with its SOA among them).
+    pub nodes: Vec<NodeWrite>,
+    /// Identity of this zone's input, so a killed run's pending version can
+    /// be reused (see [`Store::begin_resumable_write`]).
+    pub resume_key: Option<String>,
+}
+
+impl Store {
+    /// Writes many small, complete zones with a few round trips for all of
+    /// them, instead of several per zone:
+    ///
+    /// ```text
+    ///  zones._id point reads (concurrent)  ─► new zones: ver = pending_ver or 1
+    ///  one update: pending_ver (+ resume)  ─► one unordered insert of every node
+    ///  one $inc of meta.seq by the count   ─► one update: ver, serial, gen per zone
+    /// ```
+    ///
+    /// Each zone switches on its own with a single-document update, as in
+    /// [`ZoneWriter::finish`]. Zones that are already served go through
+    /// [`Store::begin_resumable_write`] one by one with `mode` (merge or
+    /// replace, with `grace`), exactly as a single-zone import would.
+    pub async fn write_zones(
+        &self,
+        zones: &[ZoneContent],
+        mode: WriteMode,
+        grace: Duration,
+    ) -> Result<WriteStats, StoreError> {
+        let mut stats = WriteStats::default();
+        if zones.is_empty() {
+            return Ok(stats);
+        }
+        let docs =
+            futures::future::try_join_all(zones.iter().map(|z| async move {
+                self.zones.find_one(doc! {"_id": z.apex.to_string()}).await
+            }))
+            .await?;
+        // (zone, version to write, has a zone document already)
+        let mut fresh: Vec<(&ZoneContent, i64, bool)> = Vec::new();
+        for (zone, current) in zones.iter().zip(&docs) {
+            if current.as_ref().is_some_and(|d| d.contains_key("ver")) {
+                let (writer, _) = self
+                    .begin_resumable_write(&zone.apex, mode, zone.resume_key.as_deref())
                     .await?;
+                let s = writer.write_nodes(&zone.nodes).await?;
+                stats.inserted += s.inserted;
+                stats.merged += s.merged;
+                writer.finish(grace).await?;
+                continue;
+            }
+            let pending = current
+                .as_ref()
+                .and_then(|d| d.get("pending_ver"))
+                .and_then(|v| v.as_i64().or(v.as_i32().map(i64::from)));
+            let ver = match pending {
+                Some(p) => {
+                    if resume_done(current.as_ref(), zone.resume_key.as_deref(), p).is_none() {
+                        self.delete_version(&zone.apex, p).await?;
+                    }
+                    p
+                }
+                None => 1,
+            };
+            fresh.push((zone, ver, current.is_some()));
+        }
+        if fresh.is_empty() {
+            return Ok(stats);
+        }
+        let mut serials = Vec::with_capacity(fresh.len());
+        for (zone, _, _) in &fresh {
+            let serial = zone
+                .nodes
+                .iter()
+                .find(|n| n.name == zone.apex)
+                .and_then(|n| n.rrsets.iter().find(|r| r.rtype == RType::SOA))
+                .and_then(|r| r.rdata.first())
+                .and_then(|rd| soa_serial(rd))
+                .ok_or_else(|| {
+                    StoreError::Database(mongodb::error::Error::custom(format!(
+                        "zone {} has no SOA record at its apex; nothing was published",
+                        zone.apex
+                    )))
+                })?;
+            serials.push(serial);
+        }
+        let db = self.database();
+        // Mark each zone as being written (pending_ver, resume key). Zones
+        // without a document (the usual case) get it by one bulk insert;
+        // FerretDB updates cost ~1 ms per statement, inserts far less.
+        let marker = |z: &ZoneContent, ver: i64| match &z.resume_key {
+            Some(key) => {
+                doc! {"pending_ver": ver, "resume": {"key": key, "ver": ver, "done": 0_i64}}
+            }
+            None => doc! {"pending_ver": ver},
+        };
+        let mut inserts = Vec::new();
+        let mut updates = Vec::new();
+        for (z, ver, has_doc) in &fresh {
+            if *has_doc {
+                updates.push(doc! {"q": {"_id": z.apex.to_string()}, "u": {"$set": marker(z, *ver)}, "upsert": true});
+            } else {
+                let mut d = doc! {"_id": z.apex.to_string()};
+                d.extend(marker(z, *ver));
+                inserts.push(d);
             }
         }
-        Ok(ZoneInfo {
-            apex: self.zone,
-            ver: self.ver,
-            gen,
-            serial,
+        if !inserts.is_empty() {
+            let reply = db
+                .run_command(doc! {"insert": schema::ZONES, "documents": inserts, "ordered": false})
+                .await?;
+            let errors = command_errors(&reply);
+            if !errors.is_empty() {
+                return Err(write_failure("insert zones", &errors));
+            }
+        }
+        self.run_updates_on(schema::ZONES, updates).await?;
+        let mut node_docs = Vec::new();
+        let mut owners: Vec<(&Name, i64, &NodeWrite)> = Vec::new();
+        for (z, ver, _) in &fresh {
+            for n in &z.nodes {
+                node_docs.push(schema::node_doc(&z.apex, *ver, &n.name, &n.rrsets));
+                owners.push((&z.apex, *ver, n));
+            }
+        }
+        let reply = db
+            .run_command(doc! {"insert": schema::NODES, "documents": node_docs, "ordered": false})
+            .await?;
+        let errors = command_errors(&reply);
+        let (dups, other): (Vec<_>, Vec<_>) = errors
+            .into_iter()
+            .partition(|(_, code, _)| *code == DUPLICATE_KEY);
+        if !other.is_empty() {
+            return Err(write_failure("insert", &other));
+        }
+        stats.inserted += (owners.len() - dups.len()) as u64;
+        if !dups.is_empty() {
+            // Left by a killed run of the same input: merge, which changes nothing.
+            let updates: Vec<Document> = dups
+                .iter()
+                .filter_map(|(i, _, _)| owners.get(*i))
+                .map(|(apex, ver, n)| merge_update(apex, *ver, n))
+                .collect();
+            stats.merged += updates.len() as u64;
+            self.run_updates(updates).await?;
+        }
+        let count = fresh.len() as i64;
+        let seq_gate = SEQ_GATE.lock().await;
+        let top = self
+            .meta
+            .find_one_and_update(doc! {"_id": SEQ_ID}, doc! {"$inc": {"seq": count}})
+            .upsert(true)
+            .return_document(ReturnDocument::After)
+            .await?
+            .and_then(|d| {
+                d.get("seq")
+                    .and_then(|v| v.as_i64().or(v.as_i32().map(i64::from)))
+            })
+            .unwrap_or(count);
+        drop(seq_gate);
+        // Switch: none of these zones was served, so replacing each marker
+        // by the served document (delete, then insert; both bulk) changes
+        // what readers see from "no zone" to "the whole zone" at once.
+        let now = DateTime::now();
+        let deletes: Vec<Document> = fresh
+            .iter()
+            .map(|(z, _, _)| doc! {"q": {"_id": z.apex.to_string()}, "limit": 1})
+            .collect();
+        let reply = db
+            .run_command(doc! {"delete": schema::ZONES, "deletes": deletes, "ordered": false})
+            .await?;
+        let errors = command_errors(&reply);
+        if !errors.is_empty() {
+            return Err(write_failure("delete zone markers", &errors));
+        }
+        let served: Vec<Document> = fresh
+            .iter()
+            .zip(&serials)
+            .enumerate()
+            .map(|(k, ((z, ver, _), serial))| {
+                doc! {
+                    "_id": z.apex.to_string(),
+                    "ver": ver,
+                    "serial": i64::from(*serial),
+                    "gen": top - count + 1 + k as i64,
+                    "updated": now,
+                }
+            })
+            .collect();
+        let reply = db
+            .run_command(doc! {"insert": schema::ZONES, "documents": served, "ordered": false})
+            .await?;
+        let errors = command_errors(&reply);
+        if !errors.is_empty() {
+            return Err(write_failure("insert zones", &errors));
+        }
+        Ok(stats)
+    }
+
+    /// Runs node updates in commands of at most [`MAX_UPDATES_PER_COMMAND`]
+    /// statements.
+    async fn run_updates(&self, updates: Vec<Document>) -> Result<(), StoreError> {
+        self.run_updates_on(schema::NODES, updates).await
+    }
+
+    /// [`Store::run_updates`] on any collection.
+    async fn run_updates_on(&self, coll: &str, updates: Vec<Document>) -> Result<(), StoreError> {
+        for part in updates.chunks(MAX_UPDATES_PER_COMMAND) {
+            let _gate = UPDATE_GATE.acquire().await.expect("never closed");
+            let reply = self
+                .db
+                .run_command(doc! {"update": coll, "updates": part.to_vec(), "ordered": false})
+                .await?;
+            let errors = command_errors(&reply);
+            if !errors.is_empty() {
+                return Err(write_failure("update", &errors));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads a resume counter kept in `meta` under `key` (multi-zone imports).
+    pub async fn import_checkpoint(&self, key: &str) -> Result<u64, StoreError> {
+        let d = self
+            .meta
+            .find_one(doc! {"_id": format!("import {key}")})
+            .await?;
+        Ok(d.and_then(|d| {
+            d.get("done")
+                .and_then(|v| v.as_i64().or(v.as_i32().map(i64::from)))
         })
+        .unwrap_or(0)
+        .max(0) as u64)
+    }
+
+    /// Sets (or with `None` removes) the resume counter kept in `meta`.
+    pub async fn set_import_checkpoint(
+        &self,
+        key: &str,
+        done: Option<u64>,
+    ) -> Result<(), StoreError> {
+        let id = format!("import {key}");
+        match done {
+            Some(done) => {
+                self.meta
+                    .update_one(doc! {"_id": &id}, doc! {"$set": {"done": done as i64}})
+                    .upsert(true)
+                    .await?;
+            }
+            None => {
+                self.meta.delete_one(doc! {"_id": &id}).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A description of the database server (for reports): kind and version.
+    pub async fn server_description(&self) -> String {
+        let info = self
+            .db
+            .client()
+            .database("admin")
+            .run_command(doc! {"buildInfo": 1})
+            .await
+            .unwrap_or_default();
+        let version = info.get_str("version").unwrap_or("?");
+        match info.get_str("ferretdbVersion") {
+            Ok(f) => format!("FerretDB {f} (reports MongoDB {version})"),
+            Err(_) => format!("MongoDB {version}"),
+        }
+    }
+}
+
+/// Inserts node documents into a scratch collection with the same indexes
+/// as `nodes`, and nothing else: the raw bulk-insert rate that
+/// `mongodns-import --baseline` measures.
+pub struct BaselineWriter {
+    coll: mongodb::Collection<Document>,
+    zone: Name,
+}
+
+/// Name of the scratch collection used by [`BaselineWriter`].
+pub const BASELINE_COLLECTION: &str = "baseline_nodes";
+
+impl BaselineWriter {
+    /// Creates (empty) the scratch collection and its indexes.
+    pub async fn new(store: &Store, zone: &Name) -> Result<BaselineWriter, StoreError> {
+        let coll = store.database().collection::<Document>(BASELINE_COLLECTION);
+        coll.drop().await?;
+        let by_zone = mongodb::IndexModel::builder()
+            .keys(doc! {"zone": 1, "ver": 1, "ck": 1})
+            .options(
+                mongodb::options::IndexOptions::builder()
+                    .name("zone_ver_ck".to_string())
+                    .build(),
+            )
+            .build();
+        coll.create_index(by_zone).await?;
+        Ok(BaselineWriter {
+            coll,
+            zone: zone.clone(),
+        })
+    }
+
+    /// One unordered bulk insert of `batch` (as version 1 of the zone).
+    pub async fn insert(&self, batch: &[NodeWrite]) -> Result<u64, StoreError> {
+        if batch.is_empty() {
+            return Ok(0);
+        }
+        let docs: Vec<Document> = batch
+            .iter()
+            .map(|n| schema::node_doc(&self.zone, 1, &n.name, &n.rrsets))
+            .collect();
+        let db = self.coll.namespace().db;
+        let reply = self
+            .coll
+            .client()
+            .database(&db)
+            .run_command(doc! {"insert": BASELINE_COLLECTION, "documents": docs, "ordered": false})
+            .await?;
+        let errors = command_errors(&reply);
+        if !errors.is_empty() {
+            return Err(write_failure("insert", &errors));
+        }
+        Ok(batch.len() as u64)
+    }
+
+    /// Drops the scratch collection.
+    pub async fn drop_collection(self) -> Result<(), StoreError> {
+        self.coll.drop().await?;
+        Ok(())
     }
 }
 

@@ -257,14 +257,14 @@ impl SmallZones {
             "$TTL 3600\n\
              @ SOA ns1 hostmaster 2011010101 7200 3600 1209600 300\n\
              @ NS ns1\n\
-             ns1 A 10.{b}.{c}.{d}\n\
              @ A 10.{b}.{c}.{}\n\
-             www A 10.{b}.{c}.{}\n\
              @ MX 10 mail\n\
-             mail A 10.{b}.{c}.{}\n",
+             mail A 10.{b}.{c}.{}\n\
+             ns1 A 10.{b}.{c}.{d}\n\
+             www A 10.{b}.{c}.{}\n",
             d.wrapping_add(1),
-            d.wrapping_add(2),
-            d.wrapping_add(3)
+            d.wrapping_add(3),
+            d.wrapping_add(2)
         )
     }
 

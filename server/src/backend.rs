@@ -1,11 +1,11 @@
 //! The narrow interface between the answer pipeline and storage.
 //!
 //! ```text
-//!  pipeline ──Backend::{find_zone, get_node, zone_nodes}──► Store (MongoDB)
+//!  pipeline ──Backend::{find_zone, get_node, zone_nodes, denial}──► Store (MongoDB)
 //!                                       (later: ► RecordCache ► Store)
 //! ```
 //!
-//! Three questions are all the pipeline ever asks; anything else a store can
+//! Four questions are all the pipeline ever asks; anything else a store can
 //! do stays behind this line.
 
 use backend_mongo::{Name, Node, Store, StoreError, ZoneInfo};
@@ -30,6 +30,16 @@ pub trait Backend: Send + Sync + 'static {
         &self,
         zone: &ZoneInfo,
     ) -> impl Future<Output = Result<Vec<Node>, StoreError>> + Send;
+    /// DNSSEC denial: the node owning the NSEC (key = canonical key `ck`)
+    /// or NSEC3 (key = base32hex hash) record that matches or covers `key`,
+    /// i.e. the greatest denial key not above it; with `wrap`, the greatest
+    /// of all when there is none (see `backend_mongo::dnssec`).
+    fn denial(
+        &self,
+        zone: &ZoneInfo,
+        key: &str,
+        wrap: bool,
+    ) -> impl Future<Output = Result<Option<Arc<Node>>, StoreError>> + Send;
 }
 
 impl Backend for Store {
@@ -47,5 +57,14 @@ impl Backend for Store {
 
     async fn zone_nodes(&self, zone: &ZoneInfo) -> Result<Vec<Node>, StoreError> {
         Store::zone_nodes(self, zone).await
+    }
+
+    async fn denial(
+        &self,
+        zone: &ZoneInfo,
+        key: &str,
+        wrap: bool,
+    ) -> Result<Option<Arc<Node>>, StoreError> {
+        Ok(Store::denial(self, zone, key, wrap).await?.map(Arc::new))
     }
 }

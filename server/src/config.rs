@@ -269,6 +269,27 @@ options! {
         /// every transfer. Default: loopback only.
         axfr_allow: Vec<String> = vec!["127.0.0.0/8".into(), "::1/128".into()],
             [env = "MONGODNS_AXFR_ALLOW", value_delimiter = ',', value_name = "NET"];
+        /// Queries answered on one TCP connection before it is closed (0: no limit).
+        tcp_max_queries: usize = 0, [env = "MONGODNS_TCP_MAX_QUERIES", value_name = "N"];
+        /// Serve-stale (RFC 8767): seconds after expiry during which a cached
+        /// reply or record may still be served, with TTL 30, when the database
+        /// fails or times out. 0: off.
+        serve_stale_secs: u64 = 0, [env = "MONGODNS_SERVE_STALE_SECS", value_name = "SECONDS"];
+        /// Response rate limit: UDP replies per second per source prefix
+        /// (0: off). See docs/reliability.md.
+        rrl_rate: u32 = 0, [env = "MONGODNS_RRL_RATE", value_name = "N"];
+        /// Of the replies over the rate, send every n-th as a truncated (TC)
+        /// reply and drop the rest; 0 drops them all.
+        rrl_slip: u32 = 2, [env = "MONGODNS_RRL_SLIP", value_name = "N"];
+        /// Prefix length grouping IPv4 sources for rate limiting.
+        rrl_ipv4_prefix: u8 = 24, [env = "MONGODNS_RRL_IPV4_PREFIX", value_name = "BITS"];
+        /// Prefix length grouping IPv6 sources for rate limiting.
+        rrl_ipv6_prefix: u8 = 56, [env = "MONGODNS_RRL_IPV6_PREFIX", value_name = "BITS"];
+        /// TSIG keys allowed to transfer zones from anywhere:
+        /// `hmac-sha256:NAME:BASE64SECRET` (repeat for several). Prefer
+        /// tsig_keyfile: a command line is visible to other local users.
+        tsig_key: Vec<String> = Vec::new(),
+            [env = "MONGODNS_TSIG_KEY", value_name = "KEY"];
         /// On SIGTERM, milliseconds to wait for queries in flight before exiting.
         shutdown_grace_ms: u64 = 5000, [env = "MONGODNS_SHUTDOWN_GRACE_MS", value_name = "MS"];
         /// MongoDB connection string.
@@ -322,6 +343,8 @@ options! {
             [env = "MONGODNS_QUERY_LOG_SYSLOG_FORMAT", value_name = "FORMAT"];
     }
     optional {
+        /// File of TSIG keys, one `hmac-sha256:NAME:BASE64SECRET` a line.
+        tsig_keyfile: String, [env = "MONGODNS_TSIG_KEYFILE", value_name = "FILE"];
         /// SO_RCVBUF for UDP sockets, in bytes (kernel default if unset).
         udp_rcvbuf: usize, [env = "MONGODNS_UDP_RCVBUF", value_name = "BYTES"];
         /// SO_SNDBUF for UDP sockets, in bytes (kernel default if unset).

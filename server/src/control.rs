@@ -197,6 +197,16 @@ impl Control {
                 self.started.elapsed().as_secs(),
             ),
             (
+                "stale_replies",
+                "expired replies served because the database failed (serve-stale)",
+                l(&self.packets.stats.stale_hits),
+            ),
+            (
+                "stale_nodes",
+                "expired records used because the database failed (serve-stale)",
+                l(&c.stale_nodes),
+            ),
+            (
                 "freshness_lag_ms",
                 "milliseconds since the last successful change poll",
                 self.registry

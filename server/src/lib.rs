@@ -16,4 +16,6 @@ pub mod frontend;
 pub mod observe;
 pub mod pipeline;
 pub mod querylog;
+pub mod rrl;
+pub mod tsig;
 pub mod wire;

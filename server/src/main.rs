@@ -105,11 +105,32 @@ async fn run(
         .await
         .map_err(|e| format!("cannot create indexes: {e}"))?;
     tracing::info!(database = %args.database, read_preference = %args.read_preference, "connected to MongoDB, indexes in place");
-    let config = PipelineConfig {
+    let mut config = PipelineConfig {
         max_udp_size: args.max_udp_size,
         query_timeout: Duration::from_millis(args.query_timeout_ms),
         axfr_allow: args.axfr_networks(),
+        ..PipelineConfig::default()
     };
+    for key in &args.tsig_key {
+        config
+            .tsig_keys
+            .push(key.parse().map_err(|e| format!("tsig_key: {e}"))?);
+    }
+    if let Some(path) = &args.tsig_keyfile {
+        config
+            .tsig_keys
+            .extend(mongodns_server::tsig::read_key_file(std::path::Path::new(
+                path,
+            ))?);
+    }
+    let rrl = mongodns_server::rrl::Rrl::new(mongodns_server::rrl::RrlConfig {
+        rate: args.rrl_rate,
+        slip: args.rrl_slip,
+        ipv4_prefix: args.rrl_ipv4_prefix,
+        ipv6_prefix: args.rrl_ipv6_prefix,
+        ..Default::default()
+    })
+    .map(Arc::new);
     let counters = Arc::new(Counters::default());
     let registry = Arc::new(ZoneRegistry::new(
         args.record_cache_entries.max(1024),
@@ -121,6 +142,7 @@ async fn run(
         max_ttl: Duration::from_secs(args.cache_max_ttl),
         negative_ttl: Duration::from_secs(args.cache_negative_ttl),
         enabled: !args.no_cache && args.record_cache_entries > 0,
+        serve_stale: Duration::from_secs(args.serve_stale_secs),
     };
     let records = Arc::new(RecordCache::new(
         store.clone(),
@@ -133,13 +155,16 @@ async fn run(
         Duration::from_millis(args.freshness_ms.max(10)),
         counters.clone(),
     ));
-    let packets = Arc::new(PacketCache::new(
-        args.packet_cache_entries.max(1),
-        args.packet_cache_mb << 20,
-        Duration::from_secs(args.cache_max_ttl),
-        args.max_udp_size,
-        registry.clone(),
-    ));
+    let packets = Arc::new(
+        PacketCache::new(
+            args.packet_cache_entries.max(1),
+            args.packet_cache_mb << 20,
+            Duration::from_secs(args.cache_max_ttl),
+            args.max_udp_size,
+            registry.clone(),
+        )
+        .with_serve_stale(Duration::from_secs(args.serve_stale_secs)),
+    );
     let responder = if args.no_cache || args.packet_cache_entries == 0 {
         Responder::new(records.clone(), config)
     } else {
@@ -204,6 +229,7 @@ async fn run(
     let limits = tcp::TcpLimits {
         max_connections: args.tcp_max_connections,
         idle_timeout: Duration::from_secs(args.tcp_idle_timeout),
+        max_queries: args.tcp_max_queries,
         ..tcp::TcpLimits::default()
     };
     // Install the handlers before serving, so no signal finds the default
@@ -216,7 +242,11 @@ async fn run(
         let sockets = udp::bind_udp(*addr, workers, args.udp_rcvbuf, args.udp_sndbuf)
             .map_err(|e| format!("cannot bind UDP {addr}: {e}"))?;
         for socket in sockets {
-            listeners.push(tokio::spawn(udp::serve_udp(socket, handler.clone())));
+            listeners.push(tokio::spawn(udp::serve_udp_limited(
+                socket,
+                handler.clone(),
+                rrl.clone(),
+            )));
         }
         let listener = tokio::net::TcpListener::bind(addr)
             .await

@@ -159,3 +159,78 @@ fn an_unreachable_database_at_start_is_a_clear_error() {
         "stderr should say how to get a database: {err}"
     );
 }
+
+#[test]
+fn expired_answers_are_served_stale_while_the_database_is_gone() {
+    let db = block_on(async {
+        let db = TestZoneDb::new("stale").await;
+        db.import(
+            "stale.test.",
+            "$ORIGIN stale.test.\n@ 300 IN SOA ns admin 1 1 1 1 60\n@ 300 IN NS ns\nns 300 IN A 192.0.2.1\nwww 300 IN A 192.0.2.2\n",
+            false,
+        )
+        .await;
+        db
+    });
+    let relay = Relay::start(host_port(&database_uri()));
+    let uri = format!("mongodb://127.0.0.1:{}/?directConnection=true", relay.port);
+    // Everything expires after 1 s; stale answers allowed for 30 s more.
+    let common = [
+        "--query-timeout-ms",
+        "1000",
+        "--db-timeout-ms",
+        "500",
+        "--cache-max-ttl",
+        "1",
+    ];
+    let stale = ServerProcess::start_with_uri(
+        &uri,
+        &db.name,
+        &[&common[..], &["--serve-stale-secs", "30"]].concat(),
+    );
+    let fresh_only = ServerProcess::start_with_uri(&uri, &db.name, &common);
+    for port in [stale.port, fresh_only.port] {
+        let m = ask_udp(port, "www.stale.test.", 1, None);
+        assert_eq!(m.answers.len(), 1);
+        assert_eq!(m.answers[0].ttl, 300);
+    }
+    relay.cut();
+    std::thread::sleep(Duration::from_millis(1500));
+    // Expired everywhere; only the serve-stale server still answers, with TTL 30.
+    let started = Instant::now();
+    let m = ask_udp(stale.port, "www.stale.test.", 1, None);
+    assert_eq!(m.metadata.response_code, ResponseCode::NoError);
+    assert_eq!(m.answers.len(), 1);
+    assert_eq!(
+        m.answers[0].ttl, 30,
+        "stale records carry TTL 30 (RFC 8767)"
+    );
+    assert!(started.elapsed() < Duration::from_secs(3));
+    // Right after a failure the stale answer comes at once (failure recheck).
+    let started = Instant::now();
+    let m = ask_udp(stale.port, "www.stale.test.", 1, None);
+    assert_eq!(m.answers.len(), 1);
+    assert!(
+        started.elapsed() < Duration::from_millis(300),
+        "second stale answer took {:?}",
+        started.elapsed()
+    );
+    let m = ask_udp(fresh_only.port, "www.stale.test.", 1, None);
+    assert_eq!(m.metadata.response_code, ResponseCode::ServFail);
+    // Never asked before: nothing to serve stale, SERVFAIL within the timeout.
+    let m = ask_udp(stale.port, "ns.stale.test.", 1, None);
+    assert_eq!(m.metadata.response_code, ResponseCode::ServFail);
+
+    relay.restore();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let m = ask_udp(stale.port, "www.stale.test.", 1, None);
+        if m.answers.first().is_some_and(|r| r.ttl == 300) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no fresh answer within 30 s");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    drop((stale, fresh_only));
+    block_on(db.drop_db());
+}

@@ -154,3 +154,34 @@ fn records_of_one_name_spread_over_the_file_are_merged() {
         db.drop_db().await;
     });
 }
+
+#[test]
+fn replacing_a_zone_larger_than_sqlites_variable_limit_removes_the_old_version() {
+    block_on(async {
+        let db = TestZoneDb::new("bigreplace").await;
+        // More nodes than SQLite's 32,766 variables: FerretDB cannot delete
+        // them with one deleteMany({zone, ver}).
+        let mut text = String::from(BASE);
+        for i in 0..33_000 {
+            text.push_str(&format!(
+                "n{i} IN A 10.{}.{}.{}\n",
+                i >> 16,
+                (i >> 8) & 255,
+                i & 255
+            ));
+        }
+        let first = db.import("imp.test.", &text, false).await;
+        assert_eq!(first.records, 33_004);
+        let replaced = db.import("imp.test.", BASE, true).await;
+        assert!(replaced.zone.ver > first.zone.ver);
+        let count = db
+            .store
+            .database()
+            .collection::<mongodb::bson::Document>("nodes")
+            .count_documents(mongodb::bson::doc! {})
+            .await
+            .unwrap();
+        assert_eq!(count, 3, "only the new version's nodes remain");
+        db.drop_db().await;
+    });
+}

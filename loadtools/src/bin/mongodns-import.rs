@@ -1,18 +1,29 @@
-//! `mongodns-import`: load a master file into a zone stored in MongoDB.
+//! `mongodns-import`: load zone files into MongoDB.
 //!
 //! ```text
-//!  flags ─► connect ─► import_file (validate all, then write in bulk) ─► summary
+//!  flags ─► connect ─┬─ --zone Z FILE      ─► import_file_with (one zone)
+//!                    ├─ FILE ($ZONE lines)  ─► import_zones (many zones)
+//!                    ├─ DIR                 ─► import_zones (a file per zone)
+//!                    └─ --baseline          ─► baseline (raw inserts only)
+//!                    ─► summary line: records, seconds, records/s
 //! ```
 
 use backend_mongo::{Name, ProgressReporter, Store};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use loadtools::import::{import_file, ImportOptions, Progress};
+use loadtools::import::{
+    baseline, import_file_with, import_zones, BaselineInput, ImportOptions, ImportTuning, Progress,
+    ZoneSource,
+};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Import an RFC 1035 master file into a zone stored in MongoDB.
+/// Import zone files into zones stored in MongoDB.
+///
+/// With --zone, FILE is one master file for that zone. Without it, FILE is
+/// a multi-zone file (a `$ZONE <apex>` line before each zone) or a
+/// directory holding one file per zone, named `<apex>` or `<apex>.zone`.
 #[derive(Parser, Debug)]
 #[command(
     name = "mongodns-import",
@@ -33,13 +44,13 @@ MONGODB_URI=mongodb://db1,db2/?replicaSet=rs0 mongodns-import --zone big.test. b
 SEE ALSO:\n    docs/schema.md (what is written), docs/zone-files.md (what is accepted)"
 )]
 struct Args {
-    /// The zone's apex, e.g. example.com.
+    /// The zone's apex, e.g. example.com. (one-zone input).
     #[arg(long)]
-    zone: String,
-    /// The master file to read.
+    zone: Option<String>,
+    /// The master file, multi-zone file or directory to read.
     file: PathBuf,
-    /// Make the zone's content exactly the file's (switched atomically);
-    /// without it, records are added to what the zone holds.
+    /// Make each zone's content exactly the input's (switched atomically);
+    /// without it, records are added to what a zone holds.
     #[arg(long)]
     replace: bool,
     /// MongoDB connection string.
@@ -52,15 +63,29 @@ struct Args {
     /// Database holding the zones.
     #[arg(long, env = "MONGODNS_DATABASE", default_value = "mongodns")]
     database: String,
-    /// Node documents per bulk write.
-    #[arg(long, default_value_t = 1000)]
-    batch_size: usize,
+    /// Node documents per bulk write (default 1000, or rate/10 with --rate).
+    #[arg(long)]
+    batch_size: Option<usize>,
     /// Bulk writes in flight at once.
     #[arg(long, default_value_t = 4)]
     in_flight: usize,
     /// Milliseconds to keep the old version readable after --replace switches.
     #[arg(long, default_value_t = 3000)]
     grace_ms: u64,
+    /// Write at most this many records per second, steadily.
+    #[arg(long)]
+    rate: Option<f64>,
+    /// Merging into a served zone: make what was written visible every this
+    /// many milliseconds (serial and generation bumped), not only at the end.
+    #[arg(long, default_value_t = 1000)]
+    publish_ms: u64,
+    /// Do not keep or use a resume checkpoint.
+    #[arg(long)]
+    no_resume: bool,
+    /// Measure the raw bulk-insert rate: insert the same documents with the
+    /// same batch size into a scratch collection, and nothing else.
+    #[arg(long)]
+    baseline: bool,
 }
 
 /// The terminal bar, and the `progress` document servers show on /metrics.
@@ -86,13 +111,25 @@ async fn main() {
     }
 }
 
+fn rate_line(what: &str, records: u64, secs: f64) -> String {
+    format!(
+        "{what}: {records} records, {secs:.2} s, {:.0} records/s",
+        records as f64 / secs.max(1e-9)
+    )
+}
+
 async fn run(args: Args) -> Result<(), String> {
-    let zone: Name = args
+    let zone: Option<Name> = args
         .zone
-        .parse()
-        .map_err(|e| format!("bad zone name {:?}: {e}", args.zone))?;
-    if !args.file.is_file() {
+        .as_deref()
+        .map(|z| z.parse().map_err(|e| format!("bad zone name {z:?}: {e}")))
+        .transpose()?;
+    let is_dir = args.file.is_dir();
+    if !is_dir && !args.file.is_file() {
         return Err(format!("{}: no such file", args.file.display()));
+    }
+    if is_dir && zone.is_some() {
+        return Err("--zone names the zone of one file; a directory holds many".into());
     }
     let store = Store::connect(&args.mongodb_uri, &args.database, Duration::from_secs(5))
         .await
@@ -109,34 +146,86 @@ async fn run(args: Args) -> Result<(), String> {
     } else {
         bar.set_draw_target(ProgressDrawTarget::hidden());
     }
+    let default_batch = match args.rate {
+        Some(r) => ((r / 10.0) as usize).clamp(1, 1000),
+        None => 1000,
+    };
     let options = ImportOptions {
-        zone,
+        zone: zone.clone().unwrap_or_else(Name::root),
         replace: args.replace,
-        batch_size: args.batch_size.max(1),
+        batch_size: args.batch_size.unwrap_or(default_batch).max(1),
         in_flight: args.in_flight.max(1),
         grace: Duration::from_millis(args.grace_ms),
     };
-    let reporter = ProgressReporter::start(
-        store.clone(),
-        "import",
-        &options.zone.to_string(),
-        Duration::from_secs(1),
-    );
-    let result = import_file(&store, &args.file, &options, &Bar(bar.clone(), &reporter)).await;
-    reporter.finish(result.is_ok()).await;
-    let summary = result.map_err(|e| e.to_string())?;
-    bar.finish_and_clear();
-    let secs = summary.elapsed.as_secs_f64();
-    println!(
-        "imported {} records into {} (serial {}, version {}): {} inserted, {} merged, {:.2} s, {:.0} records/s",
-        summary.records,
-        summary.zone.apex,
-        summary.zone.serial,
-        summary.zone.ver,
-        summary.writes.inserted,
-        summary.writes.merged,
-        secs,
-        summary.records as f64 / secs.max(1e-9)
-    );
+    let tuning = ImportTuning {
+        rate: args.rate.filter(|r| *r > 0.0),
+        publish_every: (args.publish_ms > 0).then(|| Duration::from_millis(args.publish_ms)),
+        resumable: !args.no_resume,
+    };
+    let source = if is_dir {
+        ZoneSource::Directory(args.file.clone())
+    } else {
+        ZoneSource::MultiFile(args.file.clone())
+    };
+    // Progress goes to the terminal and to the database, where the server's
+    // /metrics shows it (docs/operations.md).
+    let label = zone
+        .as_ref()
+        .map_or_else(|| args.file.display().to_string(), |z| z.to_string());
+    let reporter = ProgressReporter::start(store.clone(), "import", &label, Duration::from_secs(1));
+    let progress = Bar(bar.clone(), &reporter);
+    if args.baseline {
+        let input = match zone {
+            Some(_) => BaselineInput::File(args.file.clone()),
+            None => BaselineInput::Zones(source),
+        };
+        let s = baseline(&store, input, &options, &progress)
+            .await
+            .map_err(|e| e.to_string())?;
+        bar.finish_and_clear();
+        println!(
+            "{} ({} documents, batch {}, {} in flight)",
+            rate_line("baseline", s.records, s.elapsed.as_secs_f64()),
+            s.documents,
+            options.batch_size,
+            options.in_flight
+        );
+        return Ok(());
+    }
+    if zone.is_some() {
+        let result = import_file_with(&store, &args.file, &options, &tuning, &progress).await;
+        reporter.finish(result.is_ok()).await;
+        let summary = result.map_err(|e| e.to_string())?;
+        bar.finish_and_clear();
+        let secs = summary.elapsed.as_secs_f64();
+        println!(
+            "imported {} records into {} (serial {}, version {}; {} stored by an earlier run): {} inserted, {} merged, {:.2} s, {:.0} records/s",
+            summary.records,
+            summary.zone.apex,
+            summary.zone.serial,
+            summary.zone.ver,
+            summary.resumed_from,
+            summary.writes.inserted,
+            summary.writes.merged,
+            secs,
+            summary.records as f64 / secs.max(1e-9)
+        );
+    } else {
+        let result = import_zones(&store, &source, &options, &tuning, &progress).await;
+        reporter.finish(result.is_ok()).await;
+        let s = result.map_err(|e| e.to_string())?;
+        bar.finish_and_clear();
+        let secs = s.elapsed.as_secs_f64();
+        println!(
+            "imported {} records in {} zones ({} already stored by an earlier run): {} inserted, {} merged, {:.2} s, {:.0} records/s",
+            s.records,
+            s.zones,
+            s.zones_resumed,
+            s.writes.inserted,
+            s.writes.merged,
+            secs,
+            s.records as f64 / secs.max(1e-9)
+        );
+    }
     Ok(())
 }

@@ -52,6 +52,8 @@ pub struct Counters {
     pub zone_changes: AtomicU64,
     /// Queries answered by the full pipeline.
     pub pipeline_queries: AtomicU64,
+    /// Expired nodes used because the database failed (serve-stale).
+    pub stale_nodes: AtomicU64,
 }
 
 impl Counters {

@@ -71,6 +71,8 @@ pub struct PacketStats {
     pub misses: AtomicU64,
     /// Queries whose shape the cache does not handle.
     pub uncacheable: AtomicU64,
+    /// Expired replies served because the database failed (RFC 8767).
+    pub stale_hits: AtomicU64,
 }
 
 /// Whole replies, sharded and bounded.
@@ -81,9 +83,15 @@ pub struct PacketCache {
     max_ttl_ms: AtomicU64,
     max_udp: u16,
     registry: Arc<ZoneRegistry>,
+    /// How long after expiry a reply may still be served when the
+    /// database fails (RFC 8767); zero: never.
+    serve_stale: Duration,
     /// Hit and miss counters.
     pub stats: PacketStats,
 }
+
+/// TTL of records in a stale reply (RFC 8767 §4 recommends 30 s).
+pub const STALE_TTL: u32 = 30;
 
 impl PacketCache {
     /// A cache of at most `max_entries` replies and `max_bytes` bytes;
@@ -102,6 +110,7 @@ impl PacketCache {
             max_ttl_ms: AtomicU64::new(max_ttl.as_millis() as u64),
             max_udp,
             registry,
+            serve_stale: Duration::ZERO,
             stats: PacketStats::default(),
         }
     }
@@ -110,6 +119,41 @@ impl PacketCache {
     pub fn set_max_ttl(&self, max_ttl: Duration) {
         self.max_ttl_ms
             .store(max_ttl.as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// Lets expired replies be served for up to `window` after expiry when
+    /// the pipeline fails ([`PacketCache::lookup_stale`]).
+    pub fn with_serve_stale(mut self, window: Duration) -> Self {
+        self.serve_stale = window;
+        self
+    }
+
+    /// An expired reply still within the serve-stale window, for a query the
+    /// pipeline could not answer (database down or slow): written into
+    /// `out` with every TTL capped at [`STALE_TTL`]. A reply whose zone
+    /// changed since is never served.
+    pub fn lookup_stale(&self, packet: &[u8], key: &PacketKey, out: &mut Vec<u8>) -> bool {
+        if self.serve_stale.is_zero() {
+            return false;
+        }
+        let now = Instant::now();
+        let found = self.lru.with(&key.hash, |e| {
+            if e.expires + self.serve_stale <= now
+                || *e.key != *key.as_bytes()
+                || !deps_current(&e.deps, &self.registry)
+            {
+                return false;
+            }
+            out.clear();
+            out.extend_from_slice(&e.reply);
+            true
+        });
+        if found != Some(true) || !cap_ttls(out, STALE_TTL) {
+            return false;
+        }
+        restore(out, packet, key.question_end);
+        self.stats.stale_hits.fetch_add(1, Ordering::Relaxed);
+        true
     }
 
     /// Normalises a query; `None` for shapes the cache leaves to the pipeline
@@ -256,7 +300,7 @@ fn normalise(p: &[u8], tcp: bool, max_udp: u16, hasher: &impl BuildHasher) -> Op
             return None;
         }
         let rdlen = u16::from_be_bytes([opt[9], opt[10]]) as usize;
-        if pos + 11 + rdlen != p.len() {
+        if pos + 11 + rdlen != p.len() || !whole_options(&p[pos + 11..]) {
             return None;
         }
         let size = u16::from_be_bytes([opt[3], opt[4]]);
@@ -281,6 +325,54 @@ fn normalise(p: &[u8], tcp: bool, max_udp: u16, hasher: &impl BuildHasher) -> Op
     key.bytes[1..3].copy_from_slice(&limit.to_be_bytes());
     key.hash = hasher.hash_one(key.as_bytes());
     Some(key)
+}
+
+/// Caps the TTL of every record of `reply` (OPT aside) at `max`; false if
+/// the reply cannot be walked.
+pub fn cap_ttls(reply: &mut [u8], max: u32) -> bool {
+    if reply.len() < 12 {
+        return false;
+    }
+    let count = |i: usize| usize::from(u16::from_be_bytes([reply[i], reply[i + 1]]));
+    let (qd, records) = (count(4), count(6) + count(8) + count(10));
+    let mut pos = 12;
+    for _ in 0..qd {
+        match crate::wire::query::read_name(reply, pos) {
+            Some((_, end)) => pos = end + 4,
+            None => return false,
+        }
+    }
+    for _ in 0..records {
+        let Some((_, end)) = crate::wire::query::read_name(reply, pos) else {
+            return false;
+        };
+        let Some(fixed) = reply.get_mut(end..end + 10) else {
+            return false;
+        };
+        let rtype = u16::from_be_bytes([fixed[0], fixed[1]]);
+        let ttl = u32::from_be_bytes([fixed[4], fixed[5], fixed[6], fixed[7]]);
+        if rtype != 41 && ttl > max {
+            fixed[4..8].copy_from_slice(&max.to_be_bytes());
+        }
+        pos = end + 10 + usize::from(u16::from_be_bytes([fixed[8], fixed[9]]));
+    }
+    pos == reply.len()
+}
+
+/// True when EDNS option rdata is made of whole options; a malformed one
+/// goes to the pipeline (FORMERR) rather than sharing a well-formed key.
+fn whole_options(mut rdata: &[u8]) -> bool {
+    while !rdata.is_empty() {
+        if rdata.len() < 4 {
+            return false;
+        }
+        let len = usize::from(u16::from_be_bytes([rdata[2], rdata[3]]));
+        match rdata.get(4 + len..) {
+            Some(rest) => rdata = rest,
+            None => return false,
+        }
+    }
+    true
 }
 
 /// Puts the asker's ID, RD bit and question bytes into a cached reply.
@@ -440,5 +532,42 @@ mod tests {
         );
         assert!(!c.lookup(&q, &key, &mut out));
         assert_eq!(c.purge_name(b"\x01a\x00"), 1);
+    }
+
+    #[test]
+    fn expired_replies_are_served_stale_only_within_the_window() {
+        let registry = Arc::new(ZoneRegistry::new(10, Duration::from_secs(60)));
+        let c = PacketCache::new(100, 1 << 20, Duration::from_secs(60), 1232, registry)
+            .with_serve_stale(Duration::from_millis(400));
+        let q = query(7, b"\x01a\x00", 1, None, false);
+        let key = c.key(&q, false).unwrap();
+        let mut reply = q.clone();
+        reply[2] |= 0x84;
+        reply[7] = 1;
+        reply.extend_from_slice(&[0xC0, 12, 0, 1, 0, 1, 0, 0, 0x0E, 0x10, 0, 4, 1, 2, 3, 4]);
+        c.insert(&key, &reply, Duration::from_millis(100), vec![]);
+        let mut out = Vec::new();
+        assert!(!c.lookup_stale(&q, &key, &mut out) || c.peek(&q, &key, &mut out));
+        std::thread::sleep(Duration::from_millis(150));
+        assert!(!c.peek(&q, &key, &mut out), "expired");
+        assert!(
+            c.lookup_stale(&q, &key, &mut out),
+            "within the stale window"
+        );
+        let ttl = u32::from_be_bytes([
+            out[out.len() - 10],
+            out[out.len() - 9],
+            out[out.len() - 8],
+            out[out.len() - 7],
+        ]);
+        assert_eq!(ttl, STALE_TTL, "3600 capped to 30");
+        assert_eq!(&out[0..2], &[0, 7]);
+        std::thread::sleep(Duration::from_millis(400));
+        assert!(!c.lookup_stale(&q, &key, &mut out), "past the window");
+        // Off by default.
+        let off = cache();
+        off.insert(&key, &reply, Duration::from_millis(1), vec![]);
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(!off.lookup_stale(&q, &key, &mut out));
     }
 }

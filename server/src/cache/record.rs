@@ -87,6 +87,9 @@ pub struct RecordCacheConfig {
     /// registry and each apex node: SOA, NS), as PowerDNS keeps its zone
     /// cache with its other caches off.
     pub enabled: bool,
+    /// How long after expiry a node may still be used when reading it again
+    /// from the database fails (RFC 8767); zero: never.
+    pub serve_stale: Duration,
 }
 
 impl Default for RecordCacheConfig {
@@ -97,6 +100,7 @@ impl Default for RecordCacheConfig {
             max_ttl: Duration::from_secs(300),
             negative_ttl: Duration::from_secs(60),
             enabled: true,
+            serve_stale: Duration::ZERO,
         }
     }
 }
@@ -249,7 +253,8 @@ impl<B: Backend> Backend for RecordCache<B> {
         }
         self.counters.record_misses.fetch_add(1, Ordering::Relaxed);
         // One database query per key at a time; others wait for its result.
-        self.node_flights
+        let fetched = self
+            .node_flights
             .run(&key, || async {
                 let node = self.fetch_node(zone, name).await?;
                 let expires = Instant::now() + self.ttl_of(&node);
@@ -263,13 +268,47 @@ impl<B: Backend> Backend for RecordCache<B> {
                 );
                 Ok::<_, StoreError>(node)
             })
-            .await
+            .await;
+        match fetched {
+            Err(fault) if !self.config.serve_stale.is_zero() => {
+                // The database failed: an expired node of the current
+                // generation, within the window, is better than nothing.
+                let now = Instant::now();
+                let window = self.config.serve_stale;
+                let stale = self.nodes.with(&key, |e| {
+                    (e.gen == zone.gen && e.expires + window > now).then(|| e.node.clone())
+                });
+                match stale {
+                    Some(Some(node)) => {
+                        self.counters.stale_nodes.fetch_add(1, Ordering::Relaxed);
+                        Ok(node)
+                    }
+                    _ => Err(fault),
+                }
+            }
+            other => other,
+        }
     }
 
     async fn zone_nodes(&self, zone: &ZoneInfo) -> Result<Vec<Node>, StoreError> {
         // Whole-zone reads (AXFR) always come from the database.
         let started = Instant::now();
         let result = self.inner.zone_nodes(zone).await;
+        self.counters.record_db(started.elapsed(), result.is_ok());
+        result
+    }
+
+    async fn denial(
+        &self,
+        zone: &ZoneInfo,
+        key: &str,
+        wrap: bool,
+    ) -> Result<Option<Arc<Node>>, StoreError> {
+        // DNSSEC denial lookups (DO=1 negative answers) go to the database:
+        // keys are mostly unique per query name, and the packet cache holds
+        // the finished replies.
+        let started = Instant::now();
+        let result = self.inner.denial(zone, key, wrap).await;
         self.counters.record_db(started.elapsed(), result.is_ok());
         result
     }

@@ -5,6 +5,7 @@
 //!    reader: [len][msg] … ─► spawn(handle_tcp) ─► channel ─► writer: [len][reply]…
 //!    (the messages of one reply, e.g. a zone transfer, are written together)
 //!    idle (no query and nothing in flight) for idle_timeout ─► close
+//!    max_queries read ─► stop reading, write what is in flight, close
 //! ```
 
 use super::Handler;
@@ -25,6 +26,9 @@ pub struct TcpLimits {
     pub idle_timeout: Duration,
     /// Queries answered concurrently on one connection.
     pub max_in_flight: usize,
+    /// Queries read from one connection before it is closed (after the
+    /// replies in flight are written); 0: no limit.
+    pub max_queries: usize,
 }
 
 impl Default for TcpLimits {
@@ -33,6 +37,7 @@ impl Default for TcpLimits {
             max_connections: 256,
             idle_timeout: Duration::from_secs(10),
             max_in_flight: 32,
+            max_queries: 0,
         }
     }
 }
@@ -83,7 +88,12 @@ async fn serve_connection<H: Handler>(
         let _ = writer.shutdown().await;
     });
     let in_flight = Arc::new(Semaphore::new(limits.max_in_flight));
+    let mut queries = 0usize;
     loop {
+        if limits.max_queries > 0 && queries >= limits.max_queries {
+            tracing::debug!(%peer, queries, "tcp query limit reached, closing");
+            break;
+        }
         let mut len = [0u8; 2];
         match tokio::time::timeout(limits.idle_timeout, reader.read_exact(&mut len)).await {
             Ok(Ok(_)) => {}
@@ -102,6 +112,7 @@ async fn serve_connection<H: Handler>(
         let Ok(permit) = in_flight.clone().acquire_owned().await else {
             break;
         };
+        queries += 1;
         let handler = handler.clone();
         let tx = tx.clone();
         tokio::spawn(async move {

@@ -11,6 +11,7 @@
 
 use super::Handler;
 use crate::pipeline::Transport;
+use crate::rrl::{make_slip, Rrl, Verdict};
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io;
 use std::net::SocketAddr;
@@ -83,6 +84,16 @@ fn report_buffer(what: &str, asked: Option<usize>, granted: usize, limit_file: &
 
 /// Serves one UDP socket until the task is dropped.
 pub async fn serve_udp<H: Handler>(socket: UdpSocket, handler: Arc<H>) {
+    serve_udp_limited(socket, handler, None).await
+}
+
+/// Like [`serve_udp`], with every reply (cache hits too) passed through the
+/// response rate limiter when there is one (`crate::rrl`).
+pub async fn serve_udp_limited<H: Handler>(
+    socket: UdpSocket,
+    handler: Arc<H>,
+    rrl: Option<Arc<Rrl>>,
+) {
     let socket = Arc::new(socket);
     let mut buf = vec![0u8; MAX_DATAGRAM];
     let mut out = Vec::with_capacity(4096);
@@ -96,6 +107,9 @@ pub async fn serve_udp<H: Handler>(socket: UdpSocket, handler: Arc<H>) {
             }
         };
         if handler.handle_now(&buf[..len], Transport::Udp, &mut out) {
+            if !rate_limit(rrl.as_deref(), peer, &mut out) {
+                continue;
+            }
             let sent = match socket.try_send_to(&out, peer) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => socket.send_to(&out, peer).await,
                 other => other,
@@ -109,14 +123,28 @@ pub async fn serve_udp<H: Handler>(socket: UdpSocket, handler: Arc<H>) {
         let packet = buf[..len].to_vec();
         let handler = handler.clone();
         let socket = socket.clone();
+        let rrl = rrl.clone();
         tokio::spawn(async move {
             let reply = handler.handle(&packet, Transport::Udp).await;
             handler.observe(&packet, reply.as_deref(), peer, Transport::Udp);
-            if let Some(reply) = reply {
+            if let Some(mut reply) = reply {
+                if !rate_limit(rrl.as_deref(), peer, &mut reply) {
+                    return;
+                }
                 if let Err(e) = socket.send_to(&reply, peer).await {
                     tracing::debug!(error = %e, %peer, "udp send error");
                 }
             }
         });
+    }
+}
+
+/// Applies the rate limiter to `reply` for `peer`: false means send nothing
+/// (the reply may have been cut down to a truncated one).
+fn rate_limit(rrl: Option<&Rrl>, peer: SocketAddr, reply: &mut Vec<u8>) -> bool {
+    match rrl.map(|r| r.check(peer.ip())) {
+        None | Some(Verdict::Send) => true,
+        Some(Verdict::Slip) => make_slip(reply),
+        Some(Verdict::Drop) => false,
     }
 }

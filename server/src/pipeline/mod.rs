@@ -2,19 +2,22 @@
 //!
 //! ```text
 //!  parse_query ─► check_question (class, meta types) ─► find_zone
-//!     ─► solve_answer ─► solve_authority ─► solve_additional ─► render
+//!     ─► solve_answer ─► solve_authority ─► solve_additional
+//!     ─► dnssec::decorate (DO=1 only) ─► render
 //!  AXFR/IXFR over TCP take their own path: transfer.rs (several messages)
 //!  A storage fault or a timeout anywhere becomes SERVFAIL; NXDOMAIN,
 //!  NODATA and referrals are ordinary outcomes (see `answer::Outcome`).
 //! ```
 
 pub mod answer;
+pub mod dnssec;
 pub mod lookup;
 pub mod render;
 pub mod transfer;
 
 use crate::backend::Backend;
 use crate::cache::{Counters, Dependency, PacketCache, PacketKey, ZoneRegistry};
+use crate::tsig;
 use crate::wire::{parse_query, Query, QueryError, Rcode, CLASS_ANY, CLASS_IN};
 use backend_mongo::{RType, ZoneInfo};
 use std::net::SocketAddr;
@@ -40,6 +43,9 @@ pub struct PipelineConfig {
     pub query_timeout: Duration,
     /// Who may transfer zones (AXFR/IXFR over TCP).
     pub axfr_allow: Vec<transfer::Cidr>,
+    /// TSIG keys: a transfer request signed with one of them is allowed
+    /// from anywhere, and its reply is signed (RFC 8945).
+    pub tsig_keys: Vec<crate::tsig::TsigKey>,
 }
 
 impl Default for PipelineConfig {
@@ -48,6 +54,7 @@ impl Default for PipelineConfig {
             max_udp_size: 1232,
             query_timeout: Duration::from_secs(2),
             axfr_allow: transfer::Cidr::loopback(),
+            tsig_keys: Vec::new(),
         }
     }
 }
@@ -68,7 +75,16 @@ pub struct Responder<B> {
     config: PipelineConfig,
     cache: Option<ReplyCache>,
     counters: Option<Arc<Counters>>,
+    /// Serve-stale's failure recheck (RFC 8767 §5): until this instant
+    /// (ms since `epoch`), a query with a stale reply gets it at once
+    /// instead of waiting on a database that just failed.
+    failed_until_ms: std::sync::atomic::AtomicU64,
+    epoch: std::time::Instant,
 }
+
+/// After a database failure, how long expired replies are served at once
+/// without asking the database first; any success ends it early.
+const FAILURE_RECHECK: Duration = Duration::from_secs(1);
 
 impl<B: Backend> Responder<B> {
     /// A responder reading from `backend`, without a packet cache.
@@ -78,6 +94,8 @@ impl<B: Backend> Responder<B> {
             config,
             cache: None,
             counters: None,
+            failed_until_ms: Default::default(),
+            epoch: std::time::Instant::now(),
         }
     }
 
@@ -94,6 +112,8 @@ impl<B: Backend> Responder<B> {
             config,
             cache: Some(cache),
             counters: None,
+            failed_until_ms: Default::default(),
+            epoch: std::time::Instant::now(),
         }
     }
 
@@ -141,10 +161,30 @@ impl<B: Backend> Responder<B> {
     /// A zone transfer, never cached, with a timeout of its own.
     async fn transfer(&self, packet: &[u8], query: &Query, peer: SocketAddr) -> Vec<Vec<u8>> {
         let max_udp = self.config.max_udp_size;
-        let allow = &self.config.axfr_allow;
-        let work = transfer::transfer(&*self.backend, packet, query, peer, allow, max_udp);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let (allow, mut signer) = match tsig::verify_request(packet, &self.config.tsig_keys, now) {
+            tsig::Verified::Unsigned => (self.config.axfr_allow.clone(), None),
+            tsig::Verified::Signed(signer) => (transfer::Cidr::everything(), Some(signer)),
+            tsig::Verified::Failed(failure) => {
+                tracing::info!(%peer, zone = %query.qname, error = failure.error, "zone transfer with a bad TSIG: NOTAUTH");
+                let mut reply = render::rcode_only(packet, query, Rcode::NOTAUTH, max_udp);
+                failure.append_to(&mut reply);
+                return vec![reply];
+            }
+        };
+        let work = transfer::transfer(&*self.backend, packet, query, peer, &allow, max_udp);
+        let mut sign = |mut messages: Vec<Vec<u8>>| {
+            if let Some(signer) = signer.as_mut() {
+                for m in &mut messages {
+                    signer.sign(m);
+                }
+            }
+            messages
+        };
         match tokio::time::timeout(TRANSFER_TIMEOUT, work).await {
-            Ok(Ok(messages)) => messages,
+            Ok(Ok(messages)) => sign(messages),
             Ok(Err(fault)) => {
                 tracing::warn!(zone = %query.qname, error = %fault, "transfer failed: SERVFAIL");
                 vec![render::rcode_only(packet, query, Rcode::SERVFAIL, max_udp)]
@@ -171,6 +211,10 @@ impl<B: Backend> Responder<B> {
                 if let Some(key) = &key {
                     let mut out = Vec::new();
                     if cache.packets.lookup(packet, key, &mut out) {
+                        return Some(out);
+                    }
+                    if self.database_failing() && cache.packets.lookup_stale(packet, key, &mut out)
+                    {
                         return Some(out);
                     }
                 }
@@ -232,12 +276,23 @@ impl<B: Backend> Responder<B> {
             };
         }
         let limit = render::size_limit(&query, transport, self.config.max_udp_size);
+        let stale_before = self.stale_nodes();
         let solved = tokio::time::timeout(self.config.query_timeout, self.solve(&query)).await;
+        let used_stale = self.stale_nodes() != stale_before;
+        self.note_database(matches!(solved, Ok(Ok(_))) && !used_stale);
         match solved {
             Ok(Ok(Some((first_zone, answer)))) => {
-                let reply =
+                let mut reply =
                     render::render(packet, &query, &answer, limit, self.config.max_udp_size);
-                self.remember(key, &reply, &answer, &first_zone);
+                if used_stale {
+                    // Built (perhaps) from expired records while the database
+                    // failed: short TTLs, and not kept (RFC 8767 §4). Another
+                    // query's stale read can land here too; that only
+                    // shortens TTLs during an outage.
+                    crate::cache::packet::cap_ttls(&mut reply, crate::cache::packet::STALE_TTL);
+                } else {
+                    self.remember(key, &reply, &answer, &first_zone);
+                }
                 Some(reply)
             }
             Ok(Ok(None)) => {
@@ -257,6 +312,10 @@ impl<B: Backend> Responder<B> {
                 Some(reply)
             }
             Ok(Err(fault)) => {
+                if let Some(stale) = self.stale(packet, key.as_ref()) {
+                    tracing::debug!(qname = %query.qname, error = %fault, "storage fault: stale answer");
+                    return Some(stale);
+                }
                 tracing::warn!(qname = %query.qname, error = %fault, "storage fault: SERVFAIL");
                 Some(render::rcode_only(
                     packet,
@@ -266,6 +325,10 @@ impl<B: Backend> Responder<B> {
                 ))
             }
             Err(_) => {
+                if let Some(stale) = self.stale(packet, key.as_ref()) {
+                    tracing::debug!(qname = %query.qname, "query timed out: stale answer");
+                    return Some(stale);
+                }
                 tracing::warn!(qname = %query.qname, "query timed out: SERVFAIL");
                 Some(render::rcode_only(
                     packet,
@@ -275,6 +338,43 @@ impl<B: Backend> Responder<B> {
                 ))
             }
         }
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    fn database_failing(&self) -> bool {
+        self.failed_until_ms.load(Ordering::Relaxed) > self.now_ms()
+    }
+
+    /// Notes the outcome of a pipeline run for the failure recheck.
+    fn note_database(&self, ok: bool) {
+        let until = if ok {
+            0
+        } else {
+            self.now_ms() + FAILURE_RECHECK.as_millis() as u64
+        };
+        if ok && self.failed_until_ms.load(Ordering::Relaxed) == 0 {
+            return; // the common case: no write to a shared line
+        }
+        self.failed_until_ms.store(until, Ordering::Relaxed);
+    }
+
+    fn stale_nodes(&self) -> u64 {
+        self.counters
+            .as_ref()
+            .map_or(0, |c| c.stale_nodes.load(Ordering::Relaxed))
+    }
+
+    /// An expired cached reply within the serve-stale window (RFC 8767).
+    fn stale(&self, packet: &[u8], key: Option<&PacketKey>) -> Option<Vec<u8>> {
+        let (cache, key) = (self.cache.as_ref()?, key?);
+        let mut out = Vec::new();
+        cache
+            .packets
+            .lookup_stale(packet, key, &mut out)
+            .then_some(out)
     }
 
     /// Runs the stages; `None` when no served zone holds the name.
@@ -292,6 +392,9 @@ impl<B: Backend> Responder<B> {
             answer::solve_answer(backend, zone.clone(), &query.qname, query.qtype).await?;
         answer::solve_authority(backend, &mut answer).await?;
         answer::solve_additional(backend, &mut answer).await?;
+        if query.edns.is_some_and(|e| e.dnssec_ok) {
+            dnssec::decorate(backend, &mut answer, &query.qname, query.qtype).await?;
+        }
         Ok(Some((zone, answer)))
     }
 

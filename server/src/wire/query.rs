@@ -116,6 +116,20 @@ pub fn read_name(packet: &[u8], at: usize) -> Option<(Name, usize)> {
     Some((name, end.unwrap_or(pos)))
 }
 
+/// End of an uncompressed name at `at`: labels only, no pointer.
+fn plain_name_end(packet: &[u8], mut at: usize) -> Option<usize> {
+    loop {
+        let len = usize::from(*packet.get(at)?);
+        if len > 63 {
+            return None;
+        }
+        at += 1 + len;
+        if len == 0 {
+            return Some(at);
+        }
+    }
+}
+
 /// Skips a name (compressed or not) and returns the offset after it.
 fn skip_name(packet: &[u8], at: usize) -> Option<usize> {
     read_name(packet, at).map(|(_, end)| end)
@@ -163,8 +177,9 @@ pub fn parse_query(packet: &[u8]) -> Result<Query, QueryError> {
         return Err(reply(Rcode::FORMERR, None, None));
     };
     let question_end = after_name + 4;
-    // Echo the question verbatim only if it was not compressed.
-    let question = if after_name > HEADER_LEN && packet[after_name - 1] == 0 {
+    // Echo the question verbatim only if it was not compressed (a pointer
+    // whose low byte is 0 must not pass for the root label).
+    let question = if plain_name_end(packet, HEADER_LEN) == Some(after_name) {
         Some(HEADER_LEN..question_end)
     } else {
         None
@@ -201,6 +216,9 @@ pub fn parse_query(packet: &[u8]) -> Result<Query, QueryError> {
             if !in_additional || edns.is_some() || !owner_root {
                 return Err(reply(Rcode::FORMERR, question, None));
             }
+            if !options_well_formed(&packet[after + 10..end]) {
+                return Err(reply(Rcode::FORMERR, question, None));
+            }
             edns = Some(Edns {
                 udp_size: class.max(512),
                 version: (ttl_hi & 0xFF) as u8,
@@ -235,6 +253,22 @@ pub fn parse_query(packet: &[u8]) -> Result<Query, QueryError> {
         edns,
         ixfr_serial,
     })
+}
+
+/// True when OPT rdata is a sequence of whole options (code, length, data),
+/// as RFC 6891 §6.1.2 lays them out; an option whose length runs past the
+/// rdata is a malformed query.
+fn options_well_formed(mut rdata: &[u8]) -> bool {
+    while !rdata.is_empty() {
+        let Some(len) = u16_at(rdata, 2) else {
+            return false;
+        };
+        let Some(rest) = rdata.get(4 + usize::from(len)..) else {
+            return false;
+        };
+        rdata = rest;
+    }
+    true
 }
 
 /// The SERIAL field of SOA rdata at `start..end` (names may be compressed).
@@ -323,9 +357,36 @@ mod tests {
         let mut p = query(b"\x00", 1, &[], 0);
         p[2] = 0x28;
         assert_eq!(rcode_of(&p), Some(Rcode::NOTIMP));
+        // A question that is a pointer whose low byte is 0 (to the header)
+        // is compressed: FORMERR without echoing it.
+        let mut p = query(b"\xC0\x00", 1, &[], 0);
+        p[0] = 0;
+        match parse_query(&p) {
+            Err(QueryError::Reply {
+                rcode, question, ..
+            }) => {
+                assert_eq!(rcode, Rcode::FORMERR);
+                assert_eq!(question, None);
+            }
+            other => panic!("{other:?}"),
+        }
         // A pointer loop in the question.
         let p = query(b"\xC0\x0C", 1, &[], 0);
         assert_eq!(rcode_of(&p), Some(Rcode::FORMERR));
+        // An EDNS option whose length runs past the OPT rdata.
+        let lying = [
+            0, 0, 41, 4, 0xD0, 0, 0, 0, 0, 0, 8, 0, 10, 0, 40, 1, 2, 3, 4,
+        ];
+        assert_eq!(
+            rcode_of(&query(b"\x00", 1, &lying, 1)),
+            Some(Rcode::FORMERR)
+        );
+        let cut = [0, 0, 41, 4, 0xD0, 0, 0, 0, 0, 0, 3, 0, 10, 0];
+        assert_eq!(rcode_of(&query(b"\x00", 1, &cut, 1)), Some(Rcode::FORMERR));
+        let cookie = [
+            0, 0, 41, 4, 0xD0, 0, 0, 0, 0, 0, 12, 0, 10, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8,
+        ];
+        assert!(parse_query(&query(b"\x00", 1, &cookie, 1)).is_ok());
         // Label length over 63 (0x40 is a reserved label type).
         assert_eq!(
             rcode_of(&query(b"\x40abc\x00", 1, &[], 0)),

@@ -1,0 +1,972 @@
+//! DNSSEC storage: keys, signatures, NSEC/NSEC3 chains, and the wire helpers
+//! both the signer and the server need.
+//!
+//! ```text
+//!  keys   { _id, zone, flags 256|257, alg, tag, pub, priv (PKCS#8), state, created }
+//!  zones  { …, dnssec: { secured, cds, nsec3?: { iter, salt, optout } } }
+//!  nodes  { …, dk?: "<denial key>",
+//!           rrsets: { A: { ttl, rd, sigs: [RRSIG rdata…], sd: <digest> }, NSEC: {…} } }
+//!  nodes  { _id: "<zone> <ver> nsec3 <b32hex>", name: "<b32hex>.<zone>", dk: "<b32hex>",
+//!           rrsets: { NSEC3: { ttl, rd, sigs, sd } } }        one per NSEC3 owner
+//!
+//!  denial(zone, key) ── {zone, ver, dk ≤ key} sort dk desc limit 1 ──► covering/matching node
+//! ```
+//!
+//! `dk` ("denial key") is set only on the nodes that own the zone's NSEC or
+//! NSEC3 records: the canonical key `ck` for NSEC, the base32hex hash for
+//! NSEC3 (base32hex keeps the order of the hash bytes). The greatest `dk`
+//! not above a key is the NSEC/NSEC3 record that matches or covers it, so
+//! every denial proof is one indexed lookup (`zone_ver_dk`).
+
+use crate::schema::{self, binary, node_id, RRset, ZoneInfo, NODES};
+use crate::store::{Store, StoreError};
+use crate::{Name, Node, RType};
+use futures::TryStreamExt;
+use mongodb::bson::{doc, Bson, DateTime, Document};
+use mongodb::options::IndexOptions;
+use mongodb::IndexModel;
+use std::fmt;
+use std::sync::Arc;
+
+/// Collection of DNSSEC keys.
+pub const KEYS: &str = "keys";
+
+/// Algorithm numbers we sign with (RFC 8624).
+pub mod alg {
+    /// RSA/SHA-256 (8).
+    pub const RSASHA256: u8 = 8;
+    /// ECDSA P-256 with SHA-256 (13).
+    pub const ECDSAP256SHA256: u8 = 13;
+    /// Ed25519 (15).
+    pub const ED25519: u8 = 15;
+}
+
+/// Life cycle of a key (RFC 7583 terms, simplified).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyState {
+    /// In the DNSKEY RRset, not signing (pre-publication of a new key, or a
+    /// KSK waiting for its DS).
+    Published,
+    /// In the DNSKEY RRset and signing.
+    Active,
+    /// In the DNSKEY RRset, no longer signing (post-publication), until removed.
+    Retired,
+}
+
+impl KeyState {
+    /// The stored spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KeyState::Published => "published",
+            KeyState::Active => "active",
+            KeyState::Retired => "retired",
+        }
+    }
+
+    /// Parses the stored spelling.
+    pub fn parse(text: &str) -> Option<KeyState> {
+        match text {
+            "published" => Some(KeyState::Published),
+            "active" => Some(KeyState::Active),
+            "retired" => Some(KeyState::Retired),
+            _ => None,
+        }
+    }
+}
+
+/// A DNSSEC key as stored. The private key never leaves this value through
+/// `Debug` or `Display`.
+#[derive(Clone)]
+pub struct StoredKey {
+    /// `_id`: `"<zone> <tag> <created millis>"`.
+    pub id: String,
+    /// The zone it signs.
+    pub zone: Name,
+    /// DNSKEY flags: 257 (SEP, a KSK or CSK) or 256 (ZSK).
+    pub flags: u16,
+    /// DNSKEY algorithm number.
+    pub algorithm: u8,
+    /// Key tag (RFC 4034 Appendix B).
+    pub tag: u16,
+    /// The DNSKEY public key field.
+    pub public_key: Vec<u8>,
+    /// The private key, PKCS#8 DER.
+    pub private_pkcs8: Vec<u8>,
+    /// Its state.
+    pub state: KeyState,
+    /// When it was made.
+    pub created: DateTime,
+}
+
+impl fmt::Debug for StoredKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StoredKey")
+            .field("id", &self.id)
+            .field("zone", &self.zone)
+            .field("flags", &self.flags)
+            .field("algorithm", &self.algorithm)
+            .field("tag", &self.tag)
+            .field("state", &self.state)
+            .field("private_pkcs8", &"<redacted>")
+            .finish()
+    }
+}
+
+impl StoredKey {
+    /// The DNSKEY rdata: flags, protocol 3, algorithm, public key.
+    pub fn dnskey_rdata(&self) -> Vec<u8> {
+        dnskey_rdata(self.flags, self.algorithm, &self.public_key)
+    }
+
+    /// True for a key with the SEP bit (KSK or CSK).
+    pub fn is_ksk(&self) -> bool {
+        self.flags & 1 == 1
+    }
+
+    /// "KSK"/"ZSK" for people.
+    pub fn role(&self) -> &'static str {
+        if self.is_ksk() {
+            "KSK"
+        } else {
+            "ZSK"
+        }
+    }
+}
+
+/// DNSKEY rdata from its fields.
+pub fn dnskey_rdata(flags: u16, algorithm: u8, public_key: &[u8]) -> Vec<u8> {
+    let mut rd = Vec::with_capacity(4 + public_key.len());
+    rd.extend_from_slice(&flags.to_be_bytes());
+    rd.push(3);
+    rd.push(algorithm);
+    rd.extend_from_slice(public_key);
+    rd
+}
+
+/// The key tag of a DNSKEY rdata (RFC 4034 Appendix B).
+pub fn key_tag(rdata: &[u8]) -> u16 {
+    let mut acc: u32 = 0;
+    for (i, b) in rdata.iter().enumerate() {
+        acc += if i & 1 == 0 {
+            u32::from(*b) << 8
+        } else {
+            u32::from(*b)
+        };
+    }
+    acc += (acc >> 16) & 0xFFFF;
+    (acc & 0xFFFF) as u16
+}
+
+/// DS rdata with a SHA-256 digest (digest type 2) for `owner`'s DNSKEY.
+pub fn ds_rdata(owner: &Name, dnskey: &[u8], algorithm: u8) -> Vec<u8> {
+    let mut data = owner.as_wire().to_vec();
+    data.extend_from_slice(dnskey);
+    let digest = ring::digest::digest(&ring::digest::SHA256, &data);
+    let mut rd = Vec::with_capacity(4 + 32);
+    rd.extend_from_slice(&key_tag(dnskey).to_be_bytes());
+    rd.push(algorithm);
+    rd.push(2);
+    rd.extend_from_slice(digest.as_ref());
+    rd
+}
+
+/// NSEC3 settings of a zone (RFC 5155; RFC 9276 recommends 0 iterations and
+/// no salt).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Nsec3Config {
+    /// Extra hash iterations.
+    pub iterations: u16,
+    /// Salt bytes (empty for none).
+    pub salt: Vec<u8>,
+    /// Opt-out: unsigned delegations stay out of the chain.
+    pub opt_out: bool,
+}
+
+/// The `dnssec` section of a zone document.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct DnssecConfig {
+    /// True once a complete signed version of the zone has been published.
+    pub secured: bool,
+    /// NSEC3 settings; `None` means NSEC.
+    pub nsec3: Option<Nsec3Config>,
+    /// Publish CDS and CDNSKEY (RFC 7344) for the SEP keys.
+    pub cds: bool,
+}
+
+/// The NSEC3 owner hash (RFC 5155 §5): SHA-1 of the wire name, iterated.
+pub fn nsec3_hash(name: &Name, salt: &[u8], iterations: u16) -> [u8; 20] {
+    use ring::digest::{digest, SHA1_FOR_LEGACY_USE_ONLY as SHA1};
+    let mut buf = Vec::with_capacity(name.wire_len() + salt.len());
+    buf.extend_from_slice(name.as_wire());
+    buf.extend_from_slice(salt);
+    let mut h = digest(&SHA1, &buf);
+    for _ in 0..iterations {
+        buf.clear();
+        buf.extend_from_slice(h.as_ref());
+        buf.extend_from_slice(salt);
+        h = digest(&SHA1, &buf);
+    }
+    let mut out = [0u8; 20];
+    out.copy_from_slice(h.as_ref());
+    out
+}
+
+const B32HEX: &[u8; 32] = b"0123456789abcdefghijklmnopqrstuv";
+
+/// Base32 with the extended hex alphabet, lower case, no padding
+/// (RFC 4648 §7): the label form of an NSEC3 hash. It sorts like the bytes.
+pub fn base32hex(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(5) * 8);
+    for chunk in bytes.chunks(5) {
+        let mut block = [0u8; 5];
+        block[..chunk.len()].copy_from_slice(chunk);
+        let v = block.iter().fold(0u64, |acc, b| (acc << 8) | u64::from(*b));
+        let chars = (chunk.len() * 8).div_ceil(5);
+        for i in 0..chars {
+            out.push(B32HEX[((v >> (35 - 5 * i)) & 31) as usize] as char);
+        }
+    }
+    out
+}
+
+/// Decodes [`base32hex`] text (either case); `None` if it is not valid.
+pub fn from_base32hex(text: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len() * 5 / 8);
+    let mut acc: u64 = 0;
+    let mut bits = 0;
+    for c in text.bytes() {
+        let v = B32HEX.iter().position(|x| *x == c.to_ascii_lowercase())? as u64;
+        acc = (acc << 5) | v;
+        bits += 5;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    Some(out)
+}
+
+/// The type bitmap field of NSEC/NSEC3 (RFC 4034 §4.1.2) for `types`.
+pub fn type_bitmap(types: &[RType]) -> Vec<u8> {
+    let mut sorted: Vec<u16> = types.iter().map(|t| t.0).collect();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let window = (sorted[i] >> 8) as u8;
+        let mut bits = [0u8; 32];
+        let mut len = 0;
+        while i < sorted.len() && (sorted[i] >> 8) as u8 == window {
+            let low = (sorted[i] & 0xFF) as usize;
+            bits[low / 8] |= 0x80 >> (low % 8);
+            len = low / 8 + 1;
+            i += 1;
+        }
+        out.push(window);
+        out.push(len as u8);
+        out.extend_from_slice(&bits[..len]);
+    }
+    out
+}
+
+/// The types listed in a type bitmap field.
+pub fn bitmap_types(mut bitmap: &[u8]) -> Vec<RType> {
+    let mut out = Vec::new();
+    while bitmap.len() >= 2 {
+        let window = u16::from(bitmap[0]);
+        let len = bitmap[1] as usize;
+        let Some(bits) = bitmap.get(2..2 + len) else {
+            break;
+        };
+        for (byte, b) in bits.iter().enumerate() {
+            for bit in 0..8 {
+                if b & (0x80 >> bit) != 0 {
+                    out.push(RType((window << 8) | (byte * 8 + bit) as u16));
+                }
+            }
+        }
+        bitmap = &bitmap[2 + len..];
+    }
+    out
+}
+
+/// A short digest of an RRset's content (TTL and sorted rdata), stored next
+/// to its signatures as `sd`. A signer compares it with the current content
+/// to find RRsets changed by any writer since they were signed.
+pub fn rrset_digest(ttl: u32, rdata: &[Box<[u8]>]) -> i64 {
+    let mut sorted: Vec<&[u8]> = rdata.iter().map(|r| &r[..]).collect();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+    ctx.update(&ttl.to_be_bytes());
+    for rd in sorted {
+        ctx.update(&(rd.len() as u16).to_be_bytes());
+        ctx.update(rd);
+    }
+    let d = ctx.finish();
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&d.as_ref()[..8]);
+    i64::from_be_bytes(b)
+}
+
+/// The type an RRSIG rdata covers.
+pub fn rrsig_covered(rd: &[u8]) -> Option<RType> {
+    (rd.len() >= 2).then(|| RType(u16::from_be_bytes([rd[0], rd[1]])))
+}
+
+/// The expiration time (seconds since the epoch, RFC 1982 wrap ignored) of
+/// an RRSIG rdata.
+pub fn rrsig_expiration(rd: &[u8]) -> Option<u32> {
+    let b = rd.get(8..12)?;
+    Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+/// The key tag field of an RRSIG rdata.
+pub fn rrsig_key_tag(rd: &[u8]) -> Option<u16> {
+    let b = rd.get(16..18)?;
+    Some(u16::from_be_bytes([b[0], b[1]]))
+}
+
+/// The `_id` of the node holding the NSEC3 record with hash `b32` (base32hex).
+///
+/// It has four space-separated parts, so it can never equal the `_id` of an
+/// ordinary node (names never contain a raw space): ordinary lookups of the
+/// hashed owner name do not find it, as RFC 5155 wants.
+pub fn nsec3_node_id(zone: &Name, ver: i64, b32: &str) -> String {
+    format!("{zone} {ver} nsec3 {b32}")
+}
+
+/// One RRset with what the signer stores next to it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SignedRRset {
+    /// The records.
+    pub rrset: RRset,
+    /// RRSIG rdata covering it.
+    pub sigs: Vec<Box<[u8]>>,
+    /// [`rrset_digest`] of the content the signatures were made over.
+    pub sd: Option<i64>,
+}
+
+/// A node with everything the signer reads and writes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FullNode {
+    /// The owner name (the hashed owner for an NSEC3 node).
+    pub name: Name,
+    /// RRsets with their signatures.
+    pub rrsets: Vec<SignedRRset>,
+    /// The denial key (see the module documentation); `None` when the node
+    /// owns no NSEC/NSEC3 record.
+    pub dk: Option<String>,
+    /// True for an NSEC3 node (stored under [`nsec3_node_id`]).
+    pub nsec3: bool,
+}
+
+impl FullNode {
+    /// The RRset of `rtype`.
+    pub fn get(&self, rtype: RType) -> Option<&SignedRRset> {
+        self.rrsets.iter().find(|r| r.rrset.rtype == rtype)
+    }
+
+    /// The `_id` of this node in `zone` version `ver`.
+    pub fn id(&self, zone: &Name, ver: i64) -> String {
+        match (&self.dk, self.nsec3) {
+            (Some(b32), true) => nsec3_node_id(zone, ver, b32),
+            _ => node_id(zone, ver, &self.name),
+        }
+    }
+
+    /// The document, as inserted into a new version.
+    pub fn to_doc(&self, zone: &Name, ver: i64) -> Document {
+        let mut sets = Document::new();
+        for s in &self.rrsets {
+            sets.insert(s.rrset.rtype.mnemonic().into_owned(), signed_rrset_doc(s));
+        }
+        let mut d = doc! {
+            "_id": self.id(zone, ver),
+            "zone": zone.to_string(),
+            "ver": ver,
+            "name": self.name.to_string(),
+            "ck": self.name.canonical_key(),
+            "rrsets": sets,
+        };
+        if let Some(dk) = &self.dk {
+            d.insert("dk", dk.clone());
+        }
+        d
+    }
+}
+
+/// The stored form of one signed RRset.
+pub fn signed_rrset_doc(s: &SignedRRset) -> Document {
+    let rd: Vec<Bson> = s.rrset.rdata.iter().map(|r| binary(r)).collect();
+    let mut d = doc! { "ttl": i64::from(s.rrset.ttl), "rd": rd };
+    if !s.sigs.is_empty() {
+        let sigs: Vec<Bson> = s.sigs.iter().map(|r| binary(r)).collect();
+        d.insert("sigs", sigs);
+    }
+    if let Some(sd) = s.sd {
+        d.insert("sd", sd);
+    }
+    d
+}
+
+fn full_node_from_doc(d: &Document) -> Result<FullNode, StoreError> {
+    let node = schema::node_from_doc(d)?;
+    let sets = d.get_document("rrsets").ok();
+    let rrsets = node
+        .rrsets
+        .iter()
+        .map(|r| {
+            let key = r.rtype.mnemonic();
+            let sd = sets
+                .and_then(|s| s.get_document(key.as_ref()).ok())
+                .and_then(|s| s.get("sd"))
+                .and_then(|v| v.as_i64().or(v.as_i32().map(i64::from)));
+            let sigs = node
+                .rrsig(r.rtype)
+                .map(|s| s.rdata.clone())
+                .unwrap_or_default();
+            SignedRRset {
+                rrset: (**r).clone(),
+                sigs,
+                sd,
+            }
+        })
+        .collect();
+    let id = d.get_str("_id").unwrap_or("");
+    Ok(FullNode {
+        name: node.name,
+        rrsets,
+        dk: d.get_str("dk").ok().map(str::to_string),
+        nsec3: id.split(' ').count() == 4,
+    })
+}
+
+/// A change to one node of a version being served, made field by field so
+/// that a concurrent importer's records are never overwritten.
+#[derive(Clone, Debug)]
+pub enum NodeChange {
+    /// Signatures (and their digest) for an RRset the signer does not own.
+    Sign {
+        /// Owner name.
+        name: Name,
+        /// The covered type.
+        rtype: RType,
+        /// RRSIG rdata.
+        sigs: Vec<Box<[u8]>>,
+        /// Digest of the signed content.
+        sd: i64,
+    },
+    /// An RRset the signer owns (NSEC, DNSKEY, NSEC3PARAM, SOA), set whole,
+    /// or removed when `set` is `None`.
+    Own {
+        /// Owner name.
+        name: Name,
+        /// The type.
+        rtype: RType,
+        /// The RRset, or `None` to remove it.
+        set: Option<SignedRRset>,
+    },
+    /// Sets or clears the denial key of an ordinary node.
+    DenialKey {
+        /// Owner name.
+        name: Name,
+        /// New value.
+        dk: Option<String>,
+    },
+    /// Writes a whole NSEC3 node (upsert).
+    PutNsec3(FullNode),
+    /// Sets each RRset of an ordinary node whole (records, signatures,
+    /// digest) and its denial key, creating the node if needed; RRsets it
+    /// does not list are left alone. How a signing writer stores a node.
+    PutRRsets(FullNode),
+    /// Deletes the NSEC3 node with this base32hex hash.
+    DeleteNsec3(String),
+}
+
+impl Store {
+    /// Creates the DNSSEC indexes (run with [`Store::ensure_indexes`]):
+    /// `nodes {zone, ver, dk}` for denial lookups, `keys {zone}`.
+    pub async fn ensure_dnssec_indexes(&self) -> Result<(), StoreError> {
+        let by_dk = IndexModel::builder()
+            .keys(doc! {"zone": 1, "ver": 1, "dk": 1})
+            .options(
+                IndexOptions::builder()
+                    .name("zone_ver_dk".to_string())
+                    .build(),
+            )
+            .build();
+        self.nodes.create_index(by_dk).await?;
+        let keys = self.db.collection::<Document>(KEYS);
+        let by_zone = IndexModel::builder()
+            .keys(doc! {"zone": 1})
+            .options(IndexOptions::builder().name("zone".to_string()).build())
+            .build();
+        keys.create_index(by_zone).await?;
+        Ok(())
+    }
+
+    /// The NSEC or NSEC3 node with the greatest denial key not above `key`
+    /// in the served version of `zone`: the record that matches `key` or
+    /// covers it. With `wrap`, when no key is that small, the greatest of
+    /// all (the last NSEC3 covers the hashes before the first).
+    pub async fn denial(
+        &self,
+        zone: &ZoneInfo,
+        key: &str,
+        wrap: bool,
+    ) -> Result<Option<Node>, StoreError> {
+        let apex = zone.apex.to_string();
+        let found = self
+            .nodes
+            .find_one(doc! {"zone": &apex, "ver": zone.ver, "dk": {"$lte": key}})
+            .sort(doc! {"zone": -1, "ver": -1, "dk": -1})
+            .await?;
+        let found = match found {
+            Some(d) => Some(d),
+            None if wrap => {
+                self.nodes
+                    .find_one(doc! {"zone": &apex, "ver": zone.ver, "dk": {"$gt": ""}})
+                    .sort(doc! {"zone": -1, "ver": -1, "dk": -1})
+                    .await?
+            }
+            None => None,
+        };
+        Ok(match found {
+            Some(d) => Some(schema::node_from_doc(&d)?),
+            None => None,
+        })
+    }
+
+    /// The zone's `dnssec` section (`None` for a zone never secured), or
+    /// `NoSuchZone`.
+    pub async fn dnssec_config(&self, zone: &Name) -> Result<DnssecConfig, StoreError> {
+        let d = self
+            .zones
+            .find_one(doc! {"_id": zone.to_string()})
+            .await?
+            .filter(|d| d.contains_key("ver"))
+            .ok_or_else(|| StoreError::NoSuchZone(zone.to_string()))?;
+        let Ok(sec) = d.get_document("dnssec") else {
+            return Ok(DnssecConfig::default());
+        };
+        let nsec3 = sec.get_document("nsec3").ok().map(|n| Nsec3Config {
+            iterations: n
+                .get("iter")
+                .and_then(|v| v.as_i32().map(i64::from).or(v.as_i64()))
+                .unwrap_or(0) as u16,
+            salt: n
+                .get_str("salt")
+                .ok()
+                .and_then(from_hex)
+                .unwrap_or_default(),
+            opt_out: n.get_bool("optout").unwrap_or(false),
+        });
+        Ok(DnssecConfig {
+            secured: sec.get_bool("secured").unwrap_or(false),
+            nsec3,
+            cds: sec.get_bool("cds").unwrap_or(false),
+        })
+    }
+
+    /// Writes the zone's `dnssec` section (`None` removes it).
+    pub async fn set_dnssec_config(
+        &self,
+        zone: &Name,
+        config: Option<&DnssecConfig>,
+    ) -> Result<(), StoreError> {
+        let update = match config {
+            Some(c) => {
+                let mut sec = doc! {"secured": c.secured, "cds": c.cds};
+                if let Some(n) = &c.nsec3 {
+                    sec.insert(
+                        "nsec3",
+                        doc! {"iter": i32::from(n.iterations), "salt": to_hex(&n.salt), "optout": n.opt_out},
+                    );
+                }
+                doc! {"$set": {"dnssec": sec}}
+            }
+            None => doc! {"$unset": {"dnssec": ""}},
+        };
+        self.zones
+            .update_one(doc! {"_id": zone.to_string()}, update)
+            .await?;
+        Ok(())
+    }
+
+    /// Every key of `zone`, oldest first.
+    pub async fn zone_keys(&self, zone: &Name) -> Result<Vec<StoredKey>, StoreError> {
+        let keys = self.db.collection::<Document>(KEYS);
+        let mut cursor = keys.find(doc! {"zone": zone.to_string()}).await?;
+        let mut out = Vec::new();
+        while let Some(d) = cursor.try_next().await? {
+            out.push(key_from_doc(&d)?);
+        }
+        out.sort_by_key(|k| (k.created, k.id.clone()));
+        Ok(out)
+    }
+
+    /// Stores a new key.
+    pub async fn insert_key(&self, key: &StoredKey) -> Result<(), StoreError> {
+        let keys = self.db.collection::<Document>(KEYS);
+        keys.insert_one(doc! {
+            "_id": &key.id,
+            "zone": key.zone.to_string(),
+            "flags": i32::from(key.flags),
+            "alg": i32::from(key.algorithm),
+            "tag": i32::from(key.tag),
+            "pub": binary(&key.public_key),
+            "priv": binary(&key.private_pkcs8),
+            "state": key.state.as_str(),
+            "created": key.created,
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// Changes a key's state.
+    pub async fn set_key_state(&self, id: &str, state: KeyState) -> Result<(), StoreError> {
+        let keys = self.db.collection::<Document>(KEYS);
+        keys.update_one(doc! {"_id": id}, doc! {"$set": {"state": state.as_str()}})
+            .await?;
+        Ok(())
+    }
+
+    /// Deletes a key.
+    pub async fn delete_key(&self, id: &str) -> Result<(), StoreError> {
+        let keys = self.db.collection::<Document>(KEYS);
+        keys.delete_one(doc! {"_id": id}).await?;
+        Ok(())
+    }
+
+    /// Every node of version `ver` of `zone` with signatures and denial
+    /// keys, in canonical order (NSEC3 nodes included, marked).
+    pub async fn read_version(&self, zone: &Name, ver: i64) -> Result<Vec<FullNode>, StoreError> {
+        let mut cursor = self
+            .nodes
+            .find(doc! {"zone": zone.to_string(), "ver": ver})
+            .sort(doc! {"ck": 1})
+            .await?;
+        let mut out = Vec::new();
+        while let Some(d) = cursor.try_next().await? {
+            out.push(full_node_from_doc(&d)?);
+        }
+        Ok(out)
+    }
+
+    /// One ordinary node of version `ver` with signatures and denial key.
+    pub async fn read_full_node(
+        &self,
+        zone: &Name,
+        ver: i64,
+        name: &Name,
+    ) -> Result<Option<FullNode>, StoreError> {
+        let found = self
+            .nodes
+            .find_one(doc! {"_id": node_id(zone, ver, name)})
+            .await?;
+        found.as_ref().map(full_node_from_doc).transpose()
+    }
+
+    /// The NSEC or NSEC3 chain of version `ver`: every node with a denial
+    /// key, with only its NSEC/NSEC3 RRset read.
+    pub async fn read_chain(&self, zone: &Name, ver: i64) -> Result<Vec<FullNode>, StoreError> {
+        let mut cursor = self
+            .nodes
+            .find(doc! {"zone": zone.to_string(), "ver": ver, "dk": {"$gt": ""}})
+            .projection(doc! {"_id": 1, "name": 1, "dk": 1, "rrsets.NSEC": 1, "rrsets.NSEC3": 1})
+            .await?;
+        let mut out = Vec::new();
+        while let Some(d) = cursor.try_next().await? {
+            out.push(full_node_from_doc(&d)?);
+        }
+        Ok(out)
+    }
+
+    /// Inserts whole nodes into a version that is not served yet.
+    pub async fn insert_full_nodes(
+        &self,
+        zone: &Name,
+        ver: i64,
+        nodes: &[FullNode],
+    ) -> Result<(), StoreError> {
+        if nodes.is_empty() {
+            return Ok(());
+        }
+        let docs: Vec<Document> = nodes.iter().map(|n| n.to_doc(zone, ver)).collect();
+        let reply = self
+            .db
+            .run_command(doc! {"insert": NODES, "documents": docs, "ordered": false})
+            .await?;
+        check_write_errors("insert", &reply)
+    }
+
+    /// Applies changes to version `ver` of `zone` in one unordered bulk
+    /// update (and one delete). Each change touches only its own fields.
+    pub async fn apply_changes(
+        &self,
+        zone: &Name,
+        ver: i64,
+        changes: &[NodeChange],
+    ) -> Result<(), StoreError> {
+        let mut updates = Vec::new();
+        let mut deletes = Vec::new();
+        for c in changes {
+            match c {
+                NodeChange::Sign {
+                    name,
+                    rtype,
+                    sigs,
+                    sd,
+                } => {
+                    let key = rtype.mnemonic();
+                    let sigs: Vec<Bson> = sigs.iter().map(|r| binary(r)).collect();
+                    updates.push(doc! {
+                        "q": {"_id": node_id(zone, ver, name)},
+                        "u": {"$set": {format!("rrsets.{key}.sigs"): sigs, format!("rrsets.{key}.sd"): sd}},
+                    });
+                }
+                NodeChange::Own { name, rtype, set } => {
+                    let key = format!("rrsets.{}", rtype.mnemonic());
+                    let u = match set {
+                        Some(s) => doc! {"$set": {key: signed_rrset_doc(s)}},
+                        None => doc! {"$unset": {key: ""}},
+                    };
+                    updates.push(doc! {"q": {"_id": node_id(zone, ver, name)}, "u": u});
+                }
+                NodeChange::DenialKey { name, dk } => {
+                    let u = match dk {
+                        Some(dk) => doc! {"$set": {"dk": dk}},
+                        None => doc! {"$unset": {"dk": ""}},
+                    };
+                    updates.push(doc! {"q": {"_id": node_id(zone, ver, name)}, "u": u});
+                }
+                NodeChange::PutNsec3(node) => {
+                    let mut d = node.to_doc(zone, ver);
+                    d.remove("_id");
+                    updates.push(doc! {
+                        "q": {"_id": node.id(zone, ver)},
+                        "u": d,
+                        "upsert": true,
+                    });
+                }
+                NodeChange::PutRRsets(node) => {
+                    let mut on_insert = doc! {
+                        "zone": zone.to_string(),
+                        "ver": ver,
+                        "name": node.name.to_string(),
+                        "ck": node.name.canonical_key(),
+                    };
+                    let mut set = Document::new();
+                    for r in &node.rrsets {
+                        set.insert(
+                            format!("rrsets.{}", r.rrset.rtype.mnemonic()),
+                            signed_rrset_doc(r),
+                        );
+                    }
+                    if node.rrsets.is_empty() {
+                        on_insert.insert("rrsets", Document::new());
+                    }
+                    if let Some(dk) = &node.dk {
+                        set.insert("dk", dk.clone());
+                    }
+                    let mut u = doc! {"$setOnInsert": on_insert};
+                    if !set.is_empty() {
+                        u.insert("$set", set);
+                    }
+                    updates.push(doc! {
+                        "q": {"_id": node_id(zone, ver, &node.name)},
+                        "u": u,
+                        "upsert": true,
+                    });
+                }
+                NodeChange::DeleteNsec3(b32) => {
+                    deletes.push(doc! {"q": {"_id": nsec3_node_id(zone, ver, b32)}, "limit": 1});
+                }
+            }
+        }
+        for chunk in updates.chunks(1000) {
+            let reply = self
+                .db
+                .run_command(doc! {"update": NODES, "updates": chunk.to_vec(), "ordered": false})
+                .await?;
+            check_write_errors("update", &reply)?;
+        }
+        for chunk in deletes.chunks(1000) {
+            let reply = self
+                .db
+                .run_command(doc! {"delete": NODES, "deletes": chunk.to_vec(), "ordered": false})
+                .await?;
+            check_write_errors("delete", &reply)?;
+        }
+        Ok(())
+    }
+
+    /// Tells servers that the served version of `zone` changed in place:
+    /// records the new SOA serial and a new generation.
+    pub async fn publish_in_place(&self, zone: &Name, serial: u32) -> Result<i64, StoreError> {
+        let gen = self.next_seq().await?;
+        self.zones
+            .update_one(
+                doc! {"_id": zone.to_string()},
+                doc! {"$set": {"serial": i64::from(serial), "gen": gen, "updated": DateTime::now()}},
+            )
+            .await?;
+        Ok(gen)
+    }
+}
+
+fn check_write_errors(what: &str, reply: &Document) -> Result<(), StoreError> {
+    if let Ok(errors) = reply.get_array("writeErrors") {
+        if let Some(e) = errors.iter().filter_map(Bson::as_document).next() {
+            return Err(StoreError::Database(mongodb::error::Error::custom(
+                format!(
+                    "{what}: {} write error(s), first: {}",
+                    errors.len(),
+                    e.get_str("errmsg").unwrap_or("?")
+                ),
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn key_from_doc(d: &Document) -> Result<StoredKey, StoreError> {
+    let id = d.get_str("_id").unwrap_or("?").to_string();
+    let bad = |reason: &str| {
+        StoreError::Schema(schema::SchemaError {
+            id: id.clone(),
+            reason: reason.to_string(),
+        })
+    };
+    let int = |k: &str| {
+        d.get(k)
+            .and_then(|v| v.as_i32().map(i64::from).or(v.as_i64()))
+            .ok_or_else(|| bad(&format!("missing {k}")))
+    };
+    let bin = |k: &str| match d.get(k) {
+        Some(Bson::Binary(b)) => Ok(b.bytes.clone()),
+        _ => Err(bad(&format!("missing {k}"))),
+    };
+    Ok(StoredKey {
+        zone: d
+            .get_str("zone")
+            .map_err(|_| bad("missing zone"))?
+            .parse()
+            .map_err(|_| bad("bad zone"))?,
+        flags: int("flags")? as u16,
+        algorithm: int("alg")? as u8,
+        tag: int("tag")? as u16,
+        public_key: bin("pub")?,
+        private_pkcs8: bin("priv")?,
+        state: d
+            .get_str("state")
+            .ok()
+            .and_then(KeyState::parse)
+            .ok_or_else(|| bad("bad state"))?,
+        created: d.get_datetime("created").copied().unwrap_or(DateTime::MIN),
+        id: id.clone(),
+    })
+}
+
+/// Lower-case hex.
+pub fn to_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Parses hex (either case); `None` if it is not.
+pub fn from_hex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// Convenience for the server: the RRSIG RRset of `node` covering `rtype`.
+pub fn sigs_of(node: &Node, rtype: RType) -> Option<Arc<RRset>> {
+    node.rrsig(rtype).cloned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base32hex_round_trips_and_keeps_order() {
+        // RFC 4648 §10 test vectors (base32hex, lower case, no padding).
+        assert_eq!(base32hex(b"f"), "co");
+        assert_eq!(base32hex(b"fo"), "cpng");
+        assert_eq!(base32hex(b"foobar"), "cpnmuoj1e8");
+        let a = base32hex(&[0x10; 20]);
+        let b = base32hex(&[0x11; 20]);
+        assert!(a < b);
+        assert_eq!(from_base32hex(&a.to_uppercase()).unwrap(), vec![0x10; 20]);
+    }
+
+    #[test]
+    fn nsec3_hash_matches_rfc5155_appendix_a() {
+        // RFC 5155 Appendix A: salt aabbccdd, 12 iterations.
+        let salt = [0xaa, 0xbb, 0xcc, 0xdd];
+        let h = nsec3_hash(&"example.".parse().unwrap(), &salt, 12);
+        assert_eq!(base32hex(&h), "0p9mhaveqvm6t7vbl5lop2u3t2rp3tom");
+        let h = nsec3_hash(&"a.example.".parse().unwrap(), &salt, 12);
+        assert_eq!(base32hex(&h), "35mthgpgcu1qg68fab165klnsnk3dpvl");
+    }
+
+    #[test]
+    fn type_bitmap_matches_rfc4034_example() {
+        // RFC 4034 §4.3: A MX RRSIG NSEC TYPE1234.
+        let types = [RType::A, RType::MX, RType::RRSIG, RType::NSEC, RType(1234)];
+        let bm = type_bitmap(&types);
+        let expected = [
+            0x00, 0x06, 0x40, 0x01, 0x00, 0x00, 0x00, 0x03, 0x04, 0x1b, 0x00, 0x00, 0x00, 0x00,
+            0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+            0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x20,
+        ];
+        assert_eq!(bm, expected);
+        assert_eq!(bitmap_types(&bm), types.to_vec());
+    }
+
+    #[test]
+    fn key_tag_and_ds_match_rfc4034_example() {
+        // RFC 4034 §5.4: the DS for dskey.example.com. with key tag 60485.
+        let key = "AQOeiiR0GOMYkDshWoSKz9XzfwJr1AYtsmx3TGkJaNXVbfi/2pHm822aJ5iI9BMzNXxeYCmZDRD99WYwYqUSdjMmmAphXdvxegXd/M5+X7OrzKBaMbCVdFLUUh6DhweJBjEVv5f2wwjM9XzcnOf+EPbtG9DMBmADjFDc2w/rljwvFw==";
+        let public = decode_b64(key);
+        let name: Name = "dskey.example.com.".parse().unwrap();
+        let rd = dnskey_rdata(256, 5, &public);
+        assert_eq!(key_tag(&rd), 60485);
+        // The RFC gives a SHA-1 digest; check our DS layout with SHA-256.
+        let ds = ds_rdata(&name, &rd, 5);
+        assert_eq!(&ds[..4], &[0xec, 0x45, 5, 2]);
+        assert_eq!(ds.len(), 36);
+    }
+
+    fn decode_b64(s: &str) -> Vec<u8> {
+        const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut out = Vec::new();
+        let (mut acc, mut bits) = (0u32, 0);
+        for c in s.bytes().filter(|c| *c != b'=') {
+            acc = (acc << 6) | A.iter().position(|x| *x == c).unwrap() as u32;
+            bits += 6;
+            if bits >= 8 {
+                bits -= 8;
+                out.push((acc >> bits) as u8);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn digest_ignores_order_and_sees_changes() {
+        let a: Vec<Box<[u8]>> = vec![Box::new([1]), Box::new([2])];
+        let b: Vec<Box<[u8]>> = vec![Box::new([2]), Box::new([1])];
+        assert_eq!(rrset_digest(300, &a), rrset_digest(300, &b));
+        assert_ne!(rrset_digest(300, &a), rrset_digest(301, &a));
+        assert_ne!(rrset_digest(300, &a), rrset_digest(300, &a[..1]));
+    }
+}

@@ -1,0 +1,526 @@
+//! TSIG (RFC 8945) with HMAC-SHA256, for zone transfers.
+//!
+//! ```text
+//!  request: last additional record TSIG? ── no ──► Unsigned (access list decides)
+//!    key name + algorithm known? ── no ──► NOTAUTH, TSIG error BADKEY
+//!    MAC over (message without TSIG, original ID, ARCOUNT−1) + variables
+//!        ── wrong ──► NOTAUTH, BADSIG
+//!    |now − time signed| > fudge ──► NOTAUTH, BADTIME (signed)
+//!    ok ──► Signed(signer): the transfer is allowed whatever the access list
+//!  reply messages: first  MAC(request MAC, message, all variables)
+//!                  next   MAC(previous MAC, message, timers) (§5.3.1)
+//! ```
+//!
+//! Secrets never reach a log: [`TsigKey`]'s `Debug` prints the name only.
+
+use crate::wire::query::read_name;
+use backend_mongo::Name;
+use ring::hmac;
+use std::fmt;
+use std::str::FromStr;
+
+/// TSIG record type.
+pub const TYPE_TSIG: u16 = 250;
+const CLASS_ANY: u16 = 255;
+/// Fudge we sign with (seconds).
+const FUDGE: u16 = 300;
+/// TSIG error: bad signature.
+pub const BADSIG: u16 = 16;
+/// TSIG error: unknown key or algorithm.
+pub const BADKEY: u16 = 17;
+/// TSIG error: time outside the fudge.
+pub const BADTIME: u16 = 18;
+
+fn hmac_sha256_name() -> Name {
+    Name::parse("hmac-sha256.", None).expect("a valid name")
+}
+
+/// A shared secret for HMAC-SHA256.
+#[derive(Clone)]
+pub struct TsigKey {
+    /// The key's name (lower-cased wire form inside).
+    pub name: Name,
+    key: hmac::Key,
+}
+
+impl fmt::Debug for TsigKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TsigKey({} hmac-sha256, secret hidden)", self.name)
+    }
+}
+
+impl FromStr for TsigKey {
+    type Err = String;
+
+    /// `hmac-sha256:NAME:BASE64SECRET` (kdig's `-y` syntax) or `NAME:SECRET`.
+    fn from_str(text: &str) -> Result<TsigKey, String> {
+        let parts: Vec<&str> = text.trim().split(':').collect();
+        let (alg, name, secret) = match parts.as_slice() {
+            [alg, name, secret] => (*alg, *name, *secret),
+            [name, secret] => ("hmac-sha256", *name, *secret),
+            _ => return Err("a TSIG key is hmac-sha256:NAME:BASE64SECRET".into()),
+        };
+        if !alg.eq_ignore_ascii_case("hmac-sha256") {
+            return Err(format!(
+                "TSIG algorithm {alg} is not supported (hmac-sha256 only)"
+            ));
+        }
+        let name = Name::parse(name, Some(&Name::root()))
+            .map_err(|e| format!("TSIG key name {name}: {e}"))?;
+        let secret = base64_decode(secret)
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| format!("TSIG key {name}: the secret is not base64"))?;
+        Ok(TsigKey {
+            name,
+            key: hmac::Key::new(hmac::HMAC_SHA256, &secret),
+        })
+    }
+}
+
+/// Reads keys from a file: one `hmac-sha256:NAME:SECRET` a line, `#`
+/// comments and blank lines ignored. Errors name the line, never the secret.
+pub fn read_key_file(path: &std::path::Path) -> Result<Vec<TsigKey>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut keys = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let key = line
+            .parse::<TsigKey>()
+            .map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?;
+        keys.push(key);
+    }
+    Ok(keys)
+}
+
+/// Standard base64 (padding optional); `None` if malformed.
+pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for c in text.bytes().filter(|c| !c.is_ascii_whitespace()) {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            b'=' => break,
+            _ => return None,
+        };
+        acc = acc << 6 | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+        }
+    }
+    Some(out)
+}
+
+/// A TSIG record found at the end of a message.
+struct TsigRecord {
+    /// Offset where the record starts.
+    start: usize,
+    key_name: Name,
+    algorithm: Name,
+    time: u64,
+    fudge: u16,
+    mac: Vec<u8>,
+    original_id: u16,
+    error: u16,
+    other: Vec<u8>,
+}
+
+fn u16_at(p: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_be_bytes([*p.get(at)?, *p.get(at + 1)?]))
+}
+
+/// Finds a TSIG record as the last record of the additional section.
+fn find_tsig(p: &[u8]) -> Option<TsigRecord> {
+    let qd = u16_at(p, 4)?;
+    let total = u32::from(u16_at(p, 6)?) + u32::from(u16_at(p, 8)?) + u32::from(u16_at(p, 10)?);
+    if u16_at(p, 10)? == 0 {
+        return None;
+    }
+    let mut pos = 12;
+    for _ in 0..qd {
+        pos = read_name(p, pos)?.1 + 4;
+    }
+    let mut last = None;
+    for _ in 0..total {
+        let start = pos;
+        let (owner, after) = read_name(p, pos)?;
+        let rtype = u16_at(p, after)?;
+        let rdlen = usize::from(u16_at(p, after + 8)?);
+        let rdata = after + 10;
+        pos = rdata + rdlen;
+        if pos > p.len() {
+            return None;
+        }
+        last = Some((start, owner, rtype, rdata, pos));
+    }
+    let (start, key_name, rtype, rdata, end) = last?;
+    if rtype != TYPE_TSIG || end != p.len() {
+        return None;
+    }
+    let (algorithm, at) = read_name(p, rdata)?;
+    let time_bytes = p.get(at..at + 6)?;
+    let time = time_bytes
+        .iter()
+        .fold(0u64, |acc, b| acc << 8 | u64::from(*b));
+    let fudge = u16_at(p, at + 6)?;
+    let mac_len = usize::from(u16_at(p, at + 8)?);
+    let mac = p.get(at + 10..at + 10 + mac_len)?.to_vec();
+    let at = at + 10 + mac_len;
+    let original_id = u16_at(p, at)?;
+    let error = u16_at(p, at + 2)?;
+    let other_len = usize::from(u16_at(p, at + 4)?);
+    let other = p.get(at + 6..at + 6 + other_len)?.to_vec();
+    if at + 6 + other_len != end {
+        return None;
+    }
+    Some(TsigRecord {
+        start,
+        key_name,
+        algorithm,
+        time,
+        fudge,
+        mac,
+        original_id,
+        error,
+        other,
+    })
+}
+
+/// The message as it was before the TSIG record was added: TSIG cut off,
+/// ARCOUNT one less, the original ID in place.
+fn unsigned_message(p: &[u8], tsig: &TsigRecord) -> Vec<u8> {
+    let mut m = p[..tsig.start].to_vec();
+    m[0..2].copy_from_slice(&tsig.original_id.to_be_bytes());
+    let ar = u16::from_be_bytes([m[10], m[11]]) - 1;
+    m[10..12].copy_from_slice(&ar.to_be_bytes());
+    m
+}
+
+fn push_u48(out: &mut Vec<u8>, v: u64) {
+    out.extend_from_slice(&v.to_be_bytes()[2..]);
+}
+
+/// The TSIG variables of RFC 8945 §4.3.3.
+#[allow(clippy::too_many_arguments)]
+fn push_variables(
+    ctx: &mut hmac::Context,
+    key_name: &Name,
+    algorithm: &Name,
+    time: u64,
+    fudge: u16,
+    error: u16,
+    other: &[u8],
+) {
+    let mut v = Vec::with_capacity(64);
+    v.extend_from_slice(key_name.as_wire());
+    v.extend_from_slice(&CLASS_ANY.to_be_bytes());
+    v.extend_from_slice(&0u32.to_be_bytes());
+    v.extend_from_slice(algorithm.as_wire());
+    push_u48(&mut v, time);
+    v.extend_from_slice(&fudge.to_be_bytes());
+    v.extend_from_slice(&error.to_be_bytes());
+    v.extend_from_slice(&(other.len() as u16).to_be_bytes());
+    v.extend_from_slice(other);
+    ctx.update(&v);
+}
+
+/// Equal slices, compared in time that does not depend on where they differ.
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// What a request's TSIG says.
+pub enum Verified {
+    /// No TSIG: the access list decides.
+    Unsigned,
+    /// A valid TSIG: sign every reply message with this.
+    Signed(TsigSigner),
+    /// A TSIG that fails: reply NOTAUTH and append this with
+    /// [`TsigFailure::append_to`].
+    Failed(TsigFailure),
+}
+
+/// Signs the messages of one reply stream.
+pub struct TsigSigner {
+    key: TsigKey,
+    algorithm: Name,
+    /// The previous MAC (the request's for the first message).
+    prior: Vec<u8>,
+    first: bool,
+    now: u64,
+}
+
+/// A TSIG error to report.
+pub struct TsigFailure {
+    /// The TSIG error code (BADKEY, BADSIG, BADTIME).
+    pub error: u16,
+    key_name: Name,
+    algorithm: Name,
+    /// For BADTIME: a signer (the reply is signed, §5.2.3).
+    signer: Option<TsigSigner>,
+}
+
+/// Checks the TSIG of `packet` against `keys` at Unix time `now`.
+pub fn verify_request(packet: &[u8], keys: &[TsigKey], now: u64) -> Verified {
+    let Some(t) = find_tsig(packet) else {
+        return Verified::Unsigned;
+    };
+    let fail = |error, signer| {
+        Verified::Failed(TsigFailure {
+            error,
+            key_name: t.key_name.clone(),
+            algorithm: t.algorithm.clone(),
+            signer,
+        })
+    };
+    let Some(key) = keys.iter().find(|k| k.name == t.key_name) else {
+        return fail(BADKEY, None);
+    };
+    if t.algorithm != hmac_sha256_name() {
+        return fail(BADKEY, None);
+    }
+    let mut ctx = hmac::Context::with_key(&key.key);
+    ctx.update(&unsigned_message(packet, &t));
+    push_variables(
+        &mut ctx,
+        &t.key_name,
+        &t.algorithm,
+        t.time,
+        t.fudge,
+        t.error,
+        &t.other,
+    );
+    let expected = ctx.sign();
+    // Constant-time comparison; truncated MACs are not accepted.
+    if !same_bytes(expected.as_ref(), &t.mac) {
+        return fail(BADSIG, None);
+    }
+    let signer = TsigSigner {
+        key: key.clone(),
+        algorithm: t.algorithm.clone(),
+        prior: t.mac.clone(),
+        first: true,
+        now,
+    };
+    if now.abs_diff(t.time) > u64::from(t.fudge) {
+        return fail(BADTIME, Some(signer));
+    }
+    Verified::Signed(signer)
+}
+
+/// Appends a TSIG record to `msg` and bumps ARCOUNT.
+#[allow(clippy::too_many_arguments)]
+fn append_record(
+    msg: &mut Vec<u8>,
+    key_name: &Name,
+    algorithm: &Name,
+    time: u64,
+    mac: &[u8],
+    error: u16,
+    other: &[u8],
+) {
+    let original_id = u16::from_be_bytes([msg[0], msg[1]]);
+    let mut rdata = Vec::with_capacity(64 + mac.len());
+    rdata.extend_from_slice(algorithm.as_wire());
+    push_u48(&mut rdata, time);
+    rdata.extend_from_slice(&FUDGE.to_be_bytes());
+    rdata.extend_from_slice(&(mac.len() as u16).to_be_bytes());
+    rdata.extend_from_slice(mac);
+    rdata.extend_from_slice(&original_id.to_be_bytes());
+    rdata.extend_from_slice(&error.to_be_bytes());
+    rdata.extend_from_slice(&(other.len() as u16).to_be_bytes());
+    rdata.extend_from_slice(other);
+    msg.extend_from_slice(key_name.as_wire());
+    msg.extend_from_slice(&TYPE_TSIG.to_be_bytes());
+    msg.extend_from_slice(&CLASS_ANY.to_be_bytes());
+    msg.extend_from_slice(&0u32.to_be_bytes());
+    msg.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+    msg.extend_from_slice(&rdata);
+    let ar = u16::from_be_bytes([msg[10], msg[11]]).wrapping_add(1);
+    msg[10..12].copy_from_slice(&ar.to_be_bytes());
+}
+
+impl TsigSigner {
+    /// Signs `msg` (a complete message without TSIG) and appends the record.
+    pub fn sign(&mut self, msg: &mut Vec<u8>) {
+        self.sign_with(msg, 0, &[]);
+    }
+
+    fn sign_with(&mut self, msg: &mut Vec<u8>, error: u16, other: &[u8]) {
+        let mut ctx = hmac::Context::with_key(&self.key.key);
+        ctx.update(&(self.prior.len() as u16).to_be_bytes());
+        ctx.update(&self.prior);
+        ctx.update(msg);
+        if self.first {
+            push_variables(
+                &mut ctx,
+                &self.key.name,
+                &self.algorithm,
+                self.now,
+                FUDGE,
+                error,
+                other,
+            );
+        } else {
+            let mut timers = Vec::with_capacity(8);
+            push_u48(&mut timers, self.now);
+            timers.extend_from_slice(&FUDGE.to_be_bytes());
+            ctx.update(&timers);
+        }
+        let mac = ctx.sign().as_ref().to_vec();
+        let (name, alg) = (self.key.name.clone(), self.algorithm.clone());
+        append_record(msg, &name, &alg, self.now, &mac, error, other);
+        self.prior = mac;
+        self.first = false;
+    }
+}
+
+impl TsigFailure {
+    /// Appends the TSIG record reporting the error to `reply` (a NOTAUTH
+    /// reply without TSIG): unsigned, except BADTIME which is signed and
+    /// carries our time.
+    pub fn append_to(mut self, reply: &mut Vec<u8>) {
+        match self.signer.take() {
+            Some(mut signer) => {
+                let mut other = Vec::with_capacity(6);
+                push_u48(&mut other, signer.now);
+                signer.sign_with(reply, self.error, &other);
+            }
+            None => append_record(
+                reply,
+                &self.key_name,
+                &self.algorithm,
+                0,
+                &[],
+                self.error,
+                &[],
+            ),
+        }
+    }
+}
+
+/// Signs a request (for tests and tools): appends a TSIG record to `msg`.
+pub fn sign_request(msg: &mut Vec<u8>, key: &TsigKey, now: u64) -> Vec<u8> {
+    let alg = hmac_sha256_name();
+    let mut ctx = hmac::Context::with_key(&key.key);
+    ctx.update(msg);
+    push_variables(&mut ctx, &key.name, &alg, now, FUDGE, 0, &[]);
+    let mac = ctx.sign().as_ref().to_vec();
+    append_record(msg, &key.name, &alg, now, &mac, 0, &[]);
+    mac
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key() -> TsigKey {
+        "hmac-sha256:xfr-key:c2VjcmV0LXNlY3JldC1zZWNyZXQ="
+            .parse()
+            .unwrap()
+    }
+
+    fn axfr() -> Vec<u8> {
+        let mut p = vec![0xAB, 0xCD, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0];
+        p.extend_from_slice(b"\x07example\x03com\x00\x00\xfc\x00\x01");
+        p
+    }
+
+    #[test]
+    fn base64_and_key_syntax() {
+        assert_eq!(base64_decode("aGVsbG8=").unwrap(), b"hello");
+        assert_eq!(base64_decode("aGVsbG8").unwrap(), b"hello");
+        assert!(base64_decode("a*b").is_none());
+        assert!("hmac-md5:k:aGVsbG8=".parse::<TsigKey>().is_err());
+        assert!("k:!!".parse::<TsigKey>().is_err());
+        let k = key();
+        assert_eq!(k.name.to_string(), "xfr-key.");
+        let shown = format!("{k:?}");
+        assert!(
+            !shown.contains("c2Vj"),
+            "Debug must hide the secret: {shown}"
+        );
+    }
+
+    #[test]
+    fn a_signed_request_verifies_and_a_tampered_one_does_not() {
+        let now = 1_700_000_000;
+        let mut p = axfr();
+        sign_request(&mut p, &key(), now);
+        assert!(matches!(
+            verify_request(&p, &[key()], now + 10),
+            Verified::Signed(_)
+        ));
+        assert!(matches!(
+            verify_request(&axfr(), &[key()], now),
+            Verified::Unsigned
+        ));
+        // One byte of the question changed.
+        let mut bad = p.clone();
+        bad[13] ^= 0x20;
+        assert!(matches!(
+            verify_request(&bad, &[key()], now),
+            Verified::Failed(TsigFailure { error: BADSIG, .. })
+        ));
+        // Another key of the same name.
+        let other: TsigKey = "xfr-key:b3RoZXI=".parse().unwrap();
+        assert!(matches!(
+            verify_request(&p, &[other], now),
+            Verified::Failed(TsigFailure { error: BADSIG, .. })
+        ));
+        // Unknown key.
+        assert!(matches!(
+            verify_request(&p, &[], now),
+            Verified::Failed(TsigFailure { error: BADKEY, .. })
+        ));
+        // Too late.
+        assert!(matches!(
+            verify_request(&p, &[key()], now + 301),
+            Verified::Failed(TsigFailure { error: BADTIME, .. })
+        ));
+    }
+
+    #[test]
+    fn signed_replies_chain_macs() {
+        let now = 1_700_000_000;
+        let mut p = axfr();
+        let request_mac = sign_request(&mut p, &key(), now);
+        let Verified::Signed(mut signer) = verify_request(&p, &[key()], now) else {
+            panic!("not verified");
+        };
+        let mut reply = axfr();
+        reply[2] = 0x84;
+        let plain = reply.clone();
+        signer.sign(&mut reply);
+        // Check the first reply's MAC the way a client does.
+        let t = find_tsig(&reply).unwrap();
+        assert_eq!(u16::from_be_bytes([reply[10], reply[11]]), 1);
+        let mut ctx = hmac::Context::with_key(&key().key);
+        ctx.update(&(request_mac.len() as u16).to_be_bytes());
+        ctx.update(&request_mac);
+        ctx.update(&plain);
+        push_variables(&mut ctx, &t.key_name, &t.algorithm, t.time, t.fudge, 0, &[]);
+        assert_eq!(ctx.sign().as_ref(), &t.mac[..]);
+        // The second uses the first's MAC and the timers only.
+        let mut second = plain.clone();
+        signer.sign(&mut second);
+        let t2 = find_tsig(&second).unwrap();
+        let mut ctx = hmac::Context::with_key(&key().key);
+        ctx.update(&(t.mac.len() as u16).to_be_bytes());
+        ctx.update(&t.mac);
+        ctx.update(&plain);
+        let mut timers = Vec::new();
+        push_u48(&mut timers, t2.time);
+        timers.extend_from_slice(&t2.fudge.to_be_bytes());
+        ctx.update(&timers);
+        assert_eq!(ctx.sign().as_ref(), &t2.mac[..]);
+    }
+}

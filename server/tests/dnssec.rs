@@ -1,0 +1,789 @@
+//! DNSSEC end to end: zones imported and secured in a real database, served
+//! by the real binary, every signature in the replies checked with
+//! hickory-proto's verifier (an implementation independent of ours), and
+//! every denial checked to cover what it must.
+
+mod common;
+
+use backend_mongo::dnssec::{base32hex, nsec3_hash, Nsec3Config};
+use backend_mongo::{Name, NodeWrite, RRset, RType, WriteMode};
+use common::*;
+use hickory_proto::dnssec::rdata::{DNSSECRData, DNSKEY};
+use hickory_proto::dnssec::Verifier;
+use hickory_proto::op::{Message, ResponseCode};
+use hickory_proto::rr::{RData, Record, RecordType};
+use signer::{NoProgress, SecureOptions, Validity};
+use std::time::{Duration, Instant};
+
+const ZONE: &str = r#"
+$ORIGIN example.com.
+$TTL 3600
+@       IN SOA ns1 hostmaster ( 2024010101 7200 900 1209600 300 )
+        IN NS  ns1
+        IN MX  10 mail
+ns1     IN A   192.0.2.53
+mail    IN A   192.0.2.25
+www     IN A   192.0.2.80
+        IN A   192.0.2.81
+web     IN CNAME www
+a.b.c   IN TXT "deep"
+*.wild  IN A   192.0.2.99
+secure  IN NS  ns.secure
+secure  IN DS  12345 13 2 0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF
+ns.secure IN A 192.0.2.54
+open    IN NS  ns.elsewhere.example.
+"#;
+
+const DO: Option<(u16, bool)> = Some((4096, true));
+
+/// One runtime for the whole file: a MongoDB client must stay on the
+/// runtime it was made on (its monitor tasks live there).
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap()
+    })
+}
+
+fn run<F: std::future::Future>(f: F) -> F::Output {
+    runtime().block_on(f)
+}
+
+/// Asks until `done` holds for the reply: a write is seen by the server's
+/// caches within their freshness interval, not at once.
+fn ask_until(port: u16, qname: &str, qtype: u16, done: impl Fn(&Message) -> bool) -> Message {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let m = ask_tcp(port, qname, qtype, DO);
+        if done(&m) {
+            return m;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{qname}: the change was not served within 10 s: {m}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn secure_options(nsec3: Option<Nsec3Config>) -> SecureOptions {
+    SecureOptions {
+        algorithm: 13,
+        csk: false,
+        nsec3,
+        cds: false,
+        validity: Validity::default(),
+        threads: 2,
+        grace: Duration::ZERO,
+    }
+}
+
+struct Fixture {
+    db: TestZoneDb,
+    server: ServerProcess,
+    keys: Vec<DNSKEY>,
+}
+
+fn fixture(tag: &str, nsec3: Option<Nsec3Config>) -> Fixture {
+    let db = run(async {
+        let db = TestZoneDb::new(tag).await;
+        db.import("example.com.", ZONE, false).await;
+        let zone: Name = "example.com.".parse().unwrap();
+        signer::secure_zone(&db.store, &zone, &secure_options(nsec3), &NoProgress)
+            .await
+            .expect("secure-zone");
+        db
+    });
+    let server = ServerProcess::start(&db.name, &[]);
+    let m = ask_until(server.port, "example.com.", 48, |m| !m.answers.is_empty());
+    let keys: Vec<DNSKEY> = m
+        .answers
+        .iter()
+        .filter_map(|r| match &r.data {
+            RData::DNSSEC(DNSSECRData::DNSKEY(k)) => Some(k.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(keys.len(), 2, "a KSK and a ZSK are published");
+    Fixture { db, server, keys }
+}
+
+impl Fixture {
+    fn done(self) {
+        drop(self.server);
+        run(self.db.drop_db());
+    }
+}
+
+fn rrsigs(records: &[Record]) -> Vec<&Record> {
+    records
+        .iter()
+        .filter(|r| r.record_type() == RecordType::RRSIG)
+        .collect()
+}
+
+/// Verifies every RRSIG in `records` over the RRset it covers (same owner,
+/// same section) with the key of its tag; returns how many were checked.
+/// Panics on a bad signature, an unknown key or a missing RRset.
+fn verify_section(records: &[Record], keys: &[DNSKEY]) -> usize {
+    let mut n = 0;
+    for sig_record in rrsigs(records) {
+        let RData::DNSSEC(DNSSECRData::RRSIG(sig)) = &sig_record.data else {
+            panic!("RRSIG record does not parse as one");
+        };
+        let input = sig.input();
+        let key = keys
+            .iter()
+            .find(|k| k.calculate_key_tag().unwrap() == input.key_tag)
+            .unwrap_or_else(|| panic!("no DNSKEY with tag {}", input.key_tag));
+        let covered: Vec<&Record> = records
+            .iter()
+            .filter(|r| r.name == sig_record.name && r.record_type() == input.type_covered)
+            .collect();
+        assert!(
+            !covered.is_empty(),
+            "RRSIG for {} {:?} without its RRset",
+            sig_record.name,
+            input.type_covered
+        );
+        key.verify_rrsig(
+            &sig_record.name,
+            sig_record.dns_class,
+            sig,
+            covered.into_iter(),
+        )
+        .unwrap_or_else(|e| {
+            panic!(
+                "bad RRSIG over {} {:?}: {e}",
+                sig_record.name, input.type_covered
+            )
+        });
+        n += 1;
+    }
+    n
+}
+
+/// Every RRset of `records` has an RRSIG, except those of `unsigned` types.
+fn assert_all_signed(records: &[Record], unsigned: &[RecordType]) {
+    for r in records {
+        let t = r.record_type();
+        if t == RecordType::RRSIG || unsigned.contains(&t) {
+            continue;
+        }
+        let signed = rrsigs(records).iter().any(|s| match &s.data {
+            RData::DNSSEC(DNSSECRData::RRSIG(sig)) => {
+                s.name == r.name && sig.input().type_covered == t
+            }
+            _ => false,
+        });
+        assert!(signed, "{} {t:?} has no RRSIG", r.name);
+    }
+}
+
+fn no_dnssec(m: &Message) {
+    for r in m.answers.iter().chain(&m.authorities).chain(&m.additionals) {
+        assert!(
+            !matches!(
+                r.record_type(),
+                RecordType::RRSIG | RecordType::NSEC | RecordType::NSEC3
+            ),
+            "DNSSEC record without DO: {r}"
+        );
+    }
+}
+
+fn name(s: &str) -> Name {
+    s.parse().unwrap()
+}
+
+fn mname(n: &hickory_proto::rr::Name) -> Name {
+    n.to_ascii().parse().unwrap()
+}
+
+/// The NSECs of a section as (owner, next, types).
+fn nsecs(records: &[Record]) -> Vec<(Name, Name, Vec<RecordType>)> {
+    records
+        .iter()
+        .filter_map(|r| match &r.data {
+            RData::DNSSEC(DNSSECRData::NSEC(n)) => Some((
+                mname(&r.name),
+                mname(n.next_domain_name()),
+                n.type_bit_maps().collect(),
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+/// True when some NSEC covers `n` (owner < n < next, canonical order, with
+/// the last one wrapping to the apex).
+fn covered(list: &[(Name, Name, Vec<RecordType>)], n: &Name) -> bool {
+    list.iter()
+        .any(|(owner, next, _)| owner < n && (n < next || next <= owner))
+}
+
+#[test]
+fn nsec_answers_are_signed_and_denials_proven_only_with_do() {
+    let f = fixture("dnssec_nsec", None);
+    let port = f.server.port;
+    let keys = &f.keys;
+
+    // Positive answer: the A RRset and its RRSIG, verified.
+    let m = ask_udp(port, "www.example.com.", 1, DO);
+    assert_eq!(m.metadata.response_code, ResponseCode::NoError);
+    assert_eq!(verify_section(&m.answers, keys), 1);
+    assert_eq!(m.answers.len(), 3);
+    // Without DO, and without EDNS: nothing of DNSSEC.
+    no_dnssec(&ask_udp(port, "www.example.com.", 1, Some((4096, false))));
+    no_dnssec(&ask_udp(port, "www.example.com.", 1, None));
+    no_dnssec(&ask_udp(
+        port,
+        "nothing.example.com.",
+        1,
+        Some((4096, false)),
+    ));
+
+    // The DNSKEY RRset is signed by the KSK.
+    let m = ask_tcp(port, "example.com.", 48, DO);
+    assert_eq!(verify_section(&m.answers, keys), 1);
+    let ksk = keys.iter().find(|k| k.flags() == 257).unwrap();
+    let sig_tag = match &rrsigs(&m.answers)[0].data {
+        RData::DNSSEC(DNSSECRData::RRSIG(s)) => s.input().key_tag,
+        _ => unreachable!(),
+    };
+    assert_eq!(sig_tag, ksk.calculate_key_tag().unwrap());
+
+    // CNAME: both steps signed.
+    let m = ask_udp(port, "web.example.com.", 1, DO);
+    assert_eq!(verify_section(&m.answers, keys), 2);
+    assert_all_signed(&m.answers, &[]);
+
+    // NXDOMAIN: SOA and NSECs signed; the name and the wildcard are covered.
+    let m = ask_udp(port, "nothing.example.com.", 1, DO);
+    assert_eq!(m.metadata.response_code, ResponseCode::NXDomain);
+    assert!(verify_section(&m.authorities, keys) >= 2);
+    assert_all_signed(&m.authorities, &[]);
+    let list = nsecs(&m.authorities);
+    assert!(covered(&list, &name("nothing.example.com.")), "{list:?}");
+    assert!(covered(&list, &name("*.example.com.")), "{list:?}");
+
+    // NODATA: the NSEC at the name, without the type.
+    let m = ask_udp(port, "www.example.com.", 16, DO);
+    assert_eq!(m.metadata.response_code, ResponseCode::NoError);
+    assert!(m.answers.is_empty());
+    verify_section(&m.authorities, keys);
+    assert_all_signed(&m.authorities, &[]);
+    let list = nsecs(&m.authorities);
+    let at = list.iter().find(|(o, _, _)| *o == name("www.example.com."));
+    let (_, _, types) = at.expect("NSEC at www");
+    assert!(types.contains(&RecordType::A) && !types.contains(&RecordType::TXT));
+
+    // NODATA at an empty non-terminal: an NSEC whose next name is below it.
+    let m = ask_udp(port, "b.c.example.com.", 1, DO);
+    assert_eq!(m.metadata.response_code, ResponseCode::NoError);
+    verify_section(&m.authorities, keys);
+    let list = nsecs(&m.authorities);
+    assert!(
+        list.iter().any(|(o, next, _)| *o < name("b.c.example.com.")
+            && next.is_subdomain_of(&name("b.c.example.com."))),
+        "{list:?}"
+    );
+
+    // Wildcard answer: the RRSIG's label count reveals the wildcard, and an
+    // NSEC proves the name itself does not exist.
+    let m = ask_udp(port, "foo.wild.example.com.", 1, DO);
+    assert_eq!(verify_section(&m.answers, keys), 1);
+    match &rrsigs(&m.answers)[0].data {
+        RData::DNSSEC(DNSSECRData::RRSIG(s)) => assert_eq!(s.input().num_labels, 3),
+        _ => unreachable!(),
+    }
+    verify_section(&m.authorities, keys);
+    assert!(covered(
+        &nsecs(&m.authorities),
+        &name("foo.wild.example.com.")
+    ));
+
+    // Wildcard NODATA: the name covered, and the wildcard's own NSEC.
+    let m = ask_udp(port, "foo.wild.example.com.", 16, DO);
+    verify_section(&m.authorities, keys);
+    let list = nsecs(&m.authorities);
+    assert!(covered(&list, &name("foo.wild.example.com.")));
+    assert!(list
+        .iter()
+        .any(|(o, _, _)| *o == name("*.wild.example.com.")));
+
+    // Referral to a signed child: NS (unsigned), DS with RRSIG.
+    let m = ask_udp(port, "www.secure.example.com.", 1, DO);
+    assert!(!m.metadata.authoritative);
+    verify_section(&m.authorities, keys);
+    let types: Vec<RecordType> = m.authorities.iter().map(|r| r.record_type()).collect();
+    assert!(types.contains(&RecordType::NS) && types.contains(&RecordType::DS));
+    assert_all_signed(&m.authorities, &[RecordType::NS]);
+    assert!(m
+        .additionals
+        .iter()
+        .all(|r| r.record_type() != RecordType::RRSIG));
+
+    // Referral to an unsigned child: the NSEC at the cut proves no DS.
+    let m = ask_udp(port, "www.open.example.com.", 1, DO);
+    verify_section(&m.authorities, keys);
+    let list = nsecs(&m.authorities);
+    let (_, _, types) = list
+        .iter()
+        .find(|(o, _, _)| *o == name("open.example.com."))
+        .expect("NSEC at the cut");
+    assert!(types.contains(&RecordType::NS) && !types.contains(&RecordType::DS));
+
+    f.done();
+}
+
+/// The NSEC3 records of a section as (owner hash label, next hash, opt-out, types).
+fn nsec3s(records: &[Record]) -> Vec<(String, String, bool, Vec<RecordType>)> {
+    records
+        .iter()
+        .filter_map(|r| match &r.data {
+            RData::DNSSEC(DNSSECRData::NSEC3(n)) => Some((
+                mname(&r.name)
+                    .to_string()
+                    .split('.')
+                    .next()
+                    .unwrap()
+                    .to_string(),
+                base32hex(n.next_hashed_owner_name()),
+                n.opt_out(),
+                n.type_bit_maps().collect(),
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn nsec3_denials_match_and_cover_the_right_hashes() {
+    let cfg = Nsec3Config {
+        iterations: 1,
+        salt: vec![0xab, 0xcd],
+        opt_out: false,
+    };
+    let f = fixture("dnssec_nsec3", Some(cfg.clone()));
+    let port = f.server.port;
+    let keys = &f.keys;
+    let h = |n: &str| base32hex(&nsec3_hash(&name(n), &cfg.salt, cfg.iterations));
+    let matches = |list: &[(String, String, bool, Vec<RecordType>)], n: &str| {
+        list.iter().any(|(o, _, _, _)| *o == h(n))
+    };
+    let covers = |list: &[(String, String, bool, Vec<RecordType>)], n: &str| {
+        let x = h(n);
+        list.iter()
+            .any(|(o, next, _, _)| (*o < x && x < *next) || (next <= o && (x > *o || x < *next)))
+    };
+
+    // NXDOMAIN: closest encloser matched, next closer and wildcard covered.
+    let m = ask_udp(port, "x.nothing.example.com.", 1, DO);
+    assert_eq!(m.metadata.response_code, ResponseCode::NXDomain);
+    verify_section(&m.authorities, keys);
+    assert_all_signed(&m.authorities, &[]);
+    let list = nsec3s(&m.authorities);
+    assert!(matches(&list, "example.com."), "{list:?}");
+    assert!(covers(&list, "nothing.example.com."), "{list:?}");
+    assert!(covers(&list, "*.example.com."), "{list:?}");
+    assert!(!list.is_empty() && list.len() <= 3);
+
+    // NODATA: the matching NSEC3, without the type.
+    let m = ask_udp(port, "www.example.com.", 16, DO);
+    verify_section(&m.authorities, keys);
+    let list = nsec3s(&m.authorities);
+    let (_, _, _, types) = list
+        .iter()
+        .find(|(o, _, _, _)| *o == h("www.example.com."))
+        .unwrap();
+    assert!(types.contains(&RecordType::A) && !types.contains(&RecordType::TXT));
+
+    // An empty non-terminal has an NSEC3 of its own (empty bitmap).
+    let m = ask_udp(port, "b.c.example.com.", 1, DO);
+    let list = nsec3s(&m.authorities);
+    let (_, _, _, types) = list
+        .iter()
+        .find(|(o, _, _, _)| *o == h("b.c.example.com."))
+        .unwrap();
+    assert!(types.is_empty());
+
+    // Wildcard answer: the next closer name is covered.
+    let m = ask_udp(port, "foo.wild.example.com.", 1, DO);
+    assert_eq!(verify_section(&m.answers, keys), 1);
+    verify_section(&m.authorities, keys);
+    assert!(covers(&nsec3s(&m.authorities), "foo.wild.example.com."));
+
+    // Wildcard NODATA: closest encloser, next closer, and the wildcard itself.
+    let m = ask_udp(port, "foo.wild.example.com.", 16, DO);
+    verify_section(&m.authorities, keys);
+    let list = nsec3s(&m.authorities);
+    assert!(matches(&list, "wild.example.com."));
+    assert!(covers(&list, "foo.wild.example.com."));
+    assert!(matches(&list, "*.wild.example.com."));
+
+    // No DS at an unsigned delegation: the NSEC3 matching the cut.
+    let m = ask_udp(port, "www.open.example.com.", 1, DO);
+    verify_section(&m.authorities, keys);
+    let list = nsec3s(&m.authorities);
+    let (_, _, _, types) = list
+        .iter()
+        .find(|(o, _, _, _)| *o == h("open.example.com."))
+        .unwrap();
+    assert!(types.contains(&RecordType::NS) && !types.contains(&RecordType::DS));
+
+    // The NSEC3 owner names themselves are not names of the zone.
+    let hashed = format!("{}.example.com.", h("www.example.com."));
+    let m = ask_udp(port, &hashed, 1, DO);
+    assert_eq!(m.metadata.response_code, ResponseCode::NXDomain);
+    f.done();
+}
+
+#[test]
+fn an_interrupted_secure_zone_exposes_nothing_and_a_rerun_completes() {
+    let db = run(async {
+        let db = TestZoneDb::new("dnssec_rerun").await;
+        db.import("example.com.", ZONE, false).await;
+        db
+    });
+    let server = ServerProcess::start(&db.name, &[]);
+    let zone = name("example.com.");
+    // A run killed midway: a new version half written, with a DNSKEY, never
+    // switched to.
+    run(async {
+        let writer = db
+            .store
+            .begin_zone_write(&zone, WriteMode::Replace)
+            .await
+            .unwrap();
+        writer
+            .write_nodes(&[NodeWrite {
+                name: zone.clone(),
+                rrsets: vec![RRset {
+                    rtype: RType::DNSKEY,
+                    ttl: 3600,
+                    rdata: vec![vec![1, 1, 3, 13, 9, 9].into_boxed_slice()],
+                }],
+            }])
+            .await
+            .unwrap();
+        drop(writer);
+    });
+    // Resolvers see the zone unsigned: no DNSKEY, no RRSIG, no NSEC.
+    let m = ask_udp(server.port, "example.com.", 48, DO);
+    assert!(m.answers.is_empty());
+    no_dnssec(&m);
+    no_dnssec(&ask_udp(server.port, "nothing.example.com.", 1, DO));
+    // The re-run completes, and the zone is signed from then on.
+    run(async {
+        signer::secure_zone(&db.store, &zone, &secure_options(None), &NoProgress)
+            .await
+            .expect("re-run");
+    });
+    let m = ask_until(server.port, "example.com.", 48, |m| !m.answers.is_empty());
+    let keys: Vec<DNSKEY> = m
+        .answers
+        .iter()
+        .filter_map(|r| match &r.data {
+            RData::DNSSEC(DNSSECRData::DNSKEY(k)) => Some(k.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(keys.len(), 2);
+    let m = ask_udp(server.port, "www.example.com.", 1, DO);
+    assert_eq!(verify_section(&m.answers, &keys), 1);
+    // Running it again changes keys not at all.
+    run(async {
+        signer::secure_zone(&db.store, &zone, &secure_options(None), &NoProgress)
+            .await
+            .unwrap();
+        assert_eq!(db.store.zone_keys(&zone).await.unwrap().len(), 2);
+    });
+    drop(server);
+    run(db.drop_db());
+}
+
+/// The RRSIG rdata stored for `rtype` at `owner`.
+async fn stored_sigs(db: &TestZoneDb, owner: &str, rtype: RType) -> Vec<Box<[u8]>> {
+    let zone = db
+        .store
+        .find_zone(&name("example.com."))
+        .await
+        .unwrap()
+        .unwrap();
+    let node = db
+        .store
+        .get_node(&zone, &name(owner))
+        .await
+        .unwrap()
+        .unwrap();
+    node.rrsig(rtype)
+        .map(|s| s.rdata.clone())
+        .unwrap_or_default()
+}
+
+/// Adds records the way any schema-following writer would, without signing.
+async fn unsigned_merge(db: &TestZoneDb, owner: &str, rdata: [u8; 4]) {
+    let zone = name("example.com.");
+    let writer = db
+        .store
+        .begin_zone_write(&zone, WriteMode::Merge)
+        .await
+        .unwrap();
+    writer
+        .write_nodes(&[NodeWrite {
+            name: name(owner),
+            rrsets: vec![RRset {
+                rtype: RType::A,
+                ttl: 3600,
+                rdata: vec![Box::new(rdata)],
+            }],
+        }])
+        .await
+        .unwrap();
+    writer.finish(Duration::ZERO).await.unwrap();
+}
+
+#[test]
+fn resign_replaces_only_what_changed_and_follow_closes_the_gap() {
+    let f = fixture("dnssec_resign", None);
+    let zone = name("example.com.");
+    let (www_before, mail_before) = run(async {
+        (
+            stored_sigs(&f.db, "www.example.com.", RType::A).await,
+            stored_sigs(&f.db, "mail.example.com.", RType::A).await,
+        )
+    });
+    assert_eq!(www_before.len(), 1);
+    // Another writer adds a record to www and a new name, unsigned.
+    run(async {
+        unsigned_merge(&f.db, "www.example.com.", [192, 0, 2, 82]).await;
+        unsigned_merge(&f.db, "new.example.com.", [192, 0, 2, 7]).await;
+        let r = signer::resign(
+            &f.db.store,
+            &zone,
+            false,
+            &Validity::default(),
+            2,
+            &NoProgress,
+        )
+        .await
+        .unwrap();
+        assert!(r.written > 0);
+        // www's signature is new, mail's is the same bytes.
+        assert_ne!(
+            stored_sigs(&f.db, "www.example.com.", RType::A).await,
+            www_before
+        );
+        assert_eq!(
+            stored_sigs(&f.db, "mail.example.com.", RType::A).await,
+            mail_before
+        );
+        // A second run finds nothing to do and writes nothing.
+        let again = signer::resign(
+            &f.db.store,
+            &zone,
+            false,
+            &Validity::default(),
+            2,
+            &NoProgress,
+        )
+        .await
+        .unwrap();
+        assert_eq!(again.written, 0);
+        assert_eq!(again.stats.signed, 0);
+        assert_eq!(again.serial, r.serial);
+    });
+    let m = ask_until(f.server.port, "www.example.com.", 1, |m| {
+        m.answers.len() == 4
+    });
+    assert_eq!(verify_section(&m.answers, &f.keys), 1);
+    let m = ask_udp(f.server.port, "new.example.com.", 1, DO);
+    assert_eq!(verify_section(&m.answers, &f.keys), 1);
+    let m = ask_udp(f.server.port, "nex.example.com.", 1, DO);
+    verify_section(&m.authorities, &f.keys);
+    assert!(covered(&nsecs(&m.authorities), &name("nex.example.com.")));
+
+    // `resign --follow` signs other writers' changes as they land.
+    let stop = std::sync::Arc::new(tokio::sync::Notify::new());
+    let rt = runtime();
+    let follower = {
+        let store = f.db.store.clone();
+        let zone = zone.clone();
+        let stop = stop.clone();
+        rt.spawn(async move {
+            let validity = Validity::default();
+            let run = signer::follow(
+                &store,
+                &zone,
+                &validity,
+                1,
+                Duration::from_millis(100),
+                &NoProgress,
+            );
+            tokio::select! {
+                r = run => r,
+                _ = stop.notified() => Ok(()),
+            }
+        })
+    };
+    rt.block_on(unsigned_merge(&f.db, "later.example.com.", [192, 0, 2, 8]));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let m = ask_udp(f.server.port, "later.example.com.", 1, DO);
+        if m.answers.len() == 2 {
+            assert_eq!(verify_section(&m.answers, &f.keys), 1);
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "--follow did not sign a new name in 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    stop.notify_one();
+    rt.block_on(follower).unwrap().unwrap();
+    f.done();
+}
+
+#[test]
+fn imports_into_a_secured_zone_are_signed() {
+    let f = fixture("dnssec_import", None);
+    // A merge import adds names; a replace import deletes one.
+    run(f.db.import(
+        "example.com.",
+        "$ORIGIN example.com.\n$TTL 300\nadded A 192.0.2.44\nx.y.added2 TXT \"t\"\n",
+        false,
+    ));
+    let m = ask_until(f.server.port, "added.example.com.", 1, |m| {
+        !m.answers.is_empty()
+    });
+    assert_eq!(verify_section(&m.answers, &f.keys), 1);
+    let m = ask_udp(f.server.port, "y.added2.example.com.", 1, DO);
+    verify_section(&m.authorities, &f.keys);
+    assert_all_signed(&m.authorities, &[]);
+    let without_mail: String = ZONE
+        .lines()
+        .filter(|l| !l.starts_with("mail"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    run(f.db.import("example.com.", &without_mail, true));
+    // The harness imports with no grace period: until the server notices the
+    // new version it may read the old one while it is being deleted, so
+    // wait for the new version's complete proof.
+    let m = ask_until(f.server.port, "mail.example.com.", 1, |m| {
+        m.metadata.response_code == ResponseCode::NXDomain
+            && covered(&nsecs(&m.authorities), &name("mail.example.com."))
+    });
+    assert_eq!(m.metadata.response_code, ResponseCode::NXDomain);
+    verify_section(&m.authorities, &f.keys);
+    let list = nsecs(&m.authorities);
+    assert!(covered(&list, &name("mail.example.com.")), "{list:?}");
+    let m = ask_udp(f.server.port, "example.com.", 6, DO);
+    assert_eq!(verify_section(&m.answers, &f.keys), 1);
+    f.done();
+}
+
+/// Merge writes into a secured zone are signed before they are visible:
+/// right after each batch is written, before the importer publishes
+/// anything, every answer about the new and changed names validates.
+fn merge_is_signed_before_visible(tag: &str, nsec3: Option<Nsec3Config>) {
+    let f = fixture(tag, nsec3);
+    let zone = name("example.com.");
+    let mut merge = run(async {
+        let served = f.db.store.find_zone(&zone).await.unwrap().unwrap();
+        signer::merge::MergeSigner::new(&f.db.store, &zone, served.ver)
+            .await
+            .unwrap()
+            .expect("the zone is secured")
+    });
+    let a = |owner: &str, rd: [u8; 4]| NodeWrite {
+        name: name(owner),
+        rrsets: vec![RRset {
+            rtype: RType::A,
+            ttl: 3600,
+            rdata: vec![Box::new(rd)],
+        }],
+    };
+    let ent = |owner: &str| NodeWrite {
+        name: name(owner),
+        rrsets: Vec::new(),
+    };
+    // Batch 1: a record added to www, new names side by side, a new name
+    // under new empty non-terminals.
+    run(merge.write_batch(
+        &f.db.store,
+        &[
+            a("www.example.com.", [192, 0, 2, 82]),
+            a("n1.example.com.", [192, 0, 2, 1]),
+            a("n2.example.com.", [192, 0, 2, 2]),
+            ent("q.p.example.com."),
+            ent("p.example.com."),
+            a("r.q.p.example.com.", [192, 0, 2, 3]),
+        ],
+    ))
+    .unwrap();
+    let port = f.server.port;
+    let check = |qname: &str, qtype: u16, rcode: ResponseCode| {
+        let m = ask_udp(port, qname, qtype, DO);
+        assert_eq!(m.metadata.response_code, rcode, "{qname}");
+        verify_section(&m.answers, &f.keys);
+        verify_section(&m.authorities, &f.keys);
+        assert_all_signed(&m.answers, &[]);
+        assert_all_signed(&m.authorities, &[]);
+        m
+    };
+    let m = check("www.example.com.", 1, ResponseCode::NoError);
+    assert_eq!(m.answers.len(), 4, "three A records and their RRSIG");
+    for n in ["n1.example.com.", "n2.example.com.", "r.q.p.example.com."] {
+        assert_eq!(check(n, 1, ResponseCode::NoError).answers.len(), 2);
+    }
+    // Denials around the new names use the updated chain.
+    let m = check("n15.example.com.", 1, ResponseCode::NXDomain);
+    let m2 = check("q.p.example.com.", 1, ResponseCode::NoError);
+    assert!(m2.answers.is_empty());
+    if nsec3s(&m.authorities).is_empty() {
+        let list = nsecs(&m.authorities);
+        assert!(covered(&list, &name("n15.example.com.")), "{list:?}");
+        assert!(
+            !list
+                .iter()
+                .any(|(o, next, _)| *o < name("n1.example.com.") && name("n1.example.com.") < *next),
+            "no NSEC may deny n1 any more: {list:?}"
+        );
+    }
+    // Batch 2 adds a name between two names of batch 1.
+    run(merge.write_batch(&f.db.store, &[a("n10.example.com.", [192, 0, 2, 10])])).unwrap();
+    check("n10.example.com.", 1, ResponseCode::NoError);
+    check("n11.example.com.", 1, ResponseCode::NXDomain);
+    check("n1.example.com.", 16, ResponseCode::NoError);
+    // The SOA with its new serial, signed, before the generation moves.
+    run(async {
+        let served = f.db.store.find_zone(&zone).await.unwrap().unwrap();
+        let serial = merge.sign_soa(&f.db.store, served.serial).await.unwrap();
+        assert!(backend_mongo::writer::serial_gt(serial, served.serial));
+    });
+    check("example.com.", 6, ResponseCode::NoError);
+    f.done();
+}
+
+#[test]
+fn merge_writes_are_signed_before_they_are_visible_nsec() {
+    merge_is_signed_before_visible("dnssec_merge", None);
+}
+
+#[test]
+fn merge_writes_are_signed_before_they_are_visible_nsec3() {
+    merge_is_signed_before_visible(
+        "dnssec_merge3",
+        Some(Nsec3Config {
+            iterations: 0,
+            salt: Vec::new(),
+            opt_out: false,
+        }),
+    );
+}

@@ -1,0 +1,643 @@
+//! mongodns-sign: DNSSEC for zones stored in MongoDB.
+//!
+//! ```text
+//!  secure_zone ─► keys (generate, store) ─► read served ver ─► plan (sign on
+//!      every core, NSEC/NSEC3 chain) ─► insert into ver+1 ─► switch (ZoneWriter)
+//!      ─► zones.dnssec.secured = true
+//!  resign_version(ver) ─► read ver ─► plan (reuses signatures still good) ─►
+//!      diff ─► field-level updates in place (never overwrites records) ─►
+//!      SOA serial + 1, re-signed ─► new generation (when ver is served)
+//!  unsecure_zone ─► ver+1 without any DNSSEC data ─► switch
+//! ```
+//!
+//! The importer signs what it writes into a secured zone: a replace through
+//! [`sign_after_write`] before the switch, a merge through
+//! [`merge::MergeSigner`] before each batch is written (see `docs/dnssec.md`).
+#![warn(missing_docs)]
+
+pub mod crypto;
+pub mod export;
+pub mod merge;
+pub mod plan;
+
+use backend_mongo::dnssec::{FullNode, KeyState, NodeChange, Nsec3Config, StoredKey};
+use backend_mongo::writer::serial_gt;
+use backend_mongo::{Name, RType, Store, StoreError, WriteMode};
+use futures::stream::{FuturesUnordered, StreamExt};
+use plan::{KeySet, PlanError, PlanStats, SignOptions};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Why a signer operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SignError {
+    /// The database failed or a zone is missing.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The zone cannot be signed as it is.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// A key could not be made or loaded.
+    #[error(transparent)]
+    Key(#[from] crypto::KeyError),
+    /// The zone is not secured.
+    #[error("zone {0} is not secured (run mongodns-sign secure-zone {0} first)")]
+    NotSecured(String),
+    /// No key matches.
+    #[error("zone {0} has no key {1}")]
+    NoSuchKey(String, String),
+    /// Bad arguments.
+    #[error("{0}")]
+    Usage(String),
+}
+
+/// Validity settings for new signatures.
+#[derive(Clone, Copy, Debug)]
+pub struct Validity {
+    /// Signatures are valid for this long.
+    pub lifetime: Duration,
+    /// Signatures with less left than this are replaced.
+    pub refresh: Duration,
+    /// Inception is back-dated by this much (clock skew).
+    pub backdate: Duration,
+}
+
+impl Default for Validity {
+    fn default() -> Self {
+        Validity {
+            lifetime: Duration::from_secs(30 * 86400),
+            refresh: Duration::from_secs(10 * 86400),
+            backdate: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// Progress callbacks (a progress bar, or nothing).
+pub trait Progress: Sync {
+    /// A phase begins with `total` steps.
+    fn phase(&self, name: &str, total: u64);
+    /// `done` steps of the phase are finished.
+    fn set(&self, done: u64);
+    /// `follow` re-signed the zone.
+    fn resigned(&self, _zone: &Name, _report: &Report, _elapsed: Duration) {}
+}
+
+/// Progress that shows nothing.
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn phase(&self, _: &str, _: u64) {}
+    fn set(&self, _: u64) {}
+}
+
+/// What a signing run did.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    /// Nodes read.
+    pub nodes: u64,
+    /// Signatures made, RRsets whose signatures were kept, chain length.
+    pub stats: PlanStats,
+    /// Node documents written or changed.
+    pub written: u64,
+    /// The SOA serial now.
+    pub serial: u32,
+    /// Version of the zone that was signed.
+    pub ver: i64,
+}
+
+/// Options of `secure-zone`.
+#[derive(Clone, Debug)]
+pub struct SecureOptions {
+    /// Algorithm for new keys.
+    pub algorithm: u8,
+    /// One combined key instead of KSK + ZSK.
+    pub csk: bool,
+    /// NSEC3 instead of NSEC.
+    pub nsec3: Option<Nsec3Config>,
+    /// Publish CDS and CDNSKEY (RFC 7344).
+    pub cds: bool,
+    /// Signature validity.
+    pub validity: Validity,
+    /// Signing threads (0: one per core).
+    pub threads: usize,
+    /// How long the old version stays readable after the switch.
+    pub grace: Duration,
+}
+
+fn now() -> u32 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as u32)
+}
+
+pub(crate) fn sign_options(
+    nsec3: Option<Nsec3Config>,
+    v: &Validity,
+    threads: usize,
+    full: bool,
+) -> SignOptions {
+    let t = now();
+    SignOptions {
+        nsec3,
+        inception: t.saturating_sub(v.backdate.as_secs() as u32),
+        expiration: t.saturating_add(v.lifetime.as_secs() as u32),
+        refresh_before: if full {
+            u32::MAX
+        } else {
+            t.saturating_add(v.refresh.as_secs() as u32)
+        },
+        threads: if threads == 0 {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        } else {
+            threads
+        },
+        cds: false,
+    }
+}
+
+fn soa_serial_of(nodes: &[FullNode], apex: &Name) -> Option<u32> {
+    let n = nodes.iter().find(|n| n.name == *apex && !n.nsec3)?;
+    let rd = n.get(RType::SOA)?.rrset.rdata.first()?;
+    backend_mongo::writer::soa_serial(rd)
+}
+
+pub(crate) fn next_serial(candidates: &[u32]) -> u32 {
+    let mut best = candidates[0];
+    for &c in candidates {
+        if serial_gt(c, best) {
+            best = c;
+        }
+    }
+    best.wrapping_add(1)
+}
+
+async fn run_plan(
+    zone: &Name,
+    current: Vec<FullNode>,
+    keys: &[StoredKey],
+    options: SignOptions,
+    serial: Option<u32>,
+    progress: &dyn Progress,
+) -> Result<(Vec<FullNode>, Vec<FullNode>, PlanStats), SignError> {
+    let keyset = KeySet::load(zone, keys)?;
+    progress.phase("signing", current.len() as u64);
+    let work = || {
+        plan::plan(zone, &current, &keyset, &options, serial, &|n| {
+            progress.set(n)
+        })
+    };
+    // Signing is CPU work on threads of its own; keep the runtime's worker
+    // free when it has others (a current-thread runtime just waits).
+    let multi = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    let result = if multi {
+        tokio::task::block_in_place(work)
+    } else {
+        work()
+    }?;
+    Ok((current, result.0, result.1))
+}
+
+/// Secures `zone`: makes keys if it has none, signs every authoritative
+/// RRset, builds the chain, and publishes it all at once as a new version.
+/// Re-running after a failure reuses the stored keys and completes.
+pub async fn secure_zone(
+    store: &Store,
+    zone: &Name,
+    options: &SecureOptions,
+    progress: &dyn Progress,
+) -> Result<Report, SignError> {
+    let mut config = store.dnssec_config(zone).await?;
+    let mut keys = store.zone_keys(zone).await?;
+    if keys.is_empty() {
+        let mut new = vec![crypto::generate(
+            zone,
+            options.algorithm,
+            257,
+            KeyState::Active,
+        )?];
+        if !options.csk {
+            new.push(crypto::generate(
+                zone,
+                options.algorithm,
+                256,
+                KeyState::Active,
+            )?);
+        }
+        for k in &new {
+            store.insert_key(k).await?;
+        }
+        keys = new;
+    }
+    let mut last_err = None;
+    // A write to the served version while the new one is built would be
+    // lost at the switch: build again if the zone's generation moved.
+    for _attempt in 0..3 {
+        let served = store
+            .find_zone(zone)
+            .await?
+            .ok_or_else(|| StoreError::NoSuchZone(zone.to_string()))?;
+        let writer = store.begin_zone_write(zone, WriteMode::Replace).await?;
+        let current = store.read_version(zone, served.ver).await?;
+        let nodes = current.len() as u64;
+        let serial = next_serial(&[
+            served.serial,
+            soa_serial_of(&current, zone).unwrap_or(served.serial),
+        ]);
+        let mut opts = sign_options(
+            options.nsec3.clone(),
+            &options.validity,
+            options.threads,
+            true,
+        );
+        opts.cds = options.cds;
+        let (_, desired, stats) =
+            run_plan(zone, current, &keys, opts, Some(serial), progress).await?;
+        let written = insert_all(store, zone, writer.ver(), &desired, progress).await?;
+        let again = store.find_zone(zone).await?;
+        if again.as_ref().map(|z| z.gen) != Some(served.gen) {
+            last_err = Some(SignError::Usage(format!(
+                "zone {zone} kept changing while it was being signed; try again"
+            )));
+            continue;
+        }
+        let ver = writer.ver();
+        let info = writer.finish(options.grace).await?;
+        config.secured = true;
+        config.nsec3 = options.nsec3.clone();
+        config.cds = options.cds;
+        store.set_dnssec_config(zone, Some(&config)).await?;
+        return Ok(Report {
+            nodes,
+            stats,
+            written,
+            serial: info.serial,
+            ver,
+        });
+    }
+    Err(last_err.expect("three attempts failed"))
+}
+
+async fn insert_all(
+    store: &Store,
+    zone: &Name,
+    ver: i64,
+    nodes: &[FullNode],
+    progress: &dyn Progress,
+) -> Result<u64, SignError> {
+    progress.phase("writing", nodes.len() as u64);
+    let mut pending = FuturesUnordered::new();
+    let mut done = 0u64;
+    for chunk in nodes.chunks(1000) {
+        pending.push(async move {
+            store.insert_full_nodes(zone, ver, chunk).await?;
+            Ok::<u64, StoreError>(chunk.len() as u64)
+        });
+        if pending.len() >= 4 {
+            if let Some(r) = pending.next().await {
+                done += r?;
+                progress.set(done);
+            }
+        }
+    }
+    while let Some(r) = pending.next().await {
+        done += r?;
+        progress.set(done);
+    }
+    Ok(done)
+}
+
+/// Field-level changes that turn `current` into `desired`.
+fn diff(current: &[FullNode], desired: &[FullNode]) -> Vec<NodeChange> {
+    use std::collections::HashMap;
+    let by_name: HashMap<&Name, &FullNode> = current
+        .iter()
+        .filter(|n| !n.nsec3)
+        .map(|n| (&n.name, n))
+        .collect();
+    let old_nsec3: HashMap<&str, &FullNode> = current
+        .iter()
+        .filter(|n| n.nsec3)
+        .filter_map(|n| n.dk.as_deref().map(|d| (d, n)))
+        .collect();
+    let mut changes = Vec::new();
+    let mut kept_nsec3 = std::collections::HashSet::new();
+    for d in desired {
+        if d.nsec3 {
+            let dk = d.dk.as_deref().unwrap_or("");
+            kept_nsec3.insert(dk);
+            if old_nsec3.get(dk).is_none_or(|o| *o != d) {
+                changes.push(NodeChange::PutNsec3(d.clone()));
+            }
+            continue;
+        }
+        let Some(c) = by_name.get(&d.name) else {
+            continue;
+        };
+        for s in &d.rrsets {
+            let t = s.rrset.rtype;
+            let old = c.get(t);
+            if plan::signer_owned(t) || t == RType::SOA {
+                if old != Some(s) {
+                    changes.push(NodeChange::Own {
+                        name: d.name.clone(),
+                        rtype: t,
+                        set: Some(s.clone()),
+                    });
+                }
+            } else if old.is_none_or(|o| o.sigs != s.sigs || o.sd != s.sd) {
+                changes.push(NodeChange::Sign {
+                    name: d.name.clone(),
+                    rtype: t,
+                    sigs: s.sigs.clone(),
+                    sd: s.sd.unwrap_or(0),
+                });
+            }
+        }
+        for o in &c.rrsets {
+            let t = o.rrset.rtype;
+            if plan::signer_owned(t) && d.get(t).is_none() {
+                changes.push(NodeChange::Own {
+                    name: d.name.clone(),
+                    rtype: t,
+                    set: None,
+                });
+            }
+        }
+        if c.dk != d.dk {
+            changes.push(NodeChange::DenialKey {
+                name: d.name.clone(),
+                dk: d.dk.clone(),
+            });
+        }
+    }
+    for dk in old_nsec3.keys() {
+        if !kept_nsec3.contains(dk) {
+            changes.push(NodeChange::DeleteNsec3(dk.to_string()));
+        }
+    }
+    changes
+}
+
+/// Brings the signatures and chain of version `ver` of a secured zone up to
+/// date, in place: only what changed (any writer's changes are found by
+/// digest), signatures near expiry, and the chain around added or removed
+/// names. When anything changed, or the SOA serial is not above
+/// `must_exceed`, the serial moves forward and the SOA is re-signed. With
+/// `publish`, servers are told (new generation).
+#[allow(clippy::too_many_arguments)]
+pub async fn resign_version(
+    store: &Store,
+    zone: &Name,
+    ver: i64,
+    must_exceed: Option<u32>,
+    publish: bool,
+    full: bool,
+    validity: &Validity,
+    threads: usize,
+    progress: &dyn Progress,
+) -> Result<Report, SignError> {
+    let config = store.dnssec_config(zone).await?;
+    if !config.secured {
+        return Err(SignError::NotSecured(zone.to_string()));
+    }
+    let keys = store.zone_keys(zone).await?;
+    let current = store.read_version(zone, ver).await?;
+    let nodes = current.len() as u64;
+    let mut opts = sign_options(config.nsec3.clone(), validity, threads, full);
+    opts.cds = config.cds;
+    let (current, mut desired, mut stats) =
+        run_plan(zone, current, &keys, opts.clone(), None, progress).await?;
+    let mut changes = diff(&current, &desired);
+    let cur_serial = soa_serial_of(&current, zone).unwrap_or(0);
+    let needs_serial = must_exceed.is_some_and(|m| !serial_gt(cur_serial, m));
+    let mut serial = cur_serial;
+    if !changes.is_empty() || needs_serial {
+        serial = next_serial(&[cur_serial, must_exceed.unwrap_or(cur_serial)]);
+        let keyset = KeySet::load(zone, &keys)?;
+        let apex = desired
+            .iter_mut()
+            .find(|n| n.name == *zone && !n.nsec3)
+            .ok_or_else(|| PlanError::NoSoa(zone.to_string()))?;
+        let soa = apex
+            .rrsets
+            .iter_mut()
+            .find(|r| r.rrset.rtype == RType::SOA)
+            .ok_or_else(|| PlanError::NoSoa(zone.to_string()))?;
+        let mut rd = soa.rrset.rdata[0].to_vec();
+        let n = rd.len();
+        rd[n - 20..n - 16].copy_from_slice(&serial.to_be_bytes());
+        soa.rrset.rdata[0] = rd.into_boxed_slice();
+        soa.sd = Some(backend_mongo::dnssec::rrset_digest(
+            soa.rrset.ttl,
+            &soa.rrset.rdata,
+        ));
+        soa.sigs = keyset
+            .zsks
+            .iter()
+            .map(|k| {
+                k.sign_rrset(
+                    zone,
+                    RType::SOA,
+                    soa.rrset.ttl,
+                    &soa.rrset.rdata,
+                    opts.inception,
+                    opts.expiration,
+                )
+                .into_boxed_slice()
+            })
+            .collect();
+        stats.signed += soa.sigs.len() as u64;
+        let soa = soa.clone();
+        changes.retain(|c| !matches!(c, NodeChange::Own { rtype, .. } if *rtype == RType::SOA));
+        changes.push(NodeChange::Own {
+            name: zone.clone(),
+            rtype: RType::SOA,
+            set: Some(soa),
+        });
+    }
+    let written = changes.len() as u64;
+    if !changes.is_empty() {
+        progress.phase("writing", written);
+        store.apply_changes(zone, ver, &changes).await?;
+        progress.set(written);
+        if publish {
+            store.publish_in_place(zone, serial).await?;
+        }
+    }
+    Ok(Report {
+        nodes,
+        stats,
+        written,
+        serial,
+        ver,
+    })
+}
+
+/// Re-signs the served version of a secured zone (see [`resign_version`]).
+pub async fn resign(
+    store: &Store,
+    zone: &Name,
+    full: bool,
+    validity: &Validity,
+    threads: usize,
+    progress: &dyn Progress,
+) -> Result<Report, SignError> {
+    let served = store
+        .find_zone(zone)
+        .await?
+        .ok_or_else(|| StoreError::NoSuchZone(zone.to_string()))?;
+    resign_version(
+        store, zone, served.ver, None, true, full, validity, threads, progress,
+    )
+    .await
+}
+
+/// `resign --follow`: polls the zone's generation (one `_id` read per
+/// `interval`) and re-signs whenever any writer changed the zone, and at
+/// least hourly so signatures never near expiry. Returns only on a fault
+/// that is not the database's (a missing key, an unsigned zone); database
+/// faults are reported and retried.
+pub async fn follow(
+    store: &Store,
+    zone: &Name,
+    validity: &Validity,
+    threads: usize,
+    interval: Duration,
+    progress: &dyn Progress,
+) -> Result<(), SignError> {
+    let mut seen: Option<i64> = None;
+    let mut last_run = std::time::Instant::now();
+    loop {
+        let gen = match store.find_zone(zone).await {
+            Ok(z) => z.map(|z| z.gen),
+            Err(e) => {
+                tracing::warn!(%zone, error = %e, "cannot read the zone; retrying");
+                tokio::time::sleep(interval).await;
+                continue;
+            }
+        };
+        if gen != seen || last_run.elapsed() > Duration::from_secs(3600) {
+            let started = std::time::Instant::now();
+            match resign(store, zone, false, validity, threads, &NoProgress).await {
+                Ok(r) => {
+                    progress.resigned(zone, &r, started.elapsed());
+                    last_run = std::time::Instant::now();
+                    // The generation we read, not the one we published: a
+                    // write that raced with this run is looked at again
+                    // (the next run then finds nothing else to do).
+                    seen = gen;
+                }
+                Err(SignError::Store(e)) => {
+                    tracing::warn!(%zone, error = %e, "re-signing failed; retrying");
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        tokio::time::sleep(interval).await;
+    }
+}
+
+/// The importer's hook: signs what a writer put into version `ver` of
+/// `zone` if the zone is secured (does nothing otherwise). Call it for a
+/// replace before `ZoneWriter::finish`, with `served_serial` the serial of
+/// the version being replaced (the new SOA is moved past it and signed, so
+/// `finish` leaves it alone); for a merge, after `finish`, with
+/// `publish = true`.
+pub async fn sign_after_write(
+    store: &Store,
+    zone: &Name,
+    ver: i64,
+    served_serial: Option<u32>,
+    publish: bool,
+) -> Result<Option<Report>, SignError> {
+    match store.dnssec_config(zone).await {
+        Ok(c) if c.secured => {}
+        Ok(_) | Err(StoreError::NoSuchZone(_)) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    }
+    resign_version(
+        store,
+        zone,
+        ver,
+        served_serial,
+        publish,
+        false,
+        &Validity::default(),
+        0,
+        &NoProgress,
+    )
+    .await
+    .map(Some)
+}
+
+/// Removes every DNSSEC record from `zone` (new version, switched at once)
+/// and forgets its DNSSEC settings. Keys are deleted unless `keep_keys`.
+pub async fn unsecure_zone(
+    store: &Store,
+    zone: &Name,
+    keep_keys: bool,
+    grace: Duration,
+) -> Result<Report, SignError> {
+    let served = store
+        .find_zone(zone)
+        .await?
+        .ok_or_else(|| StoreError::NoSuchZone(zone.to_string()))?;
+    let writer = store.begin_zone_write(zone, WriteMode::Replace).await?;
+    let current = store.read_version(zone, served.ver).await?;
+    let nodes = current.len() as u64;
+    let serial = next_serial(&[
+        served.serial,
+        soa_serial_of(&current, zone).unwrap_or(served.serial),
+    ]);
+    let plain: Vec<FullNode> = current
+        .into_iter()
+        .filter(|n| !n.nsec3)
+        .map(|mut n| {
+            n.dk = None;
+            n.rrsets.retain(|r| !plan::signer_owned(r.rrset.rtype));
+            for r in &mut n.rrsets {
+                r.sigs.clear();
+                r.sd = None;
+                if r.rrset.rtype == RType::SOA && n.name == *zone {
+                    let mut rd = r.rrset.rdata[0].to_vec();
+                    let len = rd.len();
+                    rd[len - 20..len - 16].copy_from_slice(&serial.to_be_bytes());
+                    r.rrset.rdata[0] = rd.into_boxed_slice();
+                }
+            }
+            n
+        })
+        .collect();
+    let written = insert_all(store, zone, writer.ver(), &plain, &NoProgress).await?;
+    let ver = writer.ver();
+    let info = writer.finish(grace).await?;
+    store.set_dnssec_config(zone, None).await?;
+    if !keep_keys {
+        for k in store.zone_keys(zone).await? {
+            store.delete_key(&k.id).await?;
+        }
+    }
+    Ok(Report {
+        nodes,
+        stats: PlanStats::default(),
+        written,
+        serial: info.serial,
+        ver,
+    })
+}
+
+/// Finds one key of `zone` by key tag or `_id`.
+pub async fn find_key(store: &Store, zone: &Name, which: &str) -> Result<StoredKey, SignError> {
+    let keys = store.zone_keys(zone).await?;
+    let matching: Vec<StoredKey> = keys
+        .into_iter()
+        .filter(|k| k.id == which || k.tag.to_string() == which)
+        .collect();
+    match matching.len() {
+        0 => Err(SignError::NoSuchKey(zone.to_string(), which.to_string())),
+        1 => Ok(matching.into_iter().next().expect("one")),
+        _ => Err(SignError::Usage(format!(
+            "several keys of {zone} have tag {which}; give the key id instead"
+        ))),
+    }
+}

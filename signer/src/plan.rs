@@ -1,0 +1,532 @@
+//! From a zone's nodes to its signed form: what is authoritative, the
+//! NSEC/NSEC3 chain, and which RRsets need new signatures.
+//!
+//! ```text
+//!  nodes (canonical order) ─► classify: apex / auth / delegation / ENT / occluded
+//!     ─► strip signer-owned types (NSEC, NSEC3, NSEC3PARAM, DNSKEY, RRSIG)
+//!     ─► add DNSKEY (keys collection) and NSEC3PARAM, chain: NSEC at each
+//!        name, or NSEC3 nodes over hashed names (ENTs included)
+//!     ─► sign in parallel on every core: reuse a signature only when the
+//!        RRset's digest matches, it is far from expiry and made by the keys
+//!        that should sign it now
+//!     ─► desired nodes (the complete signed zone)
+//! ```
+
+use crate::crypto::SigningKey;
+use backend_mongo::dnssec::{
+    base32hex, nsec3_hash, rrset_digest, rrsig_expiration, rrsig_key_tag, type_bitmap, FullNode,
+    Nsec3Config, SignedRRset, StoredKey,
+};
+use backend_mongo::{Name, RRset, RType};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Types the signer owns: what a writer stored under these is replaced.
+pub fn signer_owned(t: RType) -> bool {
+    matches!(
+        t,
+        RType::RRSIG
+            | RType::NSEC
+            | RType::NSEC3
+            | RType::NSEC3PARAM
+            | RType::DNSKEY
+            | RType::CDS
+            | RType::CDNSKEY
+    )
+}
+
+/// How a name takes part in the signed zone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// The zone apex.
+    Apex,
+    /// Authoritative data.
+    Auth,
+    /// A delegation point (NS below the apex).
+    Delegation,
+    /// An empty non-terminal in the authoritative part.
+    Ent,
+    /// Below a delegation or a DNAME: neither signed nor in the chain.
+    Occluded,
+}
+
+/// Signing settings.
+#[derive(Clone, Debug)]
+pub struct SignOptions {
+    /// NSEC3 settings, or `None` for NSEC.
+    pub nsec3: Option<Nsec3Config>,
+    /// Signature inception (seconds since the epoch).
+    pub inception: u32,
+    /// Signature expiration.
+    pub expiration: u32,
+    /// Signatures expiring before this are replaced.
+    pub refresh_before: u32,
+    /// Threads to sign with.
+    pub threads: usize,
+    /// Publish CDS and CDNSKEY at the apex (RFC 7344).
+    pub cds: bool,
+}
+
+/// Active keys split by role.
+pub struct KeySet {
+    /// Keys signing the DNSKEY RRset (SEP keys).
+    pub ksks: Vec<SigningKey>,
+    /// Keys signing everything else (ZSKs, or the CSK).
+    pub zsks: Vec<SigningKey>,
+    /// DNSKEY rdata of every published, active or retired key.
+    pub dnskeys: Vec<Box<[u8]>>,
+    /// CDNSKEY rdata: the SEP keys that are published or active (the DS set
+    /// the parent should have).
+    pub cdnskeys: Vec<Box<[u8]>>,
+    /// CDS rdata (SHA-256) for the same keys.
+    pub cds: Vec<Box<[u8]>>,
+}
+
+/// Why the zone cannot be signed.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// No active key for a role.
+    #[error(
+        "zone {0} has no active {1}: add or activate one (mongodns-sign add-key / activate-key)"
+    )]
+    NoKey(String, &'static str),
+    /// The apex has no SOA.
+    #[error("zone {0} has no SOA at its apex")]
+    NoSoa(String),
+    /// A stored key does not load.
+    #[error(transparent)]
+    Key(#[from] crate::crypto::KeyError),
+}
+
+impl KeySet {
+    /// Loads the zone's keys: active SEP keys sign DNSKEY; active non-SEP keys
+    /// sign the rest (a single SEP key does both: a CSK).
+    pub fn load(zone: &Name, keys: &[StoredKey]) -> Result<KeySet, PlanError> {
+        use backend_mongo::dnssec::KeyState;
+        let mut ksks = Vec::new();
+        let mut zsks = Vec::new();
+        let mut dnskeys = Vec::new();
+        let mut cdnskeys = Vec::new();
+        let mut cds = Vec::new();
+        for k in keys {
+            dnskeys.push(k.dnskey_rdata().into_boxed_slice());
+            if k.is_ksk() && k.state != KeyState::Retired {
+                cdnskeys.push(k.dnskey_rdata().into_boxed_slice());
+                cds.push(
+                    backend_mongo::dnssec::ds_rdata(zone, &k.dnskey_rdata(), k.algorithm)
+                        .into_boxed_slice(),
+                );
+            }
+            if k.state != KeyState::Active {
+                continue;
+            }
+            if k.is_ksk() {
+                ksks.push(SigningKey::load(k)?);
+            } else {
+                zsks.push(SigningKey::load(k)?);
+            }
+        }
+        if ksks.is_empty() {
+            return Err(PlanError::NoKey(zone.to_string(), "KSK (flags 257)"));
+        }
+        if zsks.is_empty() {
+            // A CSK: the SEP keys sign everything.
+            for k in keys {
+                if k.state == KeyState::Active && k.is_ksk() {
+                    zsks.push(SigningKey::load(k)?);
+                }
+            }
+        }
+        Ok(KeySet {
+            ksks,
+            zsks,
+            dnskeys,
+            cdnskeys,
+            cds,
+        })
+    }
+}
+
+/// Classifies nodes given in canonical order (parents before children).
+pub fn classify(apex: &Name, nodes: &[FullNode]) -> Vec<Kind> {
+    let mut out = Vec::with_capacity(nodes.len());
+    let mut occluder: Option<Name> = None;
+    for n in nodes {
+        if let Some(o) = &occluder {
+            if n.name != *o && n.name.is_subdomain_of(o) {
+                out.push(Kind::Occluded);
+                continue;
+            }
+            occluder = None;
+        }
+        let has = |t: RType| n.rrsets.iter().any(|r| r.rrset.rtype == t);
+        let data = n.rrsets.iter().any(|r| !signer_owned(r.rrset.rtype));
+        let kind = if n.name == *apex {
+            Kind::Apex
+        } else if has(RType::NS) {
+            occluder = Some(n.name.clone());
+            Kind::Delegation
+        } else if !data {
+            Kind::Ent
+        } else {
+            if has(RType::DNAME) {
+                occluder = Some(n.name.clone());
+            }
+            Kind::Auth
+        };
+        out.push(kind);
+    }
+    out
+}
+
+/// The SOA minimum of an SOA rdata.
+pub(crate) fn soa_minimum(rd: &[u8]) -> u32 {
+    let n = rd.len();
+    if n < 4 {
+        return 0;
+    }
+    u32::from_be_bytes([rd[n - 4], rd[n - 3], rd[n - 2], rd[n - 1]])
+}
+
+/// The NSEC3PARAM rdata for `cfg` (flags 0: opt-out is an NSEC3 flag only).
+pub fn nsec3param_rdata(cfg: &Nsec3Config) -> Vec<u8> {
+    let mut rd = vec![1, 0];
+    rd.extend_from_slice(&cfg.iterations.to_be_bytes());
+    rd.push(cfg.salt.len() as u8);
+    rd.extend_from_slice(&cfg.salt);
+    rd
+}
+
+/// A signing job: one RRset at one node of the desired zone.
+pub(crate) struct Job {
+    pub(crate) node: usize,
+    pub(crate) set: usize,
+    pub(crate) ksk: bool,
+}
+
+/// Counts from a plan.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PlanStats {
+    /// Signatures made.
+    pub signed: u64,
+    /// RRsets whose signatures were kept.
+    pub reused: u64,
+    /// Names in the NSEC or NSEC3 chain.
+    pub chain: u64,
+}
+
+/// Builds the complete signed zone from `current` (one version's nodes in
+/// canonical order). `progress` is called with the number of RRsets done.
+pub fn plan(
+    apex: &Name,
+    current: &[FullNode],
+    keys: &KeySet,
+    options: &SignOptions,
+    serial: Option<u32>,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<(Vec<FullNode>, PlanStats), PlanError> {
+    // Ordinary nodes only: NSEC3 nodes are rebuilt.
+    let ordinary: Vec<&FullNode> = current.iter().filter(|n| !n.nsec3).collect();
+    let owned: Vec<FullNode> = ordinary.iter().map(|n| (*n).clone()).collect();
+    let kinds = classify(apex, &owned);
+    let mut nodes: Vec<FullNode> = Vec::with_capacity(owned.len() + owned.len() / 2);
+    let mut node_kinds: Vec<Kind> = Vec::with_capacity(owned.len());
+    for (mut n, kind) in owned.into_iter().zip(kinds) {
+        n.rrsets.retain(|r| !signer_owned(r.rrset.rtype));
+        n.dk = None;
+        nodes.push(n);
+        node_kinds.push(kind);
+    }
+    let apex_i = nodes
+        .iter()
+        .position(|n| n.name == *apex)
+        .ok_or_else(|| PlanError::NoSoa(apex.to_string()))?;
+    let soa = nodes[apex_i]
+        .get(RType::SOA)
+        .cloned()
+        .ok_or_else(|| PlanError::NoSoa(apex.to_string()))?;
+    if let Some(serial) = serial {
+        let soa_set = nodes[apex_i]
+            .rrsets
+            .iter_mut()
+            .find(|r| r.rrset.rtype == RType::SOA)
+            .expect("checked");
+        let mut rd = soa_set.rrset.rdata[0].to_vec();
+        let n = rd.len();
+        if n >= 20 {
+            rd[n - 20..n - 16].copy_from_slice(&serial.to_be_bytes());
+        }
+        soa_set.rrset.rdata[0] = rd.into_boxed_slice();
+    }
+    let neg_ttl = soa.rrset.ttl.min(soa_minimum(&soa.rrset.rdata[0]));
+    // DNSKEY (and NSEC3PARAM) at the apex.
+    let dnskey_ttl = current
+        .iter()
+        .find(|n| n.name == *apex && !n.nsec3)
+        .and_then(|n| n.get(RType::DNSKEY))
+        .map_or(soa.rrset.ttl, |d| d.rrset.ttl);
+    let old_apex = ordinary.iter().find(|n| n.name == *apex);
+    let keep_old = |t: RType| old_apex.and_then(|n| n.get(t)).cloned();
+    nodes[apex_i].rrsets.push(carry(
+        keep_old(RType::DNSKEY),
+        RRset {
+            rtype: RType::DNSKEY,
+            ttl: dnskey_ttl,
+            rdata: keys.dnskeys.clone(),
+        },
+    ));
+    if options.cds {
+        for (t, rdata) in [(RType::CDS, &keys.cds), (RType::CDNSKEY, &keys.cdnskeys)] {
+            nodes[apex_i].rrsets.push(carry(
+                keep_old(t),
+                RRset {
+                    rtype: t,
+                    ttl: dnskey_ttl,
+                    rdata: rdata.clone(),
+                },
+            ));
+        }
+    }
+    if let Some(cfg) = &options.nsec3 {
+        nodes[apex_i].rrsets.push(carry(
+            keep_old(RType::NSEC3PARAM),
+            RRset {
+                rtype: RType::NSEC3PARAM,
+                ttl: 0,
+                rdata: vec![nsec3param_rdata(cfg).into_boxed_slice()],
+            },
+        ));
+    }
+    let mut stats = PlanStats::default();
+    // The chain.
+    match &options.nsec3 {
+        None => {
+            let members: Vec<usize> = (0..nodes.len())
+                .filter(|i| matches!(node_kinds[*i], Kind::Apex | Kind::Auth | Kind::Delegation))
+                .collect();
+            stats.chain = members.len() as u64;
+            for (j, &i) in members.iter().enumerate() {
+                let next = &nodes[members[(j + 1) % members.len()]].name;
+                let mut types: Vec<RType> = nodes[i].rrsets.iter().map(|r| r.rrset.rtype).collect();
+                types.push(RType::NSEC);
+                types.push(RType::RRSIG);
+                let mut rd = next.as_wire().to_vec();
+                rd.extend_from_slice(&type_bitmap(&types));
+                let prev = find_old(&ordinary, &nodes[i].name, RType::NSEC);
+                let set = carry(
+                    prev,
+                    RRset {
+                        rtype: RType::NSEC,
+                        ttl: neg_ttl,
+                        rdata: vec![rd.into_boxed_slice()],
+                    },
+                );
+                nodes[i].rrsets.push(set);
+                nodes[i].dk = Some(nodes[i].name.canonical_key());
+            }
+        }
+        Some(cfg) => {
+            let mut hashed: Vec<([u8; 20], usize)> = (0..nodes.len())
+                .filter(|&i| match node_kinds[i] {
+                    Kind::Apex | Kind::Auth | Kind::Ent => true,
+                    Kind::Delegation => !cfg.opt_out || nodes[i].get(RType::DS).is_some(),
+                    Kind::Occluded => false,
+                })
+                .map(|i| (nsec3_hash(&nodes[i].name, &cfg.salt, cfg.iterations), i))
+                .collect();
+            hashed.sort_unstable_by_key(|a| a.0);
+            hashed.dedup_by(|a, b| a.0 == b.0);
+            stats.chain = hashed.len() as u64;
+            let old_nsec3: std::collections::HashMap<&str, &FullNode> = current
+                .iter()
+                .filter(|n| n.nsec3)
+                .filter_map(|n| n.dk.as_deref().map(|dk| (dk, n)))
+                .collect();
+            let mut extra = Vec::with_capacity(hashed.len());
+            for (j, (hash, i)) in hashed.iter().enumerate() {
+                let next = &hashed[(j + 1) % hashed.len()].0;
+                let node = &nodes[*i];
+                let kind = node_kinds[*i];
+                let mut types: Vec<RType> = node.rrsets.iter().map(|r| r.rrset.rtype).collect();
+                let signed_here = match kind {
+                    Kind::Apex | Kind::Auth => !types.is_empty(),
+                    Kind::Delegation => node.get(RType::DS).is_some(),
+                    _ => false,
+                };
+                if signed_here {
+                    types.push(RType::RRSIG);
+                }
+                let mut rd = vec![1, u8::from(cfg.opt_out)];
+                rd.extend_from_slice(&cfg.iterations.to_be_bytes());
+                rd.push(cfg.salt.len() as u8);
+                rd.extend_from_slice(&cfg.salt);
+                rd.push(20);
+                rd.extend_from_slice(next);
+                rd.extend_from_slice(&type_bitmap(&types));
+                let b32 = base32hex(hash);
+                let name = apex
+                    .prepend(b32.as_bytes())
+                    .expect("a 32-character label fits under any zone that has one");
+                let prev = old_nsec3
+                    .get(b32.as_str())
+                    .and_then(|n| n.get(RType::NSEC3))
+                    .cloned();
+                extra.push(FullNode {
+                    name,
+                    rrsets: vec![carry(
+                        prev,
+                        RRset {
+                            rtype: RType::NSEC3,
+                            ttl: neg_ttl,
+                            rdata: vec![rd.into_boxed_slice()],
+                        },
+                    )],
+                    dk: Some(b32),
+                    nsec3: true,
+                });
+                node_kinds.push(Kind::Auth);
+            }
+            nodes.extend(extra);
+        }
+    }
+    // What must be signed, and with which keys.
+    let mut jobs = Vec::new();
+    let zsk_tags: Vec<u16> = keys.zsks.iter().map(|k| k.tag).collect();
+    let ksk_tags: Vec<u16> = keys.ksks.iter().map(|k| k.tag).collect();
+    for (i, n) in nodes.iter_mut().enumerate() {
+        let kind = node_kinds[i];
+        for (s, set) in n.rrsets.iter_mut().enumerate() {
+            let t = set.rrset.rtype;
+            let should_sign = match kind {
+                Kind::Apex | Kind::Auth => true,
+                Kind::Delegation => matches!(t, RType::DS | RType::NSEC),
+                Kind::Ent | Kind::Occluded => false,
+            };
+            if !should_sign {
+                set.sigs.clear();
+                set.sd = None;
+                continue;
+            }
+            let ksk = matches!(t, RType::DNSKEY | RType::CDS | RType::CDNSKEY);
+            let tags = if ksk { &ksk_tags } else { &zsk_tags };
+            let digest = rrset_digest(set.rrset.ttl, &set.rrset.rdata);
+            if reusable(set, digest, tags, options.refresh_before) {
+                stats.reused += 1;
+                continue;
+            }
+            set.sd = Some(digest);
+            jobs.push(Job {
+                node: i,
+                set: s,
+                ksk,
+            });
+        }
+    }
+    stats.signed = sign_all(&mut nodes, &jobs, keys, options, progress);
+    // Back to canonical order (NSEC3 nodes sort among the apex's children).
+    nodes.sort_by(|a, b| a.name.cmp(&b.name).then(a.nsec3.cmp(&b.nsec3)));
+    Ok((nodes, stats))
+}
+
+fn find_old(ordinary: &[&FullNode], name: &Name, t: RType) -> Option<SignedRRset> {
+    ordinary
+        .binary_search_by(|n| n.name.cmp(name))
+        .ok()
+        .and_then(|i| ordinary[i].get(t))
+        .cloned()
+}
+
+/// The new RRset, keeping the old one's signatures (for [`reusable`] to judge).
+fn carry(old: Option<SignedRRset>, rrset: RRset) -> SignedRRset {
+    match old {
+        Some(o) => SignedRRset {
+            rrset,
+            sigs: o.sigs,
+            sd: o.sd,
+        },
+        None => SignedRRset {
+            rrset,
+            sigs: Vec::new(),
+            sd: None,
+        },
+    }
+}
+
+/// True when `set`'s stored signatures still fit: same content, made by
+/// exactly the keys that should sign now, none expiring before `refresh`.
+fn reusable(set: &SignedRRset, digest: i64, tags: &[u16], refresh: u32) -> bool {
+    if set.sd != Some(digest) || set.sigs.len() != tags.len() {
+        return false;
+    }
+    let mut have: Vec<u16> = set.sigs.iter().filter_map(|s| rrsig_key_tag(s)).collect();
+    have.sort_unstable();
+    let mut want = tags.to_vec();
+    want.sort_unstable();
+    have == want
+        && set
+            .sigs
+            .iter()
+            .all(|s| rrsig_expiration(s).is_some_and(|e| e >= refresh))
+}
+
+pub(crate) fn sign_all(
+    nodes: &mut [FullNode],
+    jobs: &[Job],
+    keys: &KeySet,
+    options: &SignOptions,
+    progress: &(dyn Fn(u64) + Sync),
+) -> u64 {
+    if jobs.is_empty() {
+        return 0;
+    }
+    let threads = options.threads.max(1).min(jobs.len());
+    let chunk = jobs.len().div_ceil(threads);
+    let done = AtomicU64::new(0);
+    let results: Vec<Vec<Vec<Box<[u8]>>>> = std::thread::scope(|scope| {
+        let nodes = &*nodes;
+        let done = &done;
+        let handles: Vec<_> = jobs
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    let mut out = Vec::with_capacity(part.len());
+                    for (k, job) in part.iter().enumerate() {
+                        let n = &nodes[job.node];
+                        let set = &n.rrsets[job.set].rrset;
+                        let signers = if job.ksk { &keys.ksks } else { &keys.zsks };
+                        let sigs: Vec<Box<[u8]>> = signers
+                            .iter()
+                            .map(|key| {
+                                key.sign_rrset(
+                                    &n.name,
+                                    set.rtype,
+                                    set.ttl,
+                                    &set.rdata,
+                                    options.inception,
+                                    options.expiration,
+                                )
+                                .into_boxed_slice()
+                            })
+                            .collect();
+                        out.push(sigs);
+                        if k % 256 == 255 {
+                            let total = done.fetch_add(256, Ordering::Relaxed) + 256;
+                            progress(total);
+                        }
+                    }
+                    out
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("signing thread panicked"))
+            .collect()
+    });
+    let mut count = 0;
+    for (job, sigs) in jobs.iter().zip(results.into_iter().flatten()) {
+        count += sigs.len() as u64;
+        nodes[job.node].rrsets[job.set].sigs = sigs;
+    }
+    progress(jobs.len() as u64);
+    count
+}

@@ -1,0 +1,329 @@
+//! The `mongodns-sign` binary against a real database: error messages and
+//! exit status, key rollovers, and private keys never printed.
+
+use backend_mongo::{Name, NodeWrite, RRset, RType, Store, WriteMode};
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn database_uri() -> String {
+    static URI: OnceLock<String> = OnceLock::new();
+    URI.get_or_init(|| {
+        if let Ok(uri) = std::env::var("MONGODB_URI") {
+            return uri;
+        }
+        let out = Command::new(repo_root().join("scripts/dev-mongo"))
+            .arg("start")
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("cannot run scripts/dev-mongo start");
+        assert!(out.status.success(), "scripts/dev-mongo start failed");
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    })
+    .clone()
+}
+
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap()
+    })
+}
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+struct Db {
+    name: String,
+    store: Store,
+}
+
+impl Db {
+    /// A fresh database holding a small zone `example.net.`.
+    fn new(tag: &str) -> Db {
+        let name = format!(
+            "mdt_{tag}_{}_{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::SeqCst)
+        );
+        runtime().block_on(async {
+            let store = Store::connect(&database_uri(), &name, Duration::from_secs(10))
+                .await
+                .unwrap();
+            store.ensure_indexes().await.unwrap();
+            let zone: Name = "example.net.".parse().unwrap();
+            let mut soa =
+                b"\x03ns1\x07example\x03net\x00\x0ahostmaster\x07example\x03net\x00".to_vec();
+            for v in [1u32, 7200, 900, 1209600, 300] {
+                soa.extend_from_slice(&v.to_be_bytes());
+            }
+            let ns = b"\x03ns1\x07example\x03net\x00".to_vec();
+            let nodes = vec![
+                NodeWrite {
+                    name: zone.clone(),
+                    rrsets: vec![
+                        RRset {
+                            rtype: RType::SOA,
+                            ttl: 3600,
+                            rdata: vec![soa.into_boxed_slice()],
+                        },
+                        RRset {
+                            rtype: RType::NS,
+                            ttl: 3600,
+                            rdata: vec![ns.into_boxed_slice()],
+                        },
+                    ],
+                },
+                NodeWrite {
+                    name: "ns1.example.net.".parse().unwrap(),
+                    rrsets: vec![RRset {
+                        rtype: RType::A,
+                        ttl: 3600,
+                        rdata: vec![Box::new([192, 0, 2, 1])],
+                    }],
+                },
+            ];
+            let writer = store
+                .begin_zone_write(&zone, WriteMode::Replace)
+                .await
+                .unwrap();
+            writer.write_nodes(&nodes).await.unwrap();
+            writer.finish(Duration::ZERO).await.unwrap();
+            Db { name, store }
+        })
+    }
+
+    fn sign(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_mongodns-sign"))
+            .args([
+                "--mongodb-uri",
+                &database_uri(),
+                "--database",
+                &self.name,
+                "-q",
+            ])
+            .args(args)
+            .output()
+            .expect("cannot run mongodns-sign")
+    }
+
+    /// Runs and expects success; returns stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.sign(args);
+        assert!(
+            out.status.success(),
+            "mongodns-sign {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    fn drop_db(self) {
+        runtime().block_on(async {
+            let _ = self.store.database().drop().await;
+        });
+    }
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn errors_are_clear_and_exit_non_zero() {
+    let db = Db::new("signcli_err");
+    let o = db.sign(&["show-zone", "nosuch.example"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("zone nosuch.example. does not exist"),
+        "{}",
+        stderr(&o)
+    );
+    let o = db.sign(&["secure-zone", "nosuch.example"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("does not exist"));
+    let o = db.sign(&["resign", "example.net"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("is not secured"), "{}", stderr(&o));
+    let o = db.sign(&["secure-zone", "example.net", "--algorithm", "md5"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("unknown algorithm md5"));
+    let o = db.sign(&["activate-key", "example.net", "12345"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("has no key 12345"));
+    let o = Command::new(env!("CARGO_BIN_EXE_mongodns-sign"))
+        .args([
+            "--mongodb-uri",
+            "mongodb://127.0.0.1:1/?directConnection=true",
+            "--db-timeout-ms",
+            "300",
+            "show-zone",
+            "example.net",
+        ])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("unreachable"), "{}", stderr(&o));
+    db.drop_db();
+}
+
+fn count(text: &str, needle: &str) -> usize {
+    text.lines().filter(|l| l.contains(needle)).count()
+}
+
+/// Key tags of the RRSIGs over `rtype` in an exported zone.
+fn sig_tags(export: &str, rtype: &str) -> Vec<u16> {
+    let mut tags: Vec<u16> = export
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.get(3) == Some(&"RRSIG") && f.get(4) == Some(&rtype)).then(|| f[10].parse().unwrap())
+        })
+        .collect();
+    tags.sort_unstable();
+    tags.dedup();
+    tags
+}
+
+fn verify(export: &str, zone: &str, csk: bool) {
+    if Command::new("dnssec-verify").arg("-h").output().is_err() {
+        eprintln!("dnssec-verify is not installed: skipping the check");
+        return;
+    }
+    let path = std::env::temp_dir().join(format!(
+        "signcli_{}_{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::SeqCst)
+    ));
+    std::fs::write(&path, export).unwrap();
+    let mut cmd = Command::new("dnssec-verify");
+    if csk {
+        cmd.arg("-z");
+    }
+    let o = cmd.args(["-o", zone]).arg(&path).output().unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert!(o.status.success(), "dnssec-verify: {}", stderr(&o));
+}
+
+#[test]
+fn zsk_and_ksk_rollovers_and_no_private_key_in_output() {
+    let db = Db::new("signcli_roll");
+    let shown = db.ok(&["secure-zone", "example.net"]);
+    assert!(shown.contains("example.net. IN DS "), "{shown}");
+    let keys = runtime()
+        .block_on(db.store.zone_keys(&"example.net.".parse().unwrap()))
+        .unwrap();
+    assert_eq!(keys.len(), 2);
+    let ksk = keys.iter().find(|k| k.is_ksk()).unwrap().clone();
+    let zsk = keys.iter().find(|k| !k.is_ksk()).unwrap().clone();
+    let ds: Vec<&str> = shown.lines().filter(|l| l.contains(" IN DS ")).collect();
+    assert_eq!(ds.len(), 1);
+    let f: Vec<&str> = ds[0].split_whitespace().collect();
+    assert_eq!(f[3].parse::<u16>().unwrap(), ksk.tag);
+    assert_eq!((f[4], f[5], f[6].len()), ("13", "2", 64));
+
+    // Private keys (the P-256 scalar inside the PKCS#8) are never printed.
+    let export = db.ok(&["export-zone", "example.net"]);
+    for k in &keys {
+        let scalar = &k.private_pkcs8[36..68];
+        let hex = backend_mongo::dnssec::to_hex(scalar);
+        let b64 = signer::export::base64(scalar);
+        for out in [&shown, &export] {
+            assert!(!out.to_lowercase().contains(&hex));
+            assert!(!out.contains(&b64[..40]));
+        }
+        assert!(!format!("{k:?}").contains(&hex));
+    }
+    verify(&export, "example.net", false);
+    assert_eq!(sig_tags(&export, "A"), vec![zsk.tag]);
+
+    // ZSK rollover by pre-publication.
+    let added = db.ok(&["add-key", "example.net"]);
+    let new_tag: u16 = added.split_whitespace().nth(5).unwrap().parse().unwrap();
+    let export = db.ok(&["export-zone", "example.net"]);
+    assert_eq!(count(&export, "\tDNSKEY\t"), 3);
+    assert_eq!(
+        sig_tags(&export, "A"),
+        vec![zsk.tag],
+        "published, not signing yet"
+    );
+    db.ok(&["activate-key", "example.net", &new_tag.to_string()]);
+    db.ok(&["retire-key", "example.net", &zsk.tag.to_string()]);
+    let export = db.ok(&["export-zone", "example.net"]);
+    assert_eq!(sig_tags(&export, "A"), vec![new_tag]);
+    assert_eq!(
+        count(&export, "\tDNSKEY\t"),
+        3,
+        "the old ZSK stays published"
+    );
+    verify(&export, "example.net", false);
+    db.ok(&["remove-key", "example.net", &zsk.tag.to_string()]);
+    let export = db.ok(&["export-zone", "example.net"]);
+    assert_eq!(count(&export, "\tDNSKEY\t"), 2);
+    verify(&export, "example.net", false);
+
+    // KSK rollover by double signature.
+    let added = db.ok(&["add-key", "example.net", "--ksk", "--active"]);
+    let new_ksk: u16 = added.split_whitespace().nth(5).unwrap().parse().unwrap();
+    let export = db.ok(&["export-zone", "example.net"]);
+    let mut both = vec![ksk.tag, new_ksk];
+    both.sort_unstable();
+    assert_eq!(sig_tags(&export, "DNSKEY"), both);
+    let shown = db.ok(&["show-zone", "example.net"]);
+    assert_eq!(count(&shown, " IN DS "), 2);
+    db.ok(&["remove-key", "example.net", &ksk.tag.to_string()]);
+    let export = db.ok(&["export-zone", "example.net"]);
+    assert_eq!(sig_tags(&export, "DNSKEY"), vec![new_ksk]);
+    verify(&export, "example.net", false);
+    let shown = db.ok(&["show-zone", "example.net"]);
+    assert_eq!(count(&shown, " IN DS "), 1);
+
+    // unsecure-zone: no DNSSEC data left, keys gone.
+    db.ok(&["unsecure-zone", "example.net"]);
+    let export = db.ok(&["export-zone", "example.net"]);
+    assert_eq!(
+        count(&export, "RRSIG") + count(&export, "NSEC") + count(&export, "DNSKEY"),
+        0
+    );
+    assert!(db.ok(&["show-zone", "example.net"]).contains("no keys"));
+    db.drop_db();
+}
+
+#[test]
+fn cds_and_cdnskey_follow_the_ksks() {
+    let db = Db::new("signcli_cds");
+    let shown = db.ok(&["secure-zone", "example.net", "--cds"]);
+    let ds: Vec<String> = shown
+        .lines()
+        .filter(|l| l.contains(" IN DS "))
+        .map(|l| l.split(" IN DS ").nth(1).unwrap().to_string())
+        .collect();
+    let export = db.ok(&["export-zone", "example.net"]);
+    let cds: Vec<String> = export
+        .lines()
+        .filter(|l| l.split('\t').nth(3) == Some("CDS"))
+        .map(|l| l.split('\t').nth(4).unwrap().to_string())
+        .collect();
+    assert_eq!(cds, ds, "CDS is the DS shown for the parent");
+    assert_eq!(count(&export, "\tCDNSKEY\t"), 1);
+    assert_eq!(sig_tags(&export, "CDS").len(), 1, "CDS signed by the KSK");
+    verify(&export, "example.net", false);
+    db.ok(&["add-key", "example.net", "--ksk", "--active"]);
+    let export = db.ok(&["export-zone", "example.net"]);
+    assert_eq!(count(&export, "\tCDS\t"), 2);
+    assert_eq!(count(&export, "\tCDNSKEY\t"), 2);
+    verify(&export, "example.net", false);
+    db.drop_db();
+}
