@@ -194,6 +194,23 @@ impl Store {
     ///
     /// Hot-path lookups use `_id`, which every collection indexes already.
     pub async fn ensure_indexes(&self) -> Result<(), StoreError> {
+        // The first write to a new database creates it; FerretDB has been
+        // seen to fail that transiently (SQLite "unable to open database
+        // file") while many databases are created at once. Retry briefly.
+        let mut attempt = 0;
+        loop {
+            match self.ensure_indexes_once().await {
+                Err(e) if attempt < 3 => {
+                    attempt += 1;
+                    tracing::warn!(error = %e, attempt, "creating indexes failed; retrying");
+                    tokio::time::sleep(Duration::from_millis(300 * attempt)).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn ensure_indexes_once(&self) -> Result<(), StoreError> {
         let by_zone = IndexModel::builder()
             .keys(doc! {"zone": 1, "ver": 1, "ck": 1})
             .options(
