@@ -11,13 +11,15 @@
 
 pub mod dnssec;
 pub mod name;
+pub mod progress;
 pub mod rtype;
 pub mod schema;
 pub mod store;
 pub mod writer;
 
 pub use name::{Name, NameError};
+pub use progress::{JobProgress, ProgressReporter};
 pub use rtype::RType;
 pub use schema::{Node, RRset, ZoneInfo};
-pub use store::{Store, StoreError};
+pub use store::{ReadFrom, Store, StoreError};
 pub use writer::{BaselineWriter, NodeWrite, WriteMode, WriteStats, ZoneContent, ZoneWriter};

@@ -13,7 +13,9 @@ use crate::schema::{self, Node, SchemaError, ZoneInfo, META, NODES, SEQ_ID, ZONE
 use crate::Name;
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Document};
-use mongodb::options::{ClientOptions, IndexOptions};
+use mongodb::options::{
+    ClientOptions, IndexOptions, ReadPreference, ReadPreferenceOptions, SelectionCriteria,
+};
 use mongodb::{Client, Collection, Database, IndexModel};
 use std::time::Duration;
 
@@ -74,6 +76,41 @@ fn redact(uri: &str) -> String {
     }
 }
 
+/// Which replica-set members serve reads.
+#[derive(Clone, Debug, Default)]
+pub struct ReadFrom {
+    /// `primary`, `primaryPreferred`, `secondary`, `secondaryPreferred` or
+    /// `nearest` (case-insensitive); `None` keeps the URI's choice.
+    pub preference: Option<String>,
+    /// Skip secondaries lagging more than this (at least 90 s).
+    pub max_staleness: Option<Duration>,
+}
+
+fn read_preference(
+    mode: &str,
+    max_staleness: Option<Duration>,
+) -> Result<ReadPreference, StoreError> {
+    let options = max_staleness.map(|d| ReadPreferenceOptions::builder().max_staleness(d).build());
+    let pref = match mode.to_ascii_lowercase().replace(['-', '_'], "").as_str() {
+        "primary" if options.is_none() => ReadPreference::Primary,
+        "primary" => {
+            return Err(StoreError::BadUri(
+                "max staleness cannot be used with read preference primary".into(),
+            ))
+        }
+        "primarypreferred" => ReadPreference::PrimaryPreferred { options },
+        "secondary" => ReadPreference::Secondary { options },
+        "secondarypreferred" => ReadPreference::SecondaryPreferred { options },
+        "nearest" => ReadPreference::Nearest { options },
+        other => {
+            return Err(StoreError::BadUri(format!(
+                "unknown read preference {other:?}"
+            )))
+        }
+    };
+    Ok(pref)
+}
+
 impl Store {
     /// Connects, checks that the server answers and is new enough.
     ///
@@ -84,9 +121,31 @@ impl Store {
         database: &str,
         timeout: Duration,
     ) -> Result<Store, StoreError> {
+        Self::connect_with(uri, database, timeout, &ReadFrom::default()).await
+    }
+
+    /// [`Store::connect`] with a read preference for every read this handle
+    /// makes (lookups and change polling alike, so both see the same member's
+    /// data). An unset preference keeps the URI's `readPreference` (or primary).
+    pub async fn connect_with(
+        uri: &str,
+        database: &str,
+        timeout: Duration,
+        read: &ReadFrom,
+    ) -> Result<Store, StoreError> {
         let mut options = ClientOptions::parse(uri)
             .await
             .map_err(|e| StoreError::BadUri(e.to_string()))?;
+        if let Some(mode) = &read.preference {
+            let pref = read_preference(mode, read.max_staleness)?;
+            options.selection_criteria = Some(SelectionCriteria::ReadPreference(pref));
+        }
+        // The start-up checks go where reads will go: a server reading from
+        // secondaries starts while the primary is down.
+        let criteria = options
+            .selection_criteria
+            .clone()
+            .unwrap_or(SelectionCriteria::ReadPreference(ReadPreference::Primary));
         options.server_selection_timeout = Some(timeout);
         options.connect_timeout = Some(timeout);
         options.app_name = Some("mongodns".into());
@@ -101,11 +160,13 @@ impl Store {
             reason: e.to_string(),
         };
         db.run_command(doc! {"ping": 1})
+            .selection_criteria(criteria.clone())
             .await
             .map_err(unreachable)?;
         let info = client
             .database("admin")
             .run_command(doc! {"buildInfo": 1})
+            .selection_criteria(criteria)
             .await
             .map_err(unreachable)?;
         let version = info.get_str("version").unwrap_or("0.0").to_string();

@@ -2,7 +2,11 @@
 //!
 //! ```text
 //!  GET  /stats                      counters as JSON
-//!  GET  /metrics                    the same, Prometheus text format
+//!  GET  /metrics                    the same, Prometheus text format, plus
+//!                                   queries by transport/type/rcode, query
+//!                                   log, kernel UDP drops, job progress
+//!  GET  /health                     200 while the database is being polled,
+//!                                   503 when the last good poll is too old
 //!  POST /purge                      drop every cached reply and node
 //!  POST /purge?name=www.example.com drop one name (any type, any zone)
 //!  POST /purge?zone=example.com     drop one zone's answers
@@ -12,7 +16,9 @@
 //! network only: it has no authentication.
 
 use crate::cache::{Counters, PacketCache, RecordCache, ZoneRegistry, DB_LATENCY_BUCKETS_US};
-use backend_mongo::{Name, Store};
+use crate::observe::QueryMetrics;
+use crate::querylog::{rcode_name, QueryLog};
+use backend_mongo::{JobProgress, Name, Store};
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -31,6 +37,16 @@ pub struct Control {
     pub registry: Arc<ZoneRegistry>,
     /// Shared counters.
     pub counters: Arc<Counters>,
+    /// Per-query counters (transport, type, rcode), if counted.
+    pub queries: Option<Arc<QueryMetrics>>,
+    /// The query log, if on.
+    pub query_log: Option<Arc<QueryLog>>,
+    /// The database, for job progress on `/metrics`.
+    pub store: Option<Store>,
+    /// `/health` fails when the last good change poll is older than this.
+    pub health_max_lag: Duration,
+    /// When the server started.
+    pub started: std::time::Instant,
 }
 
 impl Control {
@@ -128,6 +144,59 @@ impl Control {
                 l(&c.pipeline_queries),
             ),
             (
+                "queries_udp",
+                "queries answered over UDP",
+                self.queries.as_ref().map_or(0, |q| q.total_for("udp")),
+            ),
+            (
+                "queries_tcp",
+                "queries answered over TCP",
+                self.queries.as_ref().map_or(0, |q| q.total_for("tcp")),
+            ),
+            (
+                "queries_inflight",
+                "queries in the answer pipeline now (cache misses in flight)",
+                self.queries
+                    .as_ref()
+                    .map_or(0, |q| q.inflight.load(Ordering::Relaxed)),
+            ),
+            (
+                "dropped_queries",
+                "queries that got no reply (malformed, not a query)",
+                self.queries
+                    .as_ref()
+                    .map_or(0, |q| q.dropped().iter().sum()),
+            ),
+            (
+                "query_log_lines",
+                "query log lines written",
+                self.query_log.as_ref().map_or(0, |q| l(&q.stats().written)),
+            ),
+            (
+                "query_log_dropped",
+                "query log lines dropped because the writer could not keep up",
+                self.query_log.as_ref().map_or(0, |q| l(&q.stats().dropped)),
+            ),
+            (
+                "query_log_write_errors",
+                "query log lines lost to write errors",
+                self.query_log
+                    .as_ref()
+                    .map_or(0, |q| l(&q.stats().write_errors)),
+            ),
+            (
+                "query_log_rotations",
+                "query log files rotated or reopened",
+                self.query_log
+                    .as_ref()
+                    .map_or(0, |q| l(&q.stats().rotations)),
+            ),
+            (
+                "uptime_seconds",
+                "seconds since the server started",
+                self.started.elapsed().as_secs(),
+            ),
+            (
                 "stale_replies",
                 "expired replies served because the database failed (serve-stale)",
                 l(&self.packets.stats.stale_hits),
@@ -159,8 +228,122 @@ impl Control {
         out
     }
 
-    fn prometheus(&self) -> String {
+    /// Every job's progress (empty without a database or on error).
+    pub async fn jobs(&self) -> Vec<JobProgress> {
+        let Some(store) = &self.store else {
+            return Vec::new();
+        };
+        match tokio::time::timeout(Duration::from_secs(1), store.list_progress()).await {
+            Ok(Ok(jobs)) => jobs,
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "cannot read job progress");
+                Vec::new()
+            }
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// `/health`: (healthy, explanation).
+    pub fn health(&self) -> (bool, String) {
+        match self.registry.poll_age() {
+            Some(age) if age <= self.health_max_lag => (
+                true,
+                format!("ok: database polled {} ms ago\n", age.as_millis()),
+            ),
+            Some(age) => (
+                false,
+                format!(
+                    "unhealthy: last good database poll {} ms ago (limit {} ms)\n",
+                    age.as_millis(),
+                    self.health_max_lag.as_millis()
+                ),
+            ),
+            None => (false, "unhealthy: database not polled yet\n".into()),
+        }
+    }
+
+    fn prometheus_extra(&self, out: &mut String, jobs: &[JobProgress]) {
+        if let Some(q) = &self.queries {
+            let _ = writeln!(out, "# HELP mongodns_queries_total queries answered, by transport, query type and rcode\n# TYPE mongodns_queries_total counter");
+            for c in q.counts() {
+                let _ = writeln!(
+                    out,
+                    "mongodns_queries_total{{transport=\"{}\",qtype=\"{}\",rcode=\"{}\"}} {}",
+                    c.transport,
+                    c.qtype,
+                    rcode_name(c.rcode),
+                    c.count
+                );
+            }
+            let _ = writeln!(out, "# HELP mongodns_dropped_total queries that got no reply, by transport and reason\n# TYPE mongodns_dropped_total counter");
+            for (t, n) in crate::observe::TRANSPORTS.iter().zip(q.dropped()) {
+                let _ = writeln!(
+                    out,
+                    "mongodns_dropped_total{{transport=\"{t}\",reason=\"unanswerable\"}} {n}"
+                );
+            }
+        }
+        let _ = writeln!(out, "# HELP mongodns_kernel_udp_errors_total UDP datagrams the kernel dropped, host-wide (/proc/net/snmp and snmp6): receive buffer full, send buffer full, all input errors\n# TYPE mongodns_kernel_udp_errors_total counter");
+        for (family, kind, n) in kernel_udp_errors() {
+            let _ = writeln!(
+                out,
+                "mongodns_kernel_udp_errors_total{{family=\"{family}\",kind=\"{kind}\"}} {n}"
+            );
+        }
+        let _ = writeln!(out, "# HELP mongodns_build_info version of this server\n# TYPE mongodns_build_info gauge\nmongodns_build_info{{version=\"{}\"}} 1", env!("CARGO_PKG_VERSION"));
+        if jobs.is_empty() {
+            return;
+        }
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        let _ = writeln!(out, "# HELP mongodns_job_done units done by an import or signing job (progress collection)\n# TYPE mongodns_job_done gauge");
+        for j in jobs {
+            let _ = writeln!(
+                out,
+                "mongodns_job_done{{kind=\"{}\",zone=\"{}\",state=\"{}\"}} {}",
+                escape(&j.kind),
+                escape(&j.zone),
+                escape(&j.state),
+                j.done
+            );
+        }
+        let _ = writeln!(out, "# HELP mongodns_job_total units in the whole job (0 while unknown)\n# TYPE mongodns_job_total gauge");
+        for j in jobs {
+            let _ = writeln!(
+                out,
+                "mongodns_job_total{{kind=\"{}\",zone=\"{}\",state=\"{}\"}} {}",
+                escape(&j.kind),
+                escape(&j.zone),
+                escape(&j.state),
+                j.total
+            );
+        }
+        let _ = writeln!(out, "# HELP mongodns_job_running 1 while the job reports state running\n# TYPE mongodns_job_running gauge");
+        for j in jobs {
+            let _ = writeln!(
+                out,
+                "mongodns_job_running{{kind=\"{}\",zone=\"{}\"}} {}",
+                escape(&j.kind),
+                escape(&j.zone),
+                u8::from(j.state == "running")
+            );
+        }
+        let _ = writeln!(out, "# HELP mongodns_job_report_age_seconds seconds since the job last reported (a running job reports every second)\n# TYPE mongodns_job_report_age_seconds gauge");
+        for j in jobs {
+            let _ = writeln!(
+                out,
+                "mongodns_job_report_age_seconds{{kind=\"{}\",zone=\"{}\"}} {:.1}",
+                escape(&j.kind),
+                escape(&j.zone),
+                (now_ms - j.updated_ms).max(0) as f64 / 1000.0
+            );
+        }
+    }
+
+    fn prometheus(&self, jobs: &[JobProgress]) -> String {
         let mut out = String::new();
+        self.prometheus_extra(&mut out, jobs);
         for (name, help, value) in self.snapshot() {
             let _ = writeln!(out, "# HELP mongodns_{name} {help}\n# TYPE mongodns_{name} gauge\nmongodns_{name} {value}");
         }
@@ -260,14 +443,25 @@ async fn handle(mut stream: TcpStream, control: Arc<Control>) -> std::io::Result
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
     let (status, content_type, body) = match (method, path) {
         ("GET", "/stats") => ("200 OK", "application/json", control.json()),
-        ("GET", "/metrics") => ("200 OK", "text/plain; version=0.0.4", control.prometheus()),
+        ("GET", "/metrics") => {
+            let jobs = control.jobs().await;
+            (
+                "200 OK",
+                "text/plain; version=0.0.4",
+                control.prometheus(&jobs),
+            )
+        }
+        ("GET", "/health") => match control.health() {
+            (true, body) => ("200 OK", "text/plain", body),
+            (false, body) => ("503 Service Unavailable", "text/plain", body),
+        },
         ("POST", "/purge") => {
             match control.purge(query_param(query, "name"), query_param(query, "zone")) {
                 Ok(body) => ("200 OK", "application/json", body),
                 Err(e) => ("400 Bad Request", "text/plain", e),
             }
         }
-        (_, "/stats" | "/metrics" | "/purge") => (
+        (_, "/stats" | "/metrics" | "/health" | "/purge") => (
             "405 Method Not Allowed",
             "text/plain",
             "method not allowed\n".into(),
@@ -275,7 +469,7 @@ async fn handle(mut stream: TcpStream, control: Arc<Control>) -> std::io::Result
         _ => (
             "404 Not Found",
             "text/plain",
-            "not found: try /stats, /metrics, POST /purge\n".into(),
+            "not found: try /stats, /metrics, /health, POST /purge\n".into(),
         ),
     };
     let response = format!(
@@ -284,4 +478,50 @@ async fn handle(mut stream: TcpStream, control: Arc<Control>) -> std::io::Result
     );
     stream.write_all(response.as_bytes()).await?;
     stream.shutdown().await
+}
+
+/// A Prometheus label value with `\\`, `"` and newlines escaped.
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// (family, kind, count) from the kernel's UDP counters, host-wide.
+fn kernel_udp_errors() -> Vec<(&'static str, &'static str, u64)> {
+    let mut out = Vec::new();
+    // /proc/net/snmp: a "Udp:" header line, then a "Udp:" values line.
+    if let Ok(text) = std::fs::read_to_string("/proc/net/snmp") {
+        let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("Udp:")).collect();
+        if rows.len() >= 2 {
+            let names: Vec<&str> = rows[0].split_whitespace().collect();
+            let values: Vec<&str> = rows[1].split_whitespace().collect();
+            for (name, value) in names.iter().zip(&values) {
+                let kind = match *name {
+                    "RcvbufErrors" => "rcvbuf",
+                    "SndbufErrors" => "sndbuf",
+                    "InErrors" => "in",
+                    _ => continue,
+                };
+                out.push(("ipv4", kind, value.parse().unwrap_or(0)));
+            }
+        }
+    }
+    // /proc/net/snmp6: "Udp6RcvbufErrors  12" lines.
+    if let Ok(text) = std::fs::read_to_string("/proc/net/snmp6") {
+        for line in text.lines() {
+            let mut parts = line.split_whitespace();
+            let (Some(name), Some(value)) = (parts.next(), parts.next()) else {
+                continue;
+            };
+            let kind = match name {
+                "Udp6RcvbufErrors" => "rcvbuf",
+                "Udp6SndbufErrors" => "sndbuf",
+                "Udp6InErrors" => "in",
+                _ => continue,
+            };
+            out.push(("ipv6", kind, value.parse().unwrap_or(0)));
+        }
+    }
+    out
 }

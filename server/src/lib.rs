@@ -10,9 +10,12 @@
 
 pub mod backend;
 pub mod cache;
+pub mod config;
 pub mod control;
 pub mod frontend;
+pub mod observe;
 pub mod pipeline;
+pub mod querylog;
 pub mod rrl;
 pub mod tsig;
 pub mod wire;

@@ -1,191 +1,127 @@
-//! `mongodns-server`: command line, start-up checks, and the serve loops.
+//! `mongodns-server`: configuration, start-up checks, the serve loops and
+//! the signals.
 //!
 //! ```text
-//!  flags/env ─► connect to MongoDB (clear error if unreachable or too old)
-//!     ─► ensure indexes ─► bind UDP (one socket per worker) and TCP ─► serve
+//!  flags > env > --config file > defaults (config.rs) ─► --check-config: print, exit
+//!     ─► logging (text|json, reloadable filter) ─► connect to MongoDB (read
+//!     preference) ─► ensure indexes ─► caches, query log, metrics
+//!     ─► bind UDP (one socket per worker per address) and TCP ─► serve
+//!  SIGHUP  ─► re-read the file: log filter, query_log_sample; reopen the query log
+//!  SIGTERM ─► stop accepting ─► wait for queries in flight (bounded) ─► flush ─► exit 0
 //! ```
 
-use backend_mongo::Store;
-use clap::Parser;
+use backend_mongo::{ReadFrom, Store};
 use mongodns_server::cache::{Counters, PacketCache, RecordCache, RecordCacheConfig, ZoneRegistry};
+use mongodns_server::config::{canonical_read_preference, Cli, LogFormat, Resolved};
 use mongodns_server::control::{serve_control, Control};
 use mongodns_server::frontend::{tcp, udp};
-use mongodns_server::pipeline::transfer::Cidr;
+use mongodns_server::observe::{Observed, QueryMetrics};
 use mongodns_server::pipeline::{PipelineConfig, ReplyCache, Responder};
-use std::net::SocketAddr;
+use mongodns_server::querylog::{Destination, QueryLog, QueryLogConfig};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+use tokio::signal::unix::{signal, SignalKind};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{reload, EnvFilter, Registry};
 
-/// Authoritative DNS server serving zones stored in MongoDB.
-#[derive(Parser, Debug)]
-#[command(name = "mongodns-server", version)]
-struct Args {
-    /// Address to serve DNS on, UDP and TCP (repeat for several).
-    #[arg(
-        long,
-        default_value = "127.0.0.1:5300",
-        env = "MONGODNS_LISTEN",
-        value_delimiter = ','
-    )]
-    listen: Vec<SocketAddr>,
-    /// MongoDB connection string.
-    #[arg(
-        long,
-        env = "MONGODB_URI",
-        default_value = "mongodb://127.0.0.1:27017/?directConnection=true"
-    )]
-    mongodb_uri: String,
-    /// Database holding the zones.
-    #[arg(long, env = "MONGODNS_DATABASE", default_value = "mongodns")]
-    database: String,
-    /// UDP sockets (and runtime threads); 0 means one per core.
-    #[arg(long, env = "MONGODNS_WORKERS", default_value_t = 0)]
-    workers: usize,
-    /// Largest UDP reply, also advertised in OPT.
-    #[arg(long, env = "MONGODNS_MAX_UDP_SIZE", default_value_t = 1232)]
-    max_udp_size: u16,
-    /// Milliseconds allowed for an uncached answer before SERVFAIL.
-    #[arg(long, env = "MONGODNS_QUERY_TIMEOUT_MS", default_value_t = 2000)]
-    query_timeout_ms: u64,
-    /// Milliseconds to wait for the database at start and per operation.
-    #[arg(long, env = "MONGODNS_DB_TIMEOUT_MS", default_value_t = 1500)]
-    db_timeout_ms: u64,
-    /// TCP connections served at once.
-    #[arg(long, env = "MONGODNS_TCP_MAX_CONNECTIONS", default_value_t = 256)]
-    tcp_max_connections: usize,
-    /// Seconds before an idle TCP connection is closed.
-    #[arg(long, env = "MONGODNS_TCP_IDLE_TIMEOUT", default_value_t = 10)]
-    tcp_idle_timeout: u64,
-    /// SO_RCVBUF for UDP sockets, in bytes (kernel default if unset).
-    #[arg(long, env = "MONGODNS_UDP_RCVBUF")]
-    udp_rcvbuf: Option<usize>,
-    /// SO_SNDBUF for UDP sockets, in bytes (kernel default if unset).
-    #[arg(long, env = "MONGODNS_UDP_SNDBUF")]
-    udp_sndbuf: Option<usize>,
-    /// Address block allowed to transfer zones (AXFR/IXFR over TCP), e.g.
-    /// `192.0.2.0/24`; repeat for several. Default: loopback only.
-    #[arg(
-        long = "axfr-allow",
-        env = "MONGODNS_AXFR_ALLOW",
-        value_delimiter = ','
-    )]
-    axfr_allow: Vec<Cidr>,
-    /// Replies kept in the packet cache (0 turns it off).
-    #[arg(
-        long,
-        env = "MONGODNS_PACKET_CACHE_ENTRIES",
-        default_value_t = 1_000_000
-    )]
-    packet_cache_entries: usize,
-    /// Memory bound of the packet cache, in MiB.
-    #[arg(long, env = "MONGODNS_PACKET_CACHE_MB", default_value_t = 512)]
-    packet_cache_mb: usize,
-    /// Nodes kept in the record cache (0 turns it off).
-    #[arg(
-        long,
-        env = "MONGODNS_RECORD_CACHE_ENTRIES",
-        default_value_t = 1_000_000
-    )]
-    record_cache_entries: usize,
-    /// Memory bound of the record cache, in MiB.
-    #[arg(long, env = "MONGODNS_RECORD_CACHE_MB", default_value_t = 512)]
-    record_cache_mb: usize,
-    /// Longest time anything is cached, in seconds (record TTLs cap it further).
-    #[arg(long, env = "MONGODNS_CACHE_MAX_TTL", default_value_t = 300)]
-    cache_max_ttl: u64,
-    /// How long a missing name or a name in no zone is cached, in seconds.
-    #[arg(long, env = "MONGODNS_CACHE_NEGATIVE_TTL", default_value_t = 60)]
-    cache_negative_ttl: u64,
-    /// Milliseconds between checks for changed zones (writes are seen
-    /// within about this long).
-    #[arg(long, env = "MONGODNS_FRESHNESS_MS", default_value_t = 250)]
-    freshness_ms: u64,
-    /// Turn every cache off (each query reads the database): for measuring.
-    #[arg(long, env = "MONGODNS_NO_CACHE")]
-    no_cache: bool,
-    /// Address of the HTTP control endpoint (/stats, /metrics, POST /purge); off if unset.
-    #[arg(long, env = "MONGODNS_CONTROL_LISTEN")]
-    control_listen: Option<SocketAddr>,
-    /// Serve-stale (RFC 8767): seconds after expiry during which a cached
-    /// reply or record may still be served, with TTL 30, when the database
-    /// fails or times out. 0 (default): off.
-    #[arg(long, env = "MONGODNS_SERVE_STALE_SECS", default_value_t = 0)]
-    serve_stale_secs: u64,
-    /// Queries answered on one TCP connection before it is closed (0: no limit).
-    #[arg(long, env = "MONGODNS_TCP_MAX_QUERIES", default_value_t = 0)]
-    tcp_max_queries: usize,
-    /// Response rate limit: UDP replies per second per source prefix
-    /// (0: off). See docs/reliability.md.
-    #[arg(long, env = "MONGODNS_RRL_RATE", default_value_t = 0)]
-    rrl_rate: u32,
-    /// Of the replies over the rate, send every n-th as a truncated (TC)
-    /// reply and drop the rest; 0 drops them all.
-    #[arg(long, env = "MONGODNS_RRL_SLIP", default_value_t = 2)]
-    rrl_slip: u32,
-    /// Prefix length grouping IPv4 sources for rate limiting.
-    #[arg(long, env = "MONGODNS_RRL_IPV4_PREFIX", default_value_t = 24)]
-    rrl_ipv4_prefix: u8,
-    /// Prefix length grouping IPv6 sources for rate limiting.
-    #[arg(long, env = "MONGODNS_RRL_IPV6_PREFIX", default_value_t = 56)]
-    rrl_ipv6_prefix: u8,
-    /// A TSIG key allowed to transfer zones from anywhere:
-    /// `hmac-sha256:NAME:BASE64SECRET` (repeat for several). Prefer
-    /// --tsig-keyfile: a command line is visible to other local users.
-    #[arg(long = "tsig-key", env = "MONGODNS_TSIG_KEY")]
-    tsig_key: Vec<mongodns_server::tsig::TsigKey>,
-    /// File of TSIG keys, one `hmac-sha256:NAME:BASE64SECRET` a line.
-    #[arg(long, env = "MONGODNS_TSIG_KEYFILE")]
-    tsig_keyfile: Option<std::path::PathBuf>,
-    /// Log filter (tracing syntax), e.g. `info` or `mongodns_server=debug`.
-    #[arg(long, env = "MONGODNS_LOG", default_value = "info")]
-    log: String,
-}
+type LogHandle = reload::Handle<EnvFilter, Registry>;
 
 fn main() {
-    let args = Args::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(&args.log))
-        .with_writer(std::io::stderr)
-        .init();
-    let workers = if args.workers == 0 {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    } else {
-        args.workers
+    let cli = Cli::parse();
+    let resolved = match cli.resolve() {
+        Ok(r) => r,
+        Err(message) => {
+            eprintln!("mongodns-server: {message}");
+            std::process::exit(2);
+        }
     };
+    if cli.args.check_config {
+        // A closed pipe (`| head`) is not an error worth a panic.
+        use std::io::Write as _;
+        let _ = writeln!(
+            std::io::stdout(),
+            "{}# configuration is valid",
+            resolved.render()
+        );
+        return;
+    }
+    let log = init_logging(&resolved);
+    let workers = resolved.config.worker_count();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
         .enable_all()
         .build()
         .expect("cannot start the tokio runtime");
-    if let Err(message) = runtime.block_on(run(args, workers)) {
+    let result = runtime.block_on(run(cli, resolved, log, workers));
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    if let Err(message) = result {
         eprintln!("mongodns-server: {message}");
         std::process::exit(2);
     }
 }
 
-async fn run(args: Args, workers: usize) -> Result<(), String> {
+fn init_logging(resolved: &Resolved) -> LogHandle {
+    let (filter, handle) = reload::Layer::new(EnvFilter::new(&resolved.config.log));
+    let registry = tracing_subscriber::registry().with(filter);
+    match resolved.config.log_format {
+        LogFormat::Text => registry
+            .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+            .init(),
+        LogFormat::Json => registry
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .json()
+                    .with_current_span(false)
+                    .with_writer(std::io::stderr),
+            )
+            .init(),
+    }
+    handle
+}
+
+async fn run(
+    cli: Cli,
+    mut resolved: Resolved,
+    log: LogHandle,
+    workers: usize,
+) -> Result<(), String> {
+    let started = Instant::now();
+    let args = resolved.config.clone();
+    if let Some(file) = &resolved.file {
+        tracing::info!(file = %file.display(), "configuration read");
+    }
     let db_timeout = Duration::from_millis(args.db_timeout_ms);
-    let store = Store::connect(&args.mongodb_uri, &args.database, db_timeout)
+    let read = ReadFrom {
+        preference: canonical_read_preference(&args.read_preference).map(str::to_string),
+        max_staleness: args.read_max_staleness_s.map(Duration::from_secs),
+    };
+    let store = Store::connect_with(&args.mongodb_uri, &args.database, db_timeout, &read)
         .await
         .map_err(|e| format!("{e}\n  (set --mongodb-uri or MONGODB_URI; `scripts/dev-mongo start` runs a dev database)"))?;
     store
         .ensure_indexes()
         .await
         .map_err(|e| format!("cannot create indexes: {e}"))?;
-    tracing::info!(database = %args.database, "connected to MongoDB, indexes in place");
+    tracing::info!(database = %args.database, read_preference = %args.read_preference, "connected to MongoDB, indexes in place");
     let mut config = PipelineConfig {
         max_udp_size: args.max_udp_size,
         query_timeout: Duration::from_millis(args.query_timeout_ms),
+        axfr_allow: args.axfr_networks(),
         ..PipelineConfig::default()
     };
-    if !args.axfr_allow.is_empty() {
-        config.axfr_allow = args.axfr_allow.clone();
+    for key in &args.tsig_key {
+        config
+            .tsig_keys
+            .push(key.parse().map_err(|e| format!("tsig_key: {e}"))?);
     }
-    config.tsig_keys = args.tsig_key.clone();
     if let Some(path) = &args.tsig_keyfile {
         config
             .tsig_keys
-            .extend(mongodns_server::tsig::read_key_file(path)?);
+            .extend(mongodns_server::tsig::read_key_file(std::path::Path::new(
+                path,
+            ))?);
     }
     let rrl = mongodns_server::rrl::Rrl::new(mongodns_server::rrl::RrlConfig {
         rate: args.rrl_rate,
@@ -240,59 +176,193 @@ async fn run(args: Args, workers: usize) -> Result<(), String> {
         Responder::with_cache(records.clone(), config, cache)
     };
     let responder = Arc::new(responder.count_into(counters.clone()));
+
+    let query_log = match &args.query_log {
+        Some(dest) => {
+            let ql_config = QueryLogConfig {
+                destination: Destination::parse(dest),
+                sample: args.query_log_sample,
+                buffer: args.query_log_buffer,
+                max_bytes: args.query_log_max_mb << 20,
+                keep: args.query_log_keep,
+                syslog_format: args.query_log_syslog_format,
+            };
+            let ql = QueryLog::open(&ql_config).map_err(|e| format!("cannot open the {e}"))?;
+            tracing::info!(destination = %dest, sample = args.query_log_sample, "query log on");
+            Some(Arc::new(ql))
+        }
+        None => None,
+    };
+    let metrics = Arc::new(QueryMetrics::default());
+    let handler = Arc::new(Observed::new(responder, metrics.clone(), query_log.clone()));
+
+    let live = Live {
+        log,
+        query_log: query_log.clone(),
+        packets: packets.clone(),
+        records: records.clone(),
+        registry: registry.clone(),
+    };
     if let Some(addr) = args.control_listen {
         let control = Arc::new(Control {
             packets,
             records,
             registry,
             counters,
+            queries: Some(metrics.clone()),
+            query_log: query_log.clone(),
+            store: Some(store.clone()),
+            health_max_lag: Duration::from_millis((args.freshness_ms * 20).max(5000)),
+            started,
         });
-        let listener_task = tokio::spawn(async move {
+        // Bind now so a taken port is a start-up error, not a log line.
+        let probe = std::net::TcpListener::bind(addr)
+            .map_err(|e| format!("cannot bind control endpoint {addr}: {e}"))?;
+        drop(probe);
+        tokio::spawn(async move {
             if let Err(e) = serve_control(addr, control).await {
                 tracing::error!(%addr, error = %e, "control endpoint failed");
             }
         });
-        drop(listener_task);
     }
+
     let limits = tcp::TcpLimits {
         max_connections: args.tcp_max_connections,
         idle_timeout: Duration::from_secs(args.tcp_idle_timeout),
         max_queries: args.tcp_max_queries,
         ..tcp::TcpLimits::default()
     };
-    let mut tasks = Vec::new();
+    // Install the handlers before serving, so no signal finds the default
+    // action (which would kill the process).
+    let mut hangups = signal(SignalKind::hangup()).map_err(|e| format!("SIGHUP: {e}"))?;
+    let mut terms = signal(SignalKind::terminate()).map_err(|e| format!("SIGTERM: {e}"))?;
+    let mut interrupts = signal(SignalKind::interrupt()).map_err(|e| format!("SIGINT: {e}"))?;
+    let mut listeners = Vec::new();
     for addr in &args.listen {
         let sockets = udp::bind_udp(*addr, workers, args.udp_rcvbuf, args.udp_sndbuf)
             .map_err(|e| format!("cannot bind UDP {addr}: {e}"))?;
         for socket in sockets {
-            tasks.push(tokio::spawn(udp::serve_udp_limited(
+            listeners.push(tokio::spawn(udp::serve_udp_limited(
                 socket,
-                responder.clone(),
+                handler.clone(),
                 rrl.clone(),
             )));
         }
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|e| format!("cannot bind TCP {addr}: {e}"))?;
-        tasks.push(tokio::spawn(tcp::serve_tcp(
+        listeners.push(tokio::spawn(tcp::serve_tcp(
             listener,
-            responder.clone(),
+            handler.clone(),
             limits,
         )));
         tracing::info!(%addr, workers, "serving DNS on UDP and TCP");
     }
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => tracing::info!("interrupted, exiting"),
-        _ = terminate() => tracing::info!("SIGTERM, exiting"),
+
+    let why = loop {
+        tokio::select! {
+            _ = hangups.recv() => reload(&cli, &mut resolved, &live),
+            _ = terms.recv() => break "SIGTERM",
+            _ = interrupts.recv() => break "SIGINT",
+        }
+    };
+
+    // Stop accepting: the receive loops and the TCP accept loops end; the
+    // tasks answering queries already read keep running.
+    for task in &listeners {
+        task.abort();
     }
+    let grace = Duration::from_millis(args.shutdown_grace_ms);
+    let inflight = metrics.inflight.load(Ordering::Relaxed);
+    tracing::info!(
+        signal = why,
+        inflight,
+        grace_ms = args.shutdown_grace_ms,
+        "stopped accepting queries, draining"
+    );
+    let deadline = Instant::now() + grace;
+    while metrics.inflight.load(Ordering::Relaxed) > 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let left = metrics.inflight.load(Ordering::Relaxed);
+    if left > 0 {
+        tracing::warn!(
+            left,
+            "queries still in flight after the grace period; exiting anyway"
+        );
+    }
+    // Replies written by the tasks that just finished are in the sockets;
+    // give the TCP writers a moment to hand them to the kernel.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    if let Some(ql) = &query_log {
+        ql.close(Duration::from_secs(2));
+    }
+    tracing::info!("exiting");
     Ok(())
 }
 
-async fn terminate() {
-    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(mut s) => {
-            s.recv().await;
+/// What SIGHUP can change while serving.
+struct Live {
+    log: LogHandle,
+    query_log: Option<Arc<QueryLog>>,
+    packets: Arc<PacketCache>,
+    records: Arc<RecordCache<Store>>,
+    registry: Arc<ZoneRegistry>,
+}
+
+/// SIGHUP: re-read the configuration, apply what can change while serving,
+/// reopen the query log.
+fn reload(cli: &Cli, current: &mut Resolved, live: &Live) {
+    match cli.resolve() {
+        Err(e) => {
+            tracing::error!(error = %e, "SIGHUP: configuration not reloaded, keeping the old one")
         }
-        Err(_) => std::future::pending::<()>().await,
+        Ok(new) => {
+            let cfg = &new.config;
+            if cfg.log != current.config.log {
+                match live.log.reload(EnvFilter::new(&cfg.log)) {
+                    Ok(()) => tracing::info!(filter = %cfg.log, "SIGHUP: log filter changed"),
+                    Err(e) => tracing::error!(error = %e, "SIGHUP: cannot change the log filter"),
+                }
+            }
+            if let Some(ql) = &live.query_log {
+                if ql.sample() != cfg.query_log_sample {
+                    ql.set_sample(cfg.query_log_sample);
+                    tracing::info!(
+                        sample = cfg.query_log_sample,
+                        "SIGHUP: query log sampling changed"
+                    );
+                }
+            }
+            if (cfg.cache_max_ttl, cfg.cache_negative_ttl)
+                != (
+                    current.config.cache_max_ttl,
+                    current.config.cache_negative_ttl,
+                )
+            {
+                let max = Duration::from_secs(cfg.cache_max_ttl);
+                let negative = Duration::from_secs(cfg.cache_negative_ttl);
+                live.packets.set_max_ttl(max);
+                live.records.set_ttl_caps(max, negative);
+                live.registry.set_negative_ttl(negative);
+                tracing::info!(
+                    cache_max_ttl = cfg.cache_max_ttl,
+                    cache_negative_ttl = cfg.cache_negative_ttl,
+                    "SIGHUP: cache TTL caps changed (for entries stored from now on)"
+                );
+            }
+            let restart = current.needs_restart(cfg);
+            if !restart.is_empty() {
+                tracing::warn!(options = ?restart, "SIGHUP: these changes take effect only after a restart");
+            }
+            current.config.log = cfg.log.clone();
+            current.config.query_log_sample = cfg.query_log_sample;
+            current.config.cache_max_ttl = cfg.cache_max_ttl;
+            current.config.cache_negative_ttl = cfg.cache_negative_ttl;
+        }
     }
+    if let Some(ql) = &live.query_log {
+        ql.reopen();
+    }
+    tracing::info!("SIGHUP handled");
 }

@@ -8,7 +8,7 @@
 //!                    ─► summary line: records, seconds, records/s
 //! ```
 
-use backend_mongo::{Name, Store};
+use backend_mongo::{Name, ProgressReporter, Store};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use loadtools::import::{
@@ -25,7 +25,24 @@ use std::time::Duration;
 /// a multi-zone file (a `$ZONE <apex>` line before each zone) or a
 /// directory holding one file per zone, named `<apex>` or `<apex>.zone`.
 #[derive(Parser, Debug)]
-#[command(name = "mongodns-import", version)]
+#[command(
+    name = "mongodns-import",
+    version,
+    long_about = "Import an RFC 1035 master file into a zone stored in MongoDB.\n\n\
+The whole file is validated first ($ORIGIN, $TTL, $INCLUDE, parentheses, escapes, \
+RFC 3597 \\# rdata); an error names file:line and nothing is written. Records are \
+then written in unordered bulk batches. Without --replace they are added to the zone \
+(re-running the same file changes nothing); with --replace the zone becomes exactly \
+the file, switched atomically for readers. The SOA serial and the zone's generation \
+move forward, so running servers serve the change within their freshness interval. \
+Progress is shown on a terminal and written every second to the database's \
+`progress` collection, where every server exposes it on /metrics.",
+    after_help = "EXIT STATUS:\n    0  imported\n    1  bad file (file:line), bad zone name, database error\n\n\
+ENVIRONMENT:\n    MONGODB_URI, MONGODNS_DATABASE   as for mongodns-server\n\n\
+EXAMPLES:\n    mongodns-import --zone example.com. --replace examples/example.com.zone\n    \
+MONGODB_URI=mongodb://db1,db2/?replicaSet=rs0 mongodns-import --zone big.test. big.zone\n\n\
+SEE ALSO:\n    docs/schema.md (what is written), docs/zone-files.md (what is accepted)"
+)]
 struct Args {
     /// The zone's apex, e.g. example.com. (one-zone input).
     #[arg(long)]
@@ -71,14 +88,17 @@ struct Args {
     baseline: bool,
 }
 
-struct Bar(ProgressBar);
+/// The terminal bar, and the `progress` document servers show on /metrics.
+struct Bar<'a>(ProgressBar, &'a ProgressReporter);
 
-impl Progress for Bar {
+impl Progress for Bar<'_> {
     fn start(&self, total: u64) {
         self.0.set_length(total);
+        self.1.set_total(total);
     }
     fn advance(&self, records: u64) {
         self.0.set_position(records);
+        self.1.set_done(records);
     }
 }
 
@@ -147,7 +167,13 @@ async fn run(args: Args) -> Result<(), String> {
     } else {
         ZoneSource::MultiFile(args.file.clone())
     };
-    let progress = Bar(bar.clone());
+    // Progress goes to the terminal and to the database, where the server's
+    // /metrics shows it (docs/operations.md).
+    let label = zone
+        .as_ref()
+        .map_or_else(|| args.file.display().to_string(), |z| z.to_string());
+    let reporter = ProgressReporter::start(store.clone(), "import", &label, Duration::from_secs(1));
+    let progress = Bar(bar.clone(), &reporter);
     if args.baseline {
         let input = match zone {
             Some(_) => BaselineInput::File(args.file.clone()),
@@ -167,9 +193,9 @@ async fn run(args: Args) -> Result<(), String> {
         return Ok(());
     }
     if zone.is_some() {
-        let summary = import_file_with(&store, &args.file, &options, &tuning, &progress)
-            .await
-            .map_err(|e| e.to_string())?;
+        let result = import_file_with(&store, &args.file, &options, &tuning, &progress).await;
+        reporter.finish(result.is_ok()).await;
+        let summary = result.map_err(|e| e.to_string())?;
         bar.finish_and_clear();
         let secs = summary.elapsed.as_secs_f64();
         println!(
@@ -185,9 +211,9 @@ async fn run(args: Args) -> Result<(), String> {
             summary.records as f64 / secs.max(1e-9)
         );
     } else {
-        let s = import_zones(&store, &source, &options, &tuning, &progress)
-            .await
-            .map_err(|e| e.to_string())?;
+        let result = import_zones(&store, &source, &options, &tuning, &progress).await;
+        reporter.finish(result.is_ok()).await;
+        let s = result.map_err(|e| e.to_string())?;
         bar.finish_and_clear();
         let secs = s.elapsed.as_secs_f64();
         println!(

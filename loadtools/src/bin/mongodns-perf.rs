@@ -21,7 +21,11 @@ use std::time::Duration;
 #[command(
     name = "mongodns-perf",
     version,
-    args_conflicts_with_subcommands = true
+    args_conflicts_with_subcommands = true,
+    after_help = "The query file has dnsperf's format: one `NAME TYPE` per line.\n\n\
+EXAMPLES:\n    taskset -c 0 mongodns-perf -s 127.0.0.1 -p 5300 -d queries.txt -l 15 -c 4 -q 200\n    \
+mongodns-perf scenario seed-2011 --scale 0.01\n\n\
+SEE ALSO:\n    dnsperf(1), mongodns-zonegen, docs/benchmarks.md"
 )]
 struct Args {
     #[command(subcommand)]

@@ -14,7 +14,14 @@ use std::path::PathBuf;
 
 /// Generate synthetic zones and query files, deterministically from a seed.
 #[derive(Parser, Debug)]
-#[command(name = "mongodns-zonegen", version)]
+#[command(
+    name = "mongodns-zonegen",
+    version,
+    after_help = "Output is deterministic for a given --seed: the same command always writes \
+the same zone and query files.\n\n\
+EXAMPLES:\n    mongodns-zonegen caches --dir /tmp/bench     # the caches benchmark set\n\n\
+SEE ALSO:\n    mongodns-import, mongodns-perf, docs/benchmarks.md"
+)]
 struct Args {
     #[command(subcommand)]
     command: Command,

@@ -79,7 +79,8 @@ pub struct PacketStats {
 pub struct PacketCache {
     lru: ShardedLru<u64, PacketEntry>,
     hasher: std::collections::hash_map::RandomState,
-    max_ttl: Duration,
+    /// Longest life of an entry, in ms (changed by SIGHUP: `set_max_ttl`).
+    max_ttl_ms: AtomicU64,
     max_udp: u16,
     registry: Arc<ZoneRegistry>,
     /// How long after expiry a reply may still be served when the
@@ -106,12 +107,18 @@ impl PacketCache {
         PacketCache {
             lru: ShardedLru::new(64, max_entries, max_bytes),
             hasher: Default::default(),
-            max_ttl,
+            max_ttl_ms: AtomicU64::new(max_ttl.as_millis() as u64),
             max_udp,
             registry,
             serve_stale: Duration::ZERO,
             stats: PacketStats::default(),
         }
+    }
+
+    /// Changes the longest life of entries stored from now on.
+    pub fn set_max_ttl(&self, max_ttl: Duration) {
+        self.max_ttl_ms
+            .store(max_ttl.as_millis() as u64, Ordering::Relaxed);
     }
 
     /// Lets expired replies be served for up to `window` after expiry when
@@ -189,7 +196,9 @@ impl PacketCache {
 
     /// Stores `reply` for `key` for `ttl` (capped), valid while `deps` hold.
     pub fn insert(&self, key: &PacketKey, reply: &[u8], ttl: Duration, deps: Vec<Dependency>) {
-        let ttl = ttl.min(self.max_ttl);
+        let ttl = ttl.min(Duration::from_millis(
+            self.max_ttl_ms.load(Ordering::Relaxed),
+        ));
         if ttl.is_zero() {
             return;
         }

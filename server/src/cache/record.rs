@@ -13,7 +13,7 @@ use super::Counters;
 use crate::backend::Backend;
 use backend_mongo::{Name, Node, StoreError, ZoneInfo};
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::OnceCell;
@@ -113,6 +113,8 @@ pub struct RecordCache<B> {
     node_flights: SingleFlight<NodeKey, Option<Arc<Node>>>,
     zone_flights: SingleFlight<Name, Option<ZoneInfo>>,
     config: RecordCacheConfig,
+    /// `config.max_ttl` and `config.negative_ttl` in ms, changeable (SIGHUP).
+    ttl_caps_ms: [AtomicU64; 2],
     counters: Arc<Counters>,
 }
 
@@ -130,6 +132,10 @@ impl<B: Backend> RecordCache<B> {
             nodes: ShardedLru::new(64, config.max_entries, config.max_bytes),
             node_flights: SingleFlight::new(),
             zone_flights: SingleFlight::new(),
+            ttl_caps_ms: [
+                AtomicU64::new(config.max_ttl.as_millis() as u64),
+                AtomicU64::new(config.negative_ttl.as_millis() as u64),
+            ],
             config,
             counters,
         }
@@ -166,13 +172,20 @@ impl<B: Backend> RecordCache<B> {
         self.nodes.retain(|_, _| false)
     }
 
+    /// Changes the TTL caps for nodes stored from now on.
+    pub fn set_ttl_caps(&self, max_ttl: Duration, negative_ttl: Duration) {
+        self.ttl_caps_ms[0].store(max_ttl.as_millis() as u64, Ordering::Relaxed);
+        self.ttl_caps_ms[1].store(negative_ttl.as_millis() as u64, Ordering::Relaxed);
+    }
+
     fn ttl_of(&self, node: &Option<Arc<Node>>) -> Duration {
+        let max_ttl = Duration::from_millis(self.ttl_caps_ms[0].load(Ordering::Relaxed));
         match node {
             Some(n) => {
                 let min = n.rrsets.iter().map(|r| r.ttl).min().unwrap_or(u32::MAX);
-                Duration::from_secs(u64::from(min)).min(self.config.max_ttl)
+                Duration::from_secs(u64::from(min)).min(max_ttl)
             }
-            None => self.config.negative_ttl.min(self.config.max_ttl),
+            None => Duration::from_millis(self.ttl_caps_ms[1].load(Ordering::Relaxed)).min(max_ttl),
         }
     }
 

@@ -59,7 +59,8 @@ impl Weigh for NotAZone {
 pub struct ZoneRegistry {
     zones: RwLock<HashMap<Name, Arc<ZoneState>>>,
     negative: ShardedLru<Name, NotAZone>,
-    negative_ttl: Duration,
+    /// How long a non-zone is remembered, in ms (changeable: SIGHUP).
+    negative_ttl_ms: AtomicU64,
     /// Moves whenever a zone appears; negative entries of older epochs are void.
     zones_epoch: AtomicU64,
     /// Source of generations for purges (negative, so never equal to a
@@ -89,13 +90,19 @@ impl ZoneRegistry {
         ZoneRegistry {
             zones: RwLock::new(HashMap::new()),
             negative: ShardedLru::new(16, max_negative, max_negative.saturating_mul(96)),
-            negative_ttl,
+            negative_ttl_ms: AtomicU64::new(negative_ttl.as_millis() as u64),
             zones_epoch: AtomicU64::new(0),
             purge_counter: AtomicI64::new(-1),
             last_seq: AtomicI64::new(i64::MIN),
             stuck_since: std::sync::Mutex::new(None),
             last_poll: RwLock::new(None),
         }
+    }
+
+    /// Changes how long non-zones are remembered.
+    pub fn set_negative_ttl(&self, ttl: Duration) {
+        self.negative_ttl_ms
+            .store(ttl.as_millis() as u64, Ordering::Relaxed);
     }
 
     /// What we know about `apex`.
@@ -109,7 +116,7 @@ impl ZoneRegistry {
             return Known::Zone(state.info());
         }
         let epoch = self.zones_epoch.load(Ordering::Acquire);
-        let ttl = self.negative_ttl;
+        let ttl = Duration::from_millis(self.negative_ttl_ms.load(Ordering::Relaxed));
         match self
             .negative
             .with(apex, |n| n.epoch == epoch && n.at.elapsed() < ttl)

@@ -31,6 +31,17 @@ pub trait Handler: Send + Sync + 'static {
         false
     }
 
+    /// Told about every query after its reply is ready (`None`: nothing is
+    /// sent), on every path, for counters and the query log; must not wait.
+    fn observe(
+        &self,
+        _query: &[u8],
+        _reply: Option<&[u8]>,
+        _peer: SocketAddr,
+        _transport: Transport,
+    ) {
+    }
+
     /// Answers `packet` received over TCP from `peer`: every message to
     /// send, in order (a zone transfer takes several). The default is what
     /// [`Handler::handle`] gives.

@@ -9,6 +9,7 @@
 //! ```
 
 use super::Handler;
+use crate::pipeline::Transport;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -116,6 +117,12 @@ async fn serve_connection<H: Handler>(
         let tx = tx.clone();
         tokio::spawn(async move {
             let replies = handler.handle_tcp(&packet, peer).await;
+            handler.observe(
+                &packet,
+                replies.first().map(Vec::as_slice),
+                peer,
+                Transport::Tcp,
+            );
             if !replies.is_empty() {
                 let _ = tx.send(replies).await;
             }

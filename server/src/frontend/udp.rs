@@ -117,6 +117,7 @@ pub async fn serve_udp_limited<H: Handler>(
             if let Err(e) = sent {
                 tracing::debug!(error = %e, %peer, "udp send error");
             }
+            handler.observe(&buf[..len], Some(&out), peer, Transport::Udp);
             continue;
         }
         let packet = buf[..len].to_vec();
@@ -124,7 +125,9 @@ pub async fn serve_udp_limited<H: Handler>(
         let socket = socket.clone();
         let rrl = rrl.clone();
         tokio::spawn(async move {
-            if let Some(mut reply) = handler.handle(&packet, Transport::Udp).await {
+            let reply = handler.handle(&packet, Transport::Udp).await;
+            handler.observe(&packet, reply.as_deref(), peer, Transport::Udp);
+            if let Some(mut reply) = reply {
                 if !rate_limit(rrl.as_deref(), peer, &mut reply) {
                     return;
                 }

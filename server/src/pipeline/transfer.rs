@@ -7,7 +7,8 @@
 //!  IXFR with a serial not older than ours ──► one message: our SOA
 //!  (IXFR over UDP: ixfr_over_udp, our SOA alone: "use TCP")
 //!  zone_nodes (one stored version: a consistent snapshot)
-//!    ─► messages of up to 16 KiB: SOA, every record but the apex SOA, SOA
+//!    ─► messages of up to 16 KiB: SOA, every record but the apex SOA (with
+//!       RRSIGs in a signed zone), SOA
 //! ```
 //!
 //! Records go one by one, so an RRset larger than a message spans messages.
@@ -212,12 +213,18 @@ fn push_node(out: &mut Transfer, apex: &Name, node: &Node) -> usize {
     let mut sets: Vec<_> = node.rrsets.iter().collect();
     sets.sort_by_key(|r| r.rtype.0);
     for rrset in sets {
-        if rrset.rtype == RType::SOA && node.name == *apex {
-            continue;
+        if !(rrset.rtype == RType::SOA && node.name == *apex) {
+            for rd in &rrset.rdata {
+                out.push(&node.name, rrset.rtype, rrset.ttl, rd);
+                count += 1;
+            }
         }
-        for rd in &rrset.rdata {
-            out.push(&node.name, rrset.rtype, rrset.ttl, rd);
-            count += 1;
+        // A signed zone: the RRset's signatures (the apex SOA's included).
+        if let Some(sigs) = node.rrsig(rrset.rtype) {
+            for rd in &sigs.rdata {
+                out.push(&node.name, RType::RRSIG, rrset.ttl, rd);
+                count += 1;
+            }
         }
     }
     count

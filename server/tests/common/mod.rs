@@ -173,6 +173,20 @@ impl ServerProcess {
         panic!("mongodns-server did not answer within 30 s");
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends a signal (`TERM`, `HUP`, …) with kill(1).
+    pub fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .args(["-s", name, &self.child.id().to_string()])
+            .status()
+            .expect("cannot run kill");
+        assert!(status.success(), "kill -s {name} failed");
+    }
+
     /// Waits for the process to exit (it must exit by itself).
     pub fn wait_exit(mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
         let deadline = Instant::now() + timeout;

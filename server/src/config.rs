@@ -1,0 +1,729 @@
+//! Configuration: one list of options, read from flags, environment
+//! variables and a TOML file.
+//!
+//! ```text
+//!  precedence, highest first:  --flag  >  MONGODNS_* env  >  --config FILE  >  default
+//!  every option has the same name everywhere: --query-log-sample (flag),
+//!  MONGODNS_QUERY_LOG_SAMPLE (env), query_log_sample (file key)
+//!  resolve() ─► Resolved { config, sources } ─► validate() ─► main / --check-config
+//! ```
+//!
+//! The options are declared once, in the `options!` invocation below; the
+//! macro writes the clap flags, the file's schema (unknown keys are errors),
+//! the effective `Config` and the merge that applies the precedence.
+
+use crate::pipeline::transfer::Cidr;
+use clap::parser::ValueSource;
+use clap::{ArgMatches, CommandFactory, FromArgMatches};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+/// Where an option's effective value came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// The built-in default.
+    Default,
+    /// The `--config` file.
+    File,
+    /// An environment variable.
+    Env,
+    /// A command-line flag.
+    Flag,
+}
+
+impl Source {
+    fn label(self) -> &'static str {
+        match self {
+            Source::Default => "default",
+            Source::File => "file",
+            Source::Env => "env",
+            Source::Flag => "flag",
+        }
+    }
+}
+
+/// Log line format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Line format for the syslog query-log output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum SyslogFormat {
+    /// BSD syslog: `<PRI>Mmm dd hh:mm:ss TAG[PID]: MSG`.
+    Rfc3164,
+    /// `<PRI>1 TIMESTAMP HOST APP PID MSGID - MSG`.
+    Rfc5424,
+}
+
+/// MongoDB read preferences, spelled as in connection strings.
+pub const READ_PREFERENCES: [&str; 5] = [
+    "primary",
+    "primaryPreferred",
+    "secondary",
+    "secondaryPreferred",
+    "nearest",
+];
+
+const ABOUT: &str = "Authoritative DNS server serving zones stored in MongoDB.";
+
+const LONG_ABOUT: &str = "\
+Authoritative DNS server serving zones stored in MongoDB.
+
+mongodns-server answers DNS queries over UDP and TCP for every zone stored in
+the MongoDB database it is pointed at. Answers come from a packet cache and a
+record cache in front of the database; writes by mongodns-import or
+mongodns-sign are seen within --freshness-ms.
+
+Every option can be given three ways, with the same name: a flag
+(--query-log-sample 10), an environment variable (MONGODNS_QUERY_LOG_SAMPLE=10)
+and a key in the TOML file named by --config (query_log_sample = 10). A flag
+beats the environment, which beats the file, which beats the built-in default.
+--check-config prints the effective configuration, with where each value came
+from, and exits.";
+
+const AFTER_HELP: &str = "\
+SIGNALS:
+    SIGHUP     re-read the --config file and apply what can change while
+               serving: log, query_log_sample, cache_max_ttl,
+               cache_negative_ttl; reopen the query log (for logrotate);
+               other changed options are reported as needing a restart
+    SIGTERM    stop accepting queries, finish those in flight (at most
+               --shutdown-grace-ms), flush the query log, exit 0
+    SIGINT     the same as SIGTERM
+
+EXIT STATUS:
+    0  clean shutdown, or --check-config found the configuration valid
+    2  bad configuration, database unreachable or too old, cannot bind
+
+FILES:
+    mongodns.toml   example configuration, every option commented
+    docs/operations.md   configure, start, observe, stop
+
+EXAMPLES:
+    mongodns-server --config /etc/mongodns/mongodns.toml --check-config
+    mongodns-server --listen 0.0.0.0:53,[::]:53 --control-listen 127.0.0.1:8053
+    MONGODNS_QUERY_LOG=/var/log/mongodns/queries.log mongodns-server";
+
+/// Parses a boolean the way people write them (1/0, yes/no, true/false).
+fn boolish() -> clap::builder::BoolishValueParser {
+    clap::builder::BoolishValueParser::new()
+}
+
+macro_rules! options {
+    (
+        with_default {
+            $(
+                $(#[doc = $doc:literal])*
+                $name:ident : $ty:ty = $default:expr, [$($clap:tt)*];
+            )*
+        }
+        optional {
+            $(
+                $(#[doc = $odoc:literal])*
+                $oname:ident : $oty:ty, [$($oclap:tt)*];
+            )*
+        }
+    ) => {
+        /// Command-line flags (each also read from its environment variable).
+        #[derive(clap::Parser, Debug, Clone)]
+        #[command(
+            name = "mongodns-server",
+            version,
+            about = ABOUT,
+            long_about = LONG_ABOUT,
+            after_help = AFTER_HELP
+        )]
+        pub struct Args {
+            /// TOML configuration file; flags and environment variables override it.
+            #[arg(long, env = "MONGODNS_CONFIG", value_name = "FILE")]
+            pub config: Option<PathBuf>,
+            /// Validate the configuration, print the effective values and where
+            /// each came from, and exit (0 if valid, 2 if not). Does not connect
+            /// to the database.
+            #[arg(long)]
+            pub check_config: bool,
+            $(
+                $(#[doc = $doc])*
+                #[arg(long, $($clap)*)]
+                pub $name: Option<$ty>,
+            )*
+            $(
+                $(#[doc = $odoc])*
+                #[arg(long, $($oclap)*)]
+                pub $oname: Option<$oty>,
+            )*
+        }
+
+        /// The file's schema: every key optional, unknown keys rejected.
+        #[derive(Deserialize, Default, Debug)]
+        #[serde(deny_unknown_fields)]
+        struct FileConfig {
+            $( $name: Option<$ty>, )*
+            $( $oname: Option<$oty>, )*
+        }
+
+        /// The effective configuration.
+        #[derive(Clone, Debug, PartialEq, Serialize)]
+        pub struct Config {
+            $( $(#[doc = $doc])* pub $name: $ty, )*
+            $( $(#[doc = $odoc])* pub $oname: Option<$oty>, )*
+        }
+
+        impl Default for Config {
+            fn default() -> Self {
+                Config {
+                    $( $name: $default, )*
+                    $( $oname: None, )*
+                }
+            }
+        }
+
+        /// Every option's name, in declaration order.
+        pub const OPTION_NAMES: &[&str] = &[$(stringify!($name),)* $(stringify!($oname),)*];
+
+        fn merge(args: &Args, cli: &BTreeMap<String, Source>, file: FileConfig) -> Resolved {
+            let defaults = Config::default();
+            let mut sources = BTreeMap::new();
+            let cli_source = |name: &str| cli.get(name).copied().unwrap_or(Source::Flag);
+            $(
+                let $name = if let Some(v) = args.$name.clone() {
+                    sources.insert(stringify!($name), cli_source(stringify!($name)));
+                    v
+                } else if let Some(v) = file.$name {
+                    sources.insert(stringify!($name), Source::File);
+                    v
+                } else {
+                    sources.insert(stringify!($name), Source::Default);
+                    defaults.$name
+                };
+            )*
+            $(
+                let $oname = if let Some(v) = args.$oname.clone() {
+                    sources.insert(stringify!($oname), cli_source(stringify!($oname)));
+                    Some(v)
+                } else if let Some(v) = file.$oname {
+                    sources.insert(stringify!($oname), Source::File);
+                    Some(v)
+                } else {
+                    sources.insert(stringify!($oname), Source::Default);
+                    None
+                };
+            )*
+            Resolved {
+                config: Config { $($name,)* $($oname,)* },
+                sources,
+                file: args.config.clone(),
+            }
+        }
+
+        impl Config {
+            /// `name = value` lines (TOML), unset options commented out.
+            fn lines(&self) -> Vec<(&'static str, String)> {
+                vec![
+                    $( (stringify!($name), toml_value(&self.$name)), )*
+                    $(
+                        (
+                            stringify!($oname),
+                            self.$oname.as_ref().map_or_else(String::new, toml_value),
+                        ),
+                    )*
+                ]
+            }
+        }
+    };
+}
+
+fn toml_value<T: Serialize>(value: &T) -> String {
+    toml::Value::try_from(value).map_or_else(|e| format!("\"<{e}>\""), |v| v.to_string())
+}
+
+options! {
+    with_default {
+        /// Address to serve DNS on, UDP and TCP (repeat or comma-separate for
+        /// several; IPv6 as [::]:53).
+        listen: Vec<SocketAddr> = vec![SocketAddr::from(([127, 0, 0, 1], 5300))],
+            [env = "MONGODNS_LISTEN", value_delimiter = ',', value_name = "ADDR"];
+        /// UDP sockets per address (SO_REUSEPORT) and runtime threads; 0 means
+        /// one per core.
+        workers: usize = 0, [env = "MONGODNS_WORKERS", value_name = "N"];
+        /// Largest UDP reply, also advertised in OPT.
+        max_udp_size: u16 = 1232, [env = "MONGODNS_MAX_UDP_SIZE", value_name = "BYTES"];
+        /// Milliseconds allowed for an uncached answer before SERVFAIL.
+        query_timeout_ms: u64 = 2000, [env = "MONGODNS_QUERY_TIMEOUT_MS", value_name = "MS"];
+        /// TCP connections served at once.
+        tcp_max_connections: usize = 256, [env = "MONGODNS_TCP_MAX_CONNECTIONS", value_name = "N"];
+        /// Seconds before an idle TCP connection is closed.
+        tcp_idle_timeout: u64 = 10, [env = "MONGODNS_TCP_IDLE_TIMEOUT", value_name = "SECONDS"];
+        /// Clients allowed to transfer zones (AXFR/IXFR over TCP), as addresses
+        /// or networks (192.0.2.0/24, 2001:db8::/32); an empty list refuses
+        /// every transfer. Default: loopback only.
+        axfr_allow: Vec<String> = vec!["127.0.0.0/8".into(), "::1/128".into()],
+            [env = "MONGODNS_AXFR_ALLOW", value_delimiter = ',', value_name = "NET"];
+        /// Queries answered on one TCP connection before it is closed (0: no limit).
+        tcp_max_queries: usize = 0, [env = "MONGODNS_TCP_MAX_QUERIES", value_name = "N"];
+        /// Serve-stale (RFC 8767): seconds after expiry during which a cached
+        /// reply or record may still be served, with TTL 30, when the database
+        /// fails or times out. 0: off.
+        serve_stale_secs: u64 = 0, [env = "MONGODNS_SERVE_STALE_SECS", value_name = "SECONDS"];
+        /// Response rate limit: UDP replies per second per source prefix
+        /// (0: off). See docs/reliability.md.
+        rrl_rate: u32 = 0, [env = "MONGODNS_RRL_RATE", value_name = "N"];
+        /// Of the replies over the rate, send every n-th as a truncated (TC)
+        /// reply and drop the rest; 0 drops them all.
+        rrl_slip: u32 = 2, [env = "MONGODNS_RRL_SLIP", value_name = "N"];
+        /// Prefix length grouping IPv4 sources for rate limiting.
+        rrl_ipv4_prefix: u8 = 24, [env = "MONGODNS_RRL_IPV4_PREFIX", value_name = "BITS"];
+        /// Prefix length grouping IPv6 sources for rate limiting.
+        rrl_ipv6_prefix: u8 = 56, [env = "MONGODNS_RRL_IPV6_PREFIX", value_name = "BITS"];
+        /// TSIG keys allowed to transfer zones from anywhere:
+        /// `hmac-sha256:NAME:BASE64SECRET` (repeat for several). Prefer
+        /// tsig_keyfile: a command line is visible to other local users.
+        tsig_key: Vec<String> = Vec::new(),
+            [env = "MONGODNS_TSIG_KEY", value_name = "KEY"];
+        /// On SIGTERM, milliseconds to wait for queries in flight before exiting.
+        shutdown_grace_ms: u64 = 5000, [env = "MONGODNS_SHUTDOWN_GRACE_MS", value_name = "MS"];
+        /// MongoDB connection string.
+        mongodb_uri: String = "mongodb://127.0.0.1:27017/?directConnection=true".into(),
+            [env = "MONGODB_URI", value_name = "URI"];
+        /// Database holding the zones.
+        database: String = "mongodns".into(), [env = "MONGODNS_DATABASE", value_name = "NAME"];
+        /// Which replica-set members answer reads: primary, primaryPreferred,
+        /// secondary, secondaryPreferred or nearest (see docs/scaling.md).
+        read_preference: String = "primary".into(),
+            [env = "MONGODNS_READ_PREFERENCE", value_name = "MODE"];
+        /// Milliseconds to wait for the database at start and per operation.
+        db_timeout_ms: u64 = 1500, [env = "MONGODNS_DB_TIMEOUT_MS", value_name = "MS"];
+        /// Replies kept in the packet cache (0 turns it off).
+        packet_cache_entries: usize = 1_000_000,
+            [env = "MONGODNS_PACKET_CACHE_ENTRIES", value_name = "N"];
+        /// Memory bound of the packet cache, in MiB.
+        packet_cache_mb: usize = 512, [env = "MONGODNS_PACKET_CACHE_MB", value_name = "MIB"];
+        /// Nodes kept in the record cache (0 turns it off).
+        record_cache_entries: usize = 1_000_000,
+            [env = "MONGODNS_RECORD_CACHE_ENTRIES", value_name = "N"];
+        /// Memory bound of the record cache, in MiB.
+        record_cache_mb: usize = 512, [env = "MONGODNS_RECORD_CACHE_MB", value_name = "MIB"];
+        /// Longest time anything is cached, in seconds (record TTLs cap it further).
+        cache_max_ttl: u64 = 300, [env = "MONGODNS_CACHE_MAX_TTL", value_name = "SECONDS"];
+        /// How long a missing name or a name in no zone is cached, in seconds.
+        cache_negative_ttl: u64 = 60, [env = "MONGODNS_CACHE_NEGATIVE_TTL", value_name = "SECONDS"];
+        /// Milliseconds between checks for changed zones (writes are seen
+        /// within about this long).
+        freshness_ms: u64 = 250, [env = "MONGODNS_FRESHNESS_MS", value_name = "MS"];
+        /// Turn every cache off (each query reads the database): for measuring.
+        no_cache: bool = false,
+            [env = "MONGODNS_NO_CACHE", num_args = 0..=1, require_equals = true,
+             default_missing_value = "true", value_parser = boolish(), value_name = "BOOL"];
+        /// Log filter (tracing syntax), e.g. `info` or `mongodns_server=debug`.
+        log: String = "info".into(), [env = "MONGODNS_LOG", value_name = "FILTER"];
+        /// Log line format on stderr.
+        log_format: LogFormat = LogFormat::Text, [env = "MONGODNS_LOG_FORMAT", value_name = "FORMAT"];
+        /// Log one query in N (1 logs every query).
+        query_log_sample: u32 = 1, [env = "MONGODNS_QUERY_LOG_SAMPLE", value_name = "N"];
+        /// Query-log lines waiting for the writer thread; when it is full, lines
+        /// are dropped and counted (mongodns_query_log_dropped_total).
+        query_log_buffer: usize = 8192, [env = "MONGODNS_QUERY_LOG_BUFFER", value_name = "LINES"];
+        /// Rotate the query-log file when it reaches this many MiB (0: only on
+        /// SIGHUP, for logrotate).
+        query_log_max_mb: u64 = 0, [env = "MONGODNS_QUERY_LOG_MAX_MB", value_name = "MIB"];
+        /// Rotated query-log files kept (FILE.1 … FILE.N).
+        query_log_keep: usize = 5, [env = "MONGODNS_QUERY_LOG_KEEP", value_name = "N"];
+        /// Line format of the syslog query-log output.
+        query_log_syslog_format: SyslogFormat = SyslogFormat::Rfc3164,
+            [env = "MONGODNS_QUERY_LOG_SYSLOG_FORMAT", value_name = "FORMAT"];
+    }
+    optional {
+        /// File of TSIG keys, one `hmac-sha256:NAME:BASE64SECRET` a line.
+        tsig_keyfile: String, [env = "MONGODNS_TSIG_KEYFILE", value_name = "FILE"];
+        /// SO_RCVBUF for UDP sockets, in bytes (kernel default if unset).
+        udp_rcvbuf: usize, [env = "MONGODNS_UDP_RCVBUF", value_name = "BYTES"];
+        /// SO_SNDBUF for UDP sockets, in bytes (kernel default if unset).
+        udp_sndbuf: usize, [env = "MONGODNS_UDP_SNDBUF", value_name = "BYTES"];
+        /// With a secondary read preference, skip members lagging more than
+        /// this many seconds behind the primary (MongoDB's minimum is 90).
+        read_max_staleness_s: u64, [env = "MONGODNS_READ_MAX_STALENESS_S", value_name = "SECONDS"];
+        /// Address of the HTTP control endpoint (/stats, /metrics, /health,
+        /// POST /purge); off if unset.
+        control_listen: SocketAddr, [env = "MONGODNS_CONTROL_LISTEN", value_name = "ADDR"];
+        /// Query log: a file path, `syslog` (/dev/log) or `syslog:SOCKET`; off
+        /// if unset.
+        query_log: String, [env = "MONGODNS_QUERY_LOG", value_name = "DEST"];
+    }
+}
+
+/// The effective configuration and where each value came from.
+#[derive(Clone, Debug)]
+pub struct Resolved {
+    /// The values.
+    pub config: Config,
+    /// Option name ─► source of its value.
+    pub sources: BTreeMap<&'static str, Source>,
+    /// The file read, if any.
+    pub file: Option<PathBuf>,
+}
+
+/// The flags as parsed, with what clap knows about where each came from;
+/// kept so SIGHUP can re-read the file under the same flags.
+#[derive(Clone, Debug)]
+pub struct Cli {
+    /// The parsed flags.
+    pub args: Args,
+    sources: BTreeMap<String, Source>,
+}
+
+impl Cli {
+    /// Parses the process's arguments (exits with clap's message on error).
+    pub fn parse() -> Cli {
+        Self::from_matches(Args::command().get_matches())
+    }
+
+    /// Parses `argv` (the first item is the program name).
+    pub fn try_parse_from<I, T>(argv: I) -> Result<Cli, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        Ok(Self::from_matches(
+            Args::command().try_get_matches_from(argv)?,
+        ))
+    }
+
+    fn from_matches(matches: ArgMatches) -> Cli {
+        let args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+        let mut sources = BTreeMap::new();
+        for name in OPTION_NAMES {
+            let source = match matches.value_source(name) {
+                Some(ValueSource::EnvVariable) => Source::Env,
+                Some(ValueSource::CommandLine) => Source::Flag,
+                _ => continue,
+            };
+            sources.insert((*name).to_string(), source);
+        }
+        Cli { args, sources }
+    }
+
+    /// Reads the file (if any) and applies the precedence; validates.
+    pub fn resolve(&self) -> Result<Resolved, String> {
+        let file = match &self.args.config {
+            Some(path) => load_file(path)?,
+            None => FileConfig::default(),
+        };
+        let resolved = merge(&self.args, &self.sources, file);
+        resolved.config.validate().map_err(|problems| {
+            let mut text = String::from("invalid configuration:");
+            for p in problems {
+                let _ = write!(text, "\n  {p}");
+            }
+            text
+        })?;
+        Ok(resolved)
+    }
+}
+
+fn load_file(path: &Path) -> Result<FileConfig, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
+    toml::from_str(&text).map_err(|e| format!("config file {}: {e}", path.display()))
+}
+
+impl Config {
+    /// Every problem found, each naming the option.
+    pub fn validate(&self) -> Result<(), Vec<String>> {
+        let mut p = Vec::new();
+        if self.listen.is_empty() {
+            p.push("listen: at least one address is needed".to_string());
+        }
+        let mut seen = std::collections::HashSet::new();
+        for addr in &self.listen {
+            if !seen.insert(addr) {
+                p.push(format!("listen: {addr} is given twice"));
+            }
+        }
+        if self.workers > 1024 {
+            p.push(format!("workers: {} is more than 1024", self.workers));
+        }
+        if self.max_udp_size < 512 {
+            p.push(format!(
+                "max_udp_size: {} is below 512, the DNS minimum",
+                self.max_udp_size
+            ));
+        }
+        if self.query_timeout_ms == 0 {
+            p.push("query_timeout_ms: must be above 0".into());
+        }
+        if self.tcp_max_connections == 0 {
+            p.push("tcp_max_connections: must be above 0".into());
+        }
+        for net in self.axfr_allow.iter().filter(|n| !n.is_empty()) {
+            if let Err(e) = net.parse::<Cidr>() {
+                p.push(format!("axfr_allow: {e}"));
+            }
+        }
+        if !(self.mongodb_uri.starts_with("mongodb://")
+            || self.mongodb_uri.starts_with("mongodb+srv://"))
+        {
+            p.push("mongodb_uri: must start with mongodb:// or mongodb+srv://".into());
+        }
+        if self.database.is_empty() || self.database.contains(['/', '\\', '.', ' ', '"', '$']) {
+            p.push(format!(
+                "database: {:?} is not a valid database name",
+                self.database
+            ));
+        }
+        if canonical_read_preference(&self.read_preference).is_none() {
+            p.push(format!(
+                "read_preference: {:?} is not one of {}",
+                self.read_preference,
+                READ_PREFERENCES.join(", ")
+            ));
+        }
+        if let Some(s) = self.read_max_staleness_s {
+            if s < 90 {
+                p.push(format!(
+                    "read_max_staleness_s: {s} is below MongoDB's minimum of 90"
+                ));
+            }
+            if canonical_read_preference(&self.read_preference) == Some("primary") {
+                p.push("read_max_staleness_s: not allowed with read_preference primary".into());
+            }
+        }
+        if self.db_timeout_ms == 0 {
+            p.push("db_timeout_ms: must be above 0".into());
+        }
+        if self.freshness_ms < 10 {
+            p.push(format!(
+                "freshness_ms: {} is below 10 ms",
+                self.freshness_ms
+            ));
+        }
+        if let Err(e) = tracing_subscriber::EnvFilter::try_new(&self.log) {
+            p.push(format!("log: {:?} is not a valid filter: {e}", self.log));
+        }
+        if self.query_log_sample == 0 {
+            p.push("query_log_sample: must be 1 (every query) or more".into());
+        }
+        if self.query_log_buffer == 0 || self.query_log_buffer > 1 << 22 {
+            p.push("query_log_buffer: must be between 1 and 4194304".into());
+        }
+        if let Some(dest) = &self.query_log {
+            if dest.is_empty() {
+                p.push("query_log: empty destination".into());
+            } else if !dest.starts_with("syslog") {
+                let parent = Path::new(dest)
+                    .parent()
+                    .filter(|d| !d.as_os_str().is_empty());
+                if let Some(dir) = parent {
+                    if !dir.is_dir() {
+                        p.push(format!(
+                            "query_log: directory {} does not exist",
+                            dir.display()
+                        ));
+                    }
+                }
+            }
+        }
+        if let Some(addr) = self.control_listen {
+            if self.listen.contains(&addr) {
+                p.push(format!("control_listen: {addr} is also a DNS address"));
+            }
+        }
+        if p.is_empty() {
+            Ok(())
+        } else {
+            Err(p)
+        }
+    }
+
+    /// `axfr_allow` parsed (call after `validate`; invalid entries are skipped).
+    pub fn axfr_networks(&self) -> Vec<Cidr> {
+        self.axfr_allow
+            .iter()
+            .filter_map(|n| n.parse().ok())
+            .collect()
+    }
+
+    /// Worker count with 0 resolved to the number of cores.
+    pub fn worker_count(&self) -> usize {
+        if self.workers == 0 {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        } else {
+            self.workers
+        }
+    }
+}
+
+/// The MongoDB spelling of a read preference (case-insensitive match).
+pub fn canonical_read_preference(text: &str) -> Option<&'static str> {
+    READ_PREFERENCES
+        .iter()
+        .find(|p| p.eq_ignore_ascii_case(text) || p.replace('P', "-p").eq_ignore_ascii_case(text))
+        .copied()
+}
+
+impl Resolved {
+    /// The effective configuration as a TOML file, each line saying where
+    /// its value came from. Unset options are commented out.
+    pub fn render(&self) -> String {
+        let mut out = String::from("# mongodns-server effective configuration\n");
+        match &self.file {
+            Some(f) => {
+                let _ = writeln!(out, "# config file: {}", f.display());
+            }
+            None => out.push_str("# config file: none\n"),
+        }
+        out.push_str("# precedence: flag > env > file > default\n");
+        for (name, value) in self.config.lines() {
+            let source = self.sources.get(name).copied().unwrap_or(Source::Default);
+            let value = if name == "mongodb_uri" {
+                redact_password(&value)
+            } else {
+                value
+            };
+            if value.is_empty() {
+                let _ = writeln!(out, "# {name} = (unset)");
+            } else {
+                let _ = writeln!(out, "{name} = {value}  # {}", source.label());
+            }
+        }
+        out
+    }
+
+    /// Options whose value differs in `new` and that only take effect at
+    /// start.
+    pub fn needs_restart(&self, new: &Config) -> Vec<&'static str> {
+        let old = self.config.lines();
+        let new = new.lines();
+        old.iter()
+            .zip(&new)
+            .filter(|(a, b)| a.1 != b.1 && !RELOADABLE.contains(&a.0))
+            .map(|(a, _)| a.0)
+            .collect()
+    }
+}
+
+/// `mongodb://user:secret@host` ─► `mongodb://user:***@host`.
+fn redact_password(uri: &str) -> String {
+    match (uri.find("://"), uri.rfind('@')) {
+        (Some(s), Some(at)) if at > s => match uri[s + 3..at].find(':') {
+            Some(c) => format!("{}:***{}", &uri[..s + 3 + c], &uri[at..]),
+            None => uri.to_string(),
+        },
+        _ => uri.to_string(),
+    }
+}
+
+/// Options SIGHUP applies without a restart.
+pub const RELOADABLE: &[&str] = &[
+    "log",
+    "query_log_sample",
+    "cache_max_ttl",
+    "cache_negative_ttl",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cli(argv: &[&str]) -> Cli {
+        let mut full = vec!["mongodns-server"];
+        full.extend_from_slice(argv);
+        Cli::try_parse_from(full).unwrap()
+    }
+
+    #[test]
+    fn defaults_are_valid() {
+        Config::default().validate().unwrap();
+    }
+
+    #[test]
+    fn file_then_flag() {
+        let dir = std::env::temp_dir().join(format!("mdcfg{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("a.toml");
+        std::fs::write(
+            &f,
+            "workers = 3\ndatabase = \"fromfile\"\nlisten = [\"[::1]:53\", \"127.0.0.1:53\"]\n",
+        )
+        .unwrap();
+        let r = cli(&["--config", f.to_str().unwrap(), "--workers", "5"])
+            .resolve()
+            .unwrap();
+        assert_eq!(r.config.workers, 5);
+        assert_eq!(r.sources["workers"], Source::Flag);
+        assert_eq!(r.config.database, "fromfile");
+        assert_eq!(r.sources["database"], Source::File);
+        assert_eq!(r.config.listen.len(), 2);
+        assert_eq!(r.sources["max_udp_size"], Source::Default);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn unknown_key_and_bad_values() {
+        let dir = std::env::temp_dir().join(format!("mdcfgb{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("b.toml");
+        std::fs::write(&f, "wrokers = 3\n").unwrap();
+        let e = cli(&["--config", f.to_str().unwrap()])
+            .resolve()
+            .unwrap_err();
+        assert!(e.contains("wrokers"), "{e}");
+        let e = cli(&["--max-udp-size", "100", "--read-preference", "sometimes"])
+            .resolve()
+            .unwrap_err();
+        assert!(
+            e.contains("max_udp_size") && e.contains("read_preference"),
+            "{e}"
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn networks_and_read_preferences() {
+        let c = cli(&["--axfr-allow", "10.0.0.0/8,2001:db8::1"])
+            .resolve()
+            .unwrap();
+        assert_eq!(c.config.axfr_networks().len(), 2);
+        assert!(cli(&["--axfr-allow", "10.0.0.0/33"]).resolve().is_err());
+        let none = cli(&["--axfr-allow="]).resolve().unwrap();
+        assert!(none.config.axfr_networks().is_empty());
+        assert_eq!(
+            canonical_read_preference("secondarypreferred"),
+            Some("secondaryPreferred")
+        );
+        assert_eq!(
+            canonical_read_preference("secondary-preferred"),
+            Some("secondaryPreferred")
+        );
+    }
+
+    #[test]
+    fn passwords_are_not_printed() {
+        assert_eq!(
+            redact_password("\"mongodb://u:pw@h:1/?x=1\""),
+            "\"mongodb://u:***@h:1/?x=1\""
+        );
+        assert_eq!(redact_password("\"mongodb://h\""), "\"mongodb://h\"");
+    }
+
+    #[test]
+    fn bool_flag_forms() {
+        assert!(cli(&["--no-cache"]).resolve().unwrap().config.no_cache);
+        assert!(
+            !cli(&["--no-cache=false"])
+                .resolve()
+                .unwrap()
+                .config
+                .no_cache
+        );
+    }
+}
