@@ -51,6 +51,25 @@ pub enum StoreError {
     /// A zone that must exist does not.
     #[error("zone {0} does not exist")]
     NoSuchZone(String),
+    /// Too many reads are already waiting for the database: this one was
+    /// refused at once instead of queueing behind them (load shedding).
+    #[error("database busy: {0}")]
+    Busy(String),
+    /// The failure of a read that several callers waited for together.
+    #[error(transparent)]
+    Shared(std::sync::Arc<StoreError>),
+}
+
+impl StoreError {
+    /// True for load shedding ([`StoreError::Busy`]), shared or not: the
+    /// database is fine, we chose not to wait for it.
+    pub fn is_busy(&self) -> bool {
+        match self {
+            StoreError::Busy(_) => true,
+            StoreError::Shared(inner) => inner.is_busy(),
+            _ => false,
+        }
+    }
 }
 
 /// Handle to the mongodns database. Cheap to clone.
@@ -315,6 +334,26 @@ impl Store {
                     .and_then(|v| v.as_i64().or(v.as_i32().map(i64::from)))
             })
             .unwrap_or(0))
+    }
+
+    /// Every served zone, or `None` when there are more than `limit`.
+    pub async fn served_zones(&self, limit: usize) -> Result<Option<Vec<ZoneInfo>>, StoreError> {
+        let mut cursor = self
+            .zones
+            .find(doc! {})
+            .batch_size(10_000)
+            .limit(i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1))
+            .await?;
+        let mut out = Vec::new();
+        while let Some(d) = cursor.try_next().await? {
+            if out.len() >= limit {
+                return Ok(None);
+            }
+            if d.contains_key("ver") {
+                out.push(schema::zone_from_doc(&d)?);
+            }
+        }
+        Ok(Some(out))
     }
 
     /// Zones whose generation is above `seq`.

@@ -303,6 +303,16 @@ options! {
             [env = "MONGODNS_READ_PREFERENCE", value_name = "MODE"];
         /// Milliseconds to wait for the database at start and per operation.
         db_timeout_ms: u64 = 1500, [env = "MONGODNS_DB_TIMEOUT_MS", value_name = "MS"];
+        /// Database reads at once (cache misses); more wait in a queue.
+        db_max_inflight: usize = 64, [env = "MONGODNS_DB_MAX_INFLIGHT", value_name = "N"];
+        /// Database reads allowed to wait; a miss beyond that is answered at
+        /// once (SERVFAIL, or stale) instead of queueing behind reads that
+        /// would time out: an overloaded cold cache still warms.
+        db_max_queued: usize = 1024, [env = "MONGODNS_DB_MAX_QUEUED", value_name = "N"];
+        /// Zones loaded into memory at start; with every zone loaded, a name
+        /// in no zone is known at once, without a database read (0: off;
+        /// with more zones than this, zones are looked up per name).
+        zone_preload_max: usize = 2_000_000, [env = "MONGODNS_ZONE_PRELOAD_MAX", value_name = "N"];
         /// Replies kept in the packet cache (0 turns it off).
         packet_cache_entries: usize = 1_000_000,
             [env = "MONGODNS_PACKET_CACHE_ENTRIES", value_name = "N"];

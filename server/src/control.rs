@@ -207,6 +207,21 @@ impl Control {
                 l(&c.stale_nodes),
             ),
             (
+                "db_shed",
+                "database reads refused at once because too many were waiting (load shedding)",
+                l(&c.db_shed),
+            ),
+            (
+                "query_timeouts",
+                "uncached queries that ran out of time (SERVFAIL or stale)",
+                l(&c.query_timeouts),
+            ),
+            (
+                "zone_registry_complete",
+                "1 when every served zone is in memory (names in no zone cost no database read)",
+                u64::from(self.registry.is_complete()),
+            ),
+            (
                 "freshness_lag_ms",
                 "milliseconds since the last successful change poll",
                 self.registry

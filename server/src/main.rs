@@ -132,10 +132,13 @@ async fn run(
     })
     .map(Arc::new);
     let counters = Arc::new(Counters::default());
-    let registry = Arc::new(ZoneRegistry::new(
-        args.record_cache_entries.max(1024),
-        Duration::from_secs(args.cache_negative_ttl),
-    ));
+    let registry = Arc::new(
+        ZoneRegistry::new(
+            args.record_cache_entries.max(1024),
+            Duration::from_secs(args.cache_negative_ttl),
+        )
+        .with_preload(args.zone_preload_max),
+    );
     let record_config = RecordCacheConfig {
         max_entries: args.record_cache_entries,
         max_bytes: args.record_cache_mb << 20,
@@ -143,6 +146,8 @@ async fn run(
         negative_ttl: Duration::from_secs(args.cache_negative_ttl),
         enabled: !args.no_cache && args.record_cache_entries > 0,
         serve_stale: Duration::from_secs(args.serve_stale_secs),
+        db_max_inflight: args.db_max_inflight.max(1),
+        db_max_queued: args.db_max_queued,
     };
     let records = Arc::new(RecordCache::new(
         store.clone(),

@@ -143,18 +143,7 @@ fn an_import_is_answered_within_a_second() {
         "$ORIGIN cache.test.\nnew 60 IN A 192.0.2.50\n",
         false,
     ));
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while ask_udp(server.port, "new.cache.test.", 1, None)
-        .metadata
-        .response_code
-        != ResponseCode::NoError
-    {
-        assert!(
-            Instant::now() < deadline,
-            "merged name not served within 10 s"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_answered(server.port, "new.cache.test.");
     drop(server);
     block_on(db.drop_db());
 }
@@ -204,6 +193,67 @@ fn purge_drops_what_a_silent_writer_changed() {
     assert!(http(control, "GET", "/metrics")
         .1
         .contains("mongodns_packet_cache_hits"));
+    drop(server);
+    block_on(db.drop_db());
+}
+
+/// Asks for `name` until it is answered NOERROR, for at most 10 s.
+fn wait_answered(port: u16, name: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while ask_udp(port, name, 1, None).metadata.response_code != ResponseCode::NoError {
+        assert!(Instant::now() < deadline, "{name} not served within 10 s");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Polls `/stats` until `name` equals `want`, for at most 30 s.
+fn wait_stat(control: u16, name: &str, want: u64) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while stat(control, name) != want {
+        assert!(Instant::now() < deadline, "{name} never became {want}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn with_every_zone_loaded_unknown_names_cost_no_zone_read() {
+    let (db, server, control) = start("preload");
+    wait_stat(control, "zone_registry_complete", 1);
+    a_records(server.port, "www.cache.test.");
+    let before = stat(control, "db_queries");
+    for i in 0..20 {
+        let m = ask_udp(server.port, &format!("h{i}.nowhere{i}.example."), 1, None);
+        assert_eq!(m.metadata.response_code, ResponseCode::Refused);
+    }
+    assert_eq!(
+        stat(control, "db_queries"),
+        before,
+        "names in no zone are refused without a database read"
+    );
+    for i in 0..10 {
+        let m = ask_udp(server.port, &format!("nx{i}.cache.test."), 1, None);
+        assert_eq!(m.metadata.response_code, ResponseCode::NXDomain);
+    }
+    let used = stat(control, "db_queries") - before;
+    // Each unique name once, the wildcard `*.cache.test.` once (then cached).
+    assert!(
+        (10..=11).contains(&used),
+        "10 unique missing names took {used} database reads"
+    );
+    // A zone created after the load is served once the poll sees it.
+    let m = ask_udp(server.port, "www.later.test.", 1, None);
+    assert_eq!(m.metadata.response_code, ResponseCode::Refused);
+    block_on(db.import(
+        "later.test.",
+        "$ORIGIN later.test.\n@ 60 IN SOA ns admin 1 3600 600 86400 60\n@ 60 IN NS ns\nns 60 IN A 192.0.2.1\nwww 60 IN A 192.0.2.60\n",
+        false,
+    ));
+    wait_answered(server.port, "www.later.test.");
+    assert_eq!(stat(control, "zone_registry_complete"), 1);
+    // A full purge forgets the zones; they are loaded again by the next poll.
+    assert!(http(control, "POST", "/purge?all=1").0.contains("200"));
+    wait_stat(control, "zone_registry_complete", 1);
+    assert_eq!(a_records(server.port, "www.later.test.").len(), 1);
     drop(server);
     block_on(db.drop_db());
 }

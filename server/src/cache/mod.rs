@@ -54,6 +54,10 @@ pub struct Counters {
     pub pipeline_queries: AtomicU64,
     /// Expired nodes used because the database failed (serve-stale).
     pub stale_nodes: AtomicU64,
+    /// Database reads refused because too many were waiting (load shed).
+    pub db_shed: AtomicU64,
+    /// Uncached queries that ran out of time (SERVFAIL, or stale).
+    pub query_timeouts: AtomicU64,
 }
 
 impl Counters {

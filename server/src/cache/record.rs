@@ -4,7 +4,10 @@
 //!  find_zone(apex) ─► ZoneRegistry (positive / negative) ─miss─► store
 //!  get_node(zone, name) ─► node LRU keyed (apex, ver, name), entry tagged
 //!        with the zone generation ─ stale or missing ─► single flight ─► store
-//!  Concurrent misses for one key wait for one database query.
+//!  Concurrent misses for one key wait for one database read, which runs
+//!  as a task of its own: it fills the cache even if its askers time out.
+//!  Every read passes the DbGate (N at once, M queued, the rest refused at
+//!  once with Busy), so an overloaded server with a cold cache still warms.
 //! ```
 
 use super::sharded::{ShardedLru, Weigh};
@@ -13,10 +16,10 @@ use super::Counters;
 use crate::backend::Backend;
 use backend_mongo::{Name, Node, StoreError, ZoneInfo};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::sync::OnceCell;
+use tokio::sync::{watch, Semaphore, SemaphorePermit};
 
 type NodeKey = (Name, i64, Name);
 
@@ -39,35 +42,138 @@ impl Weigh for NodeEntry {
     }
 }
 
-/// Concurrent requests for one key share one database query.
-struct SingleFlight<K, V> {
-    flights: Mutex<HashMap<K, Arc<OnceCell<V>>>>,
+/// What a finished flight left for its waiters.
+type Landed<V> = Option<Result<V, Arc<StoreError>>>;
+
+/// Concurrent requests for one key share one database read, and that read
+/// is *detached*: it runs as a task of its own, so it finishes (and fills
+/// the cache) even when every caller gave up waiting. Without this, a slow
+/// database under a cold cache never warms: each read is cancelled by its
+/// query's timeout and started again by the next query.
+struct Flights<K, V> {
+    flights: Mutex<HashMap<K, watch::Receiver<Landed<V>>>>,
 }
 
-impl<K: std::hash::Hash + Eq + Clone, V: Clone> SingleFlight<K, V> {
+/// Removes a flight from the map however its task ends (even by panic).
+struct Landing<'a, K: std::hash::Hash + Eq, V> {
+    flights: &'a Flights<K, V>,
+    key: K,
+}
+
+impl<K: std::hash::Hash + Eq, V> Drop for Landing<'_, K, V> {
+    fn drop(&mut self) {
+        let mut map = self
+            .flights
+            .flights
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        map.remove(&self.key);
+    }
+}
+
+impl<K, V> Flights<K, V>
+where
+    K: std::hash::Hash + Eq + Clone + Send + Sync + 'static,
+    V: Clone + Send + Sync + 'static,
+{
     fn new() -> Self {
-        SingleFlight {
+        Flights {
             flights: Mutex::new(HashMap::new()),
         }
     }
 
-    /// Runs `fetch` for `key` unless a run is in flight, whose result is
-    /// shared instead. A failed run is not shared: the next waiter retries.
-    async fn run<E, F, Fut>(&self, key: &K, fetch: F) -> Result<V, E>
+    /// The result of `fetch` for `key`, or of the read already in flight
+    /// for it. A failure is shared with the callers waiting at that moment;
+    /// the next caller starts a new read.
+    async fn run<Fut>(self: &Arc<Self>, key: &K, fetch: Fut) -> Result<V, StoreError>
     where
-        F: FnOnce() -> Fut,
-        Fut: std::future::Future<Output = Result<V, E>>,
+        Fut: std::future::Future<Output = Result<V, StoreError>> + Send + 'static,
     {
-        let cell = {
-            let mut flights = self.flights.lock().unwrap_or_else(|p| p.into_inner());
-            flights.entry(key.clone()).or_default().clone()
+        let mut landed = {
+            let mut map = self.flights.lock().unwrap_or_else(|p| p.into_inner());
+            match map.get(key) {
+                Some(rx) => rx.clone(),
+                None => {
+                    let (tx, rx) = watch::channel(None);
+                    map.insert(key.clone(), rx.clone());
+                    let flights = self.clone();
+                    let key = key.clone();
+                    tokio::spawn(async move {
+                        let _landing = Landing {
+                            flights: &flights,
+                            key,
+                        };
+                        let result = fetch.await.map_err(Arc::new);
+                        let _ = tx.send(Some(result));
+                    });
+                    rx
+                }
+            }
         };
-        let result = cell.get_or_try_init(fetch).await.cloned();
-        let mut flights = self.flights.lock().unwrap_or_else(|p| p.into_inner());
-        if flights.get(key).is_some_and(|f| Arc::ptr_eq(f, &cell)) {
-            flights.remove(key);
+        let outcome = match landed.wait_for(Option::is_some).await {
+            Ok(done) => done.clone(),
+            Err(_) => None, // the task ended without a result (a panic)
+        };
+        match outcome {
+            Some(Ok(value)) => Ok(value),
+            Some(Err(fault)) => Err(StoreError::Shared(fault)),
+            None => Err(StoreError::Busy("a database read was abandoned".into())),
         }
-        result
+    }
+}
+
+/// Bounds the database reads of the record cache: at most `slots` at once,
+/// at most `max_queued` waiting for a slot. A read beyond that fails at
+/// once with [`StoreError::Busy`] (SERVFAIL, or a stale answer) instead of
+/// joining a queue it would time out in; the reads already queued finish
+/// and warm the cache, so an overloaded cold server converges.
+pub struct DbGate {
+    slots: Semaphore,
+    queued: AtomicUsize,
+    max_queued: usize,
+}
+
+impl DbGate {
+    /// A gate with `slots` concurrent reads and `max_queued` waiting.
+    pub fn new(slots: usize, max_queued: usize) -> Self {
+        DbGate {
+            slots: Semaphore::new(slots.max(1)),
+            queued: AtomicUsize::new(0),
+            max_queued,
+        }
+    }
+
+    /// Reads waiting for a slot now.
+    pub fn queued(&self) -> usize {
+        self.queued.load(Ordering::Relaxed)
+    }
+
+    /// Waits for a slot, or refuses at once when the queue is full.
+    async fn enter(&self, counters: &Counters) -> Result<SemaphorePermit<'_>, StoreError> {
+        if let Ok(permit) = self.slots.try_acquire() {
+            return Ok(permit);
+        }
+        let waiting = self.queued.fetch_add(1, Ordering::AcqRel);
+        let _leave = LeaveQueue(&self.queued);
+        if waiting >= self.max_queued {
+            counters.db_shed.fetch_add(1, Ordering::Relaxed);
+            return Err(StoreError::Busy(format!(
+                "{waiting} reads already waiting for the database"
+            )));
+        }
+        self.slots
+            .acquire()
+            .await
+            .map_err(|_| StoreError::Busy("database gate closed".into()))
+    }
+}
+
+/// Leaves the gate's queue when dropped.
+struct LeaveQueue<'a>(&'a AtomicUsize);
+
+impl Drop for LeaveQueue<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -90,6 +196,10 @@ pub struct RecordCacheConfig {
     /// How long after expiry a node may still be used when reading it again
     /// from the database fails (RFC 8767); zero: never.
     pub serve_stale: Duration,
+    /// Most database reads at once (see [`DbGate`]).
+    pub db_max_inflight: usize,
+    /// Most database reads waiting for a slot; more fail at once.
+    pub db_max_queued: usize,
 }
 
 impl Default for RecordCacheConfig {
@@ -101,83 +211,23 @@ impl Default for RecordCacheConfig {
             negative_ttl: Duration::from_secs(60),
             enabled: true,
             serve_stale: Duration::ZERO,
+            db_max_inflight: 64,
+            db_max_queued: 1024,
         }
     }
 }
 
-/// A [`Backend`] that caches another one.
-pub struct RecordCache<B> {
+/// What the detached database reads of a [`RecordCache`] need.
+struct Shared<B> {
     inner: B,
-    zones: Arc<ZoneRegistry>,
     nodes: ShardedLru<NodeKey, NodeEntry>,
-    node_flights: SingleFlight<NodeKey, Option<Arc<Node>>>,
-    zone_flights: SingleFlight<Name, Option<ZoneInfo>>,
-    config: RecordCacheConfig,
-    /// `config.max_ttl` and `config.negative_ttl` in ms, changeable (SIGHUP).
+    gate: DbGate,
+    /// `max_ttl` and `negative_ttl` in ms, changeable (SIGHUP).
     ttl_caps_ms: [AtomicU64; 2],
     counters: Arc<Counters>,
 }
 
-impl<B: Backend> RecordCache<B> {
-    /// Caches `inner`, with zone freshness from `zones`.
-    pub fn new(
-        inner: B,
-        zones: Arc<ZoneRegistry>,
-        config: RecordCacheConfig,
-        counters: Arc<Counters>,
-    ) -> Self {
-        RecordCache {
-            inner,
-            zones,
-            nodes: ShardedLru::new(64, config.max_entries, config.max_bytes),
-            node_flights: SingleFlight::new(),
-            zone_flights: SingleFlight::new(),
-            ttl_caps_ms: [
-                AtomicU64::new(config.max_ttl.as_millis() as u64),
-                AtomicU64::new(config.negative_ttl.as_millis() as u64),
-            ],
-            config,
-            counters,
-        }
-    }
-
-    /// The zone registry.
-    pub fn zones(&self) -> &Arc<ZoneRegistry> {
-        &self.zones
-    }
-
-    /// Nodes held.
-    pub fn len(&self) -> usize {
-        self.nodes.len()
-    }
-
-    /// True when no node is held.
-    pub fn is_empty(&self) -> bool {
-        self.nodes.is_empty()
-    }
-
-    /// Nodes evicted to stay within bounds.
-    pub fn evictions(&self) -> u64 {
-        self.nodes.evictions()
-    }
-
-    /// Drops cached nodes named `name` (in any zone); returns how many.
-    pub fn purge_name(&self, name: &Name) -> usize {
-        self.nodes.retain(|k, _| k.2 != *name)
-    }
-
-    /// Drops everything.
-    pub fn purge_all(&self) -> usize {
-        self.zones.purge_all();
-        self.nodes.retain(|_, _| false)
-    }
-
-    /// Changes the TTL caps for nodes stored from now on.
-    pub fn set_ttl_caps(&self, max_ttl: Duration, negative_ttl: Duration) {
-        self.ttl_caps_ms[0].store(max_ttl.as_millis() as u64, Ordering::Relaxed);
-        self.ttl_caps_ms[1].store(negative_ttl.as_millis() as u64, Ordering::Relaxed);
-    }
-
+impl<B: Backend> Shared<B> {
     fn ttl_of(&self, node: &Option<Arc<Node>>) -> Duration {
         let max_ttl = Duration::from_millis(self.ttl_caps_ms[0].load(Ordering::Relaxed));
         match node {
@@ -189,11 +239,13 @@ impl<B: Backend> RecordCache<B> {
         }
     }
 
+    /// One database read of a node, through the gate, counted.
     async fn fetch_node(
         &self,
         zone: &ZoneInfo,
         name: &Name,
     ) -> Result<Option<Arc<Node>>, StoreError> {
+        let _slot = self.gate.enter(&self.counters).await?;
         let started = Instant::now();
         self.counters.db_inflight.fetch_add(1, Ordering::Relaxed);
         let result = self.inner.get_node(zone, name).await;
@@ -203,32 +255,125 @@ impl<B: Backend> RecordCache<B> {
     }
 }
 
+/// A [`Backend`] that caches another one.
+pub struct RecordCache<B> {
+    shared: Arc<Shared<B>>,
+    zones: Arc<ZoneRegistry>,
+    node_flights: Arc<Flights<NodeKey, Option<Arc<Node>>>>,
+    zone_flights: Arc<Flights<Name, Option<ZoneInfo>>>,
+    config: RecordCacheConfig,
+}
+
+impl<B: Backend> RecordCache<B> {
+    /// Caches `inner`, with zone freshness from `zones`.
+    pub fn new(
+        inner: B,
+        zones: Arc<ZoneRegistry>,
+        config: RecordCacheConfig,
+        counters: Arc<Counters>,
+    ) -> Self {
+        RecordCache {
+            shared: Arc::new(Shared {
+                inner,
+                nodes: ShardedLru::new(64, config.max_entries, config.max_bytes),
+                gate: DbGate::new(config.db_max_inflight, config.db_max_queued),
+                ttl_caps_ms: [
+                    AtomicU64::new(config.max_ttl.as_millis() as u64),
+                    AtomicU64::new(config.negative_ttl.as_millis() as u64),
+                ],
+                counters,
+            }),
+            zones,
+            node_flights: Arc::new(Flights::new()),
+            zone_flights: Arc::new(Flights::new()),
+            config,
+        }
+    }
+
+    /// The zone registry.
+    pub fn zones(&self) -> &Arc<ZoneRegistry> {
+        &self.zones
+    }
+
+    /// Nodes held.
+    pub fn len(&self) -> usize {
+        self.shared.nodes.len()
+    }
+
+    /// True when no node is held.
+    pub fn is_empty(&self) -> bool {
+        self.shared.nodes.is_empty()
+    }
+
+    /// Nodes evicted to stay within bounds.
+    pub fn evictions(&self) -> u64 {
+        self.shared.nodes.evictions()
+    }
+
+    /// Database reads waiting for a slot now.
+    pub fn db_queued(&self) -> usize {
+        self.shared.gate.queued()
+    }
+
+    /// Drops cached nodes named `name` (in any zone); returns how many.
+    pub fn purge_name(&self, name: &Name) -> usize {
+        self.shared.nodes.retain(|k, _| k.2 != *name)
+    }
+
+    /// Drops everything.
+    pub fn purge_all(&self) -> usize {
+        self.zones.purge_all();
+        self.shared.nodes.retain(|_, _| false)
+    }
+
+    /// Changes the TTL caps for nodes stored from now on.
+    pub fn set_ttl_caps(&self, max_ttl: Duration, negative_ttl: Duration) {
+        let caps = &self.shared.ttl_caps_ms;
+        caps[0].store(max_ttl.as_millis() as u64, Ordering::Relaxed);
+        caps[1].store(negative_ttl.as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// A database read made through the gate but outside the caches.
+    async fn uncached<T>(
+        &self,
+        read: impl std::future::Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        let counters = &self.shared.counters;
+        let _slot = self.shared.gate.enter(counters).await?;
+        let started = Instant::now();
+        let result = read.await;
+        counters.record_db(started.elapsed(), result.is_ok());
+        result
+    }
+}
+
 impl<B: Backend> Backend for RecordCache<B> {
     async fn find_zone(&self, apex: &Name) -> Result<Option<ZoneInfo>, StoreError> {
+        let counters = &self.shared.counters;
         match self.zones.lookup(apex) {
             Known::Zone(info) => {
-                self.counters.zone_hits.fetch_add(1, Ordering::Relaxed);
+                counters.zone_hits.fetch_add(1, Ordering::Relaxed);
                 return Ok(Some(info));
             }
             Known::NotAZone => {
-                self.counters.zone_hits.fetch_add(1, Ordering::Relaxed);
+                counters.zone_hits.fetch_add(1, Ordering::Relaxed);
                 return Ok(None);
             }
             Known::Unknown => {}
         }
-        self.counters.zone_misses.fetch_add(1, Ordering::Relaxed);
-        let found = self
-            .zone_flights
-            .run(apex, || async {
-                let epoch = self.zones.zones_epoch();
-                let started = Instant::now();
-                let found = self.inner.find_zone(apex).await;
-                self.counters.record_db(started.elapsed(), found.is_ok());
-                let found = found?;
-                self.zones.learn(apex, found.as_ref(), epoch);
-                Ok::<_, StoreError>(found)
-            })
-            .await?;
+        counters.zone_misses.fetch_add(1, Ordering::Relaxed);
+        let (shared, zones, key) = (self.shared.clone(), self.zones.clone(), apex.clone());
+        let read = async move {
+            let epoch = zones.zones_epoch();
+            let _slot = shared.gate.enter(&shared.counters).await?;
+            let started = Instant::now();
+            let found = shared.inner.find_zone(&key).await;
+            shared.counters.record_db(started.elapsed(), found.is_ok());
+            let found = found?;
+            zones.learn(&key, found.as_ref(), epoch);
+            Ok(found)
+        };
+        let found = self.zone_flights.run(apex, read).await?;
         // Serve the registry's view: it may carry a purge generation.
         Ok(found.map(|info| self.zones.state(apex).map_or(info, |s| s.info())))
     }
@@ -238,49 +383,49 @@ impl<B: Backend> Backend for RecordCache<B> {
         zone: &ZoneInfo,
         name: &Name,
     ) -> Result<Option<Arc<Node>>, StoreError> {
+        let counters = &self.shared.counters;
         if !self.config.enabled && *name != zone.apex {
-            self.counters.record_misses.fetch_add(1, Ordering::Relaxed);
-            return self.fetch_node(zone, name).await;
+            counters.record_misses.fetch_add(1, Ordering::Relaxed);
+            return self.shared.fetch_node(zone, name).await;
         }
         let key: NodeKey = (zone.apex.clone(), zone.ver, name.clone());
         let now = Instant::now();
-        let cached = self.nodes.with(&key, |e| {
+        let cached = self.shared.nodes.with(&key, |e| {
             (e.gen == zone.gen && e.expires > now).then(|| e.node.clone())
         });
         if let Some(Some(node)) = cached {
-            self.counters.record_hits.fetch_add(1, Ordering::Relaxed);
+            counters.record_hits.fetch_add(1, Ordering::Relaxed);
             return Ok(node);
         }
-        self.counters.record_misses.fetch_add(1, Ordering::Relaxed);
-        // One database query per key at a time; others wait for its result.
-        let fetched = self
-            .node_flights
-            .run(&key, || async {
-                let node = self.fetch_node(zone, name).await?;
-                let expires = Instant::now() + self.ttl_of(&node);
-                self.nodes.insert(
-                    key.clone(),
-                    NodeEntry {
-                        node: node.clone(),
-                        gen: zone.gen,
-                        expires,
-                    },
-                );
-                Ok::<_, StoreError>(node)
-            })
-            .await;
+        counters.record_misses.fetch_add(1, Ordering::Relaxed);
+        // One database read per key at a time, finishing even if we stop
+        // waiting; others wait for its result.
+        let (shared, zone_c, name_c, key_c) =
+            (self.shared.clone(), zone.clone(), name.clone(), key.clone());
+        let read = async move {
+            let node = shared.fetch_node(&zone_c, &name_c).await?;
+            let expires = Instant::now() + shared.ttl_of(&node);
+            let entry = NodeEntry {
+                node: node.clone(),
+                gen: zone_c.gen,
+                expires,
+            };
+            shared.nodes.insert(key_c, entry);
+            Ok(node)
+        };
+        let fetched = self.node_flights.run(&key, read).await;
         match fetched {
             Err(fault) if !self.config.serve_stale.is_zero() => {
                 // The database failed: an expired node of the current
                 // generation, within the window, is better than nothing.
                 let now = Instant::now();
                 let window = self.config.serve_stale;
-                let stale = self.nodes.with(&key, |e| {
+                let stale = self.shared.nodes.with(&key, |e| {
                     (e.gen == zone.gen && e.expires + window > now).then(|| e.node.clone())
                 });
                 match stale {
                     Some(Some(node)) => {
-                        self.counters.stale_nodes.fetch_add(1, Ordering::Relaxed);
+                        counters.stale_nodes.fetch_add(1, Ordering::Relaxed);
                         Ok(node)
                     }
                     _ => Err(fault),
@@ -292,10 +437,7 @@ impl<B: Backend> Backend for RecordCache<B> {
 
     async fn zone_nodes(&self, zone: &ZoneInfo) -> Result<Vec<Node>, StoreError> {
         // Whole-zone reads (AXFR) always come from the database.
-        let started = Instant::now();
-        let result = self.inner.zone_nodes(zone).await;
-        self.counters.record_db(started.elapsed(), result.is_ok());
-        result
+        self.uncached(self.shared.inner.zone_nodes(zone)).await
     }
 
     async fn denial(
@@ -307,9 +449,142 @@ impl<B: Backend> Backend for RecordCache<B> {
         // DNSSEC denial lookups (DO=1 negative answers) go to the database:
         // keys are mostly unique per query name, and the packet cache holds
         // the finished replies.
+        self.uncached(self.shared.inner.denial(zone, key, wrap))
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The flight and gate logic against an in-memory backend that is slow
+    //! on purpose (the integration tests use the real database).
+    use super::*;
+
+    /// Answers every name with an empty node after `delay`, counting reads.
+    struct SlowBackend {
+        delay: Duration,
+        reads: AtomicUsize,
+    }
+
+    impl Backend for SlowBackend {
+        async fn find_zone(&self, _apex: &Name) -> Result<Option<ZoneInfo>, StoreError> {
+            Ok(None)
+        }
+        async fn get_node(
+            &self,
+            _zone: &ZoneInfo,
+            name: &Name,
+        ) -> Result<Option<Arc<Node>>, StoreError> {
+            self.reads.fetch_add(1, Ordering::SeqCst);
+            tokio::time::sleep(self.delay).await;
+            Ok(Some(Arc::new(Node {
+                name: name.clone(),
+                rrsets: Vec::new(),
+                sigs: Vec::new(),
+            })))
+        }
+        async fn zone_nodes(&self, _zone: &ZoneInfo) -> Result<Vec<Node>, StoreError> {
+            Ok(Vec::new())
+        }
+        async fn denial(
+            &self,
+            _zone: &ZoneInfo,
+            _key: &str,
+            _wrap: bool,
+        ) -> Result<Option<Arc<Node>>, StoreError> {
+            Ok(None)
+        }
+    }
+
+    fn cache(delay_ms: u64, slots: usize, queued: usize) -> RecordCache<SlowBackend> {
+        let config = RecordCacheConfig {
+            db_max_inflight: slots,
+            db_max_queued: queued,
+            ..RecordCacheConfig::default()
+        };
+        RecordCache::new(
+            SlowBackend {
+                delay: Duration::from_millis(delay_ms),
+                reads: AtomicUsize::new(0),
+            },
+            Arc::new(ZoneRegistry::new(16, Duration::from_secs(60))),
+            config,
+            Arc::new(Counters::default()),
+        )
+    }
+
+    fn zone() -> ZoneInfo {
+        ZoneInfo {
+            apex: "t.test.".parse().unwrap(),
+            ver: 1,
+            gen: 1,
+            serial: 1,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_read_whose_asker_gave_up_still_fills_the_cache() {
+        let rc = cache(100, 4, 16);
+        let name: Name = "slow.t.test.".parse().unwrap();
+        let z = zone();
+        let early = tokio::time::timeout(Duration::from_millis(10), rc.get_node(&z, &name));
+        assert!(early.await.is_err(), "the asker timed out");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let node = rc.get_node(&zone(), &name).await.unwrap().unwrap();
+        assert_eq!(node.name, name);
+        assert_eq!(
+            rc.shared.inner.reads.load(Ordering::SeqCst),
+            1,
+            "the second asker was answered by the first read"
+        );
+        assert_eq!(rc.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn concurrent_askers_share_one_read() {
+        let rc = Arc::new(cache(50, 4, 16));
+        let name: Name = "shared.t.test.".parse().unwrap();
+        let askers: Vec<_> = (0..20)
+            .map(|_| {
+                let (rc, name) = (rc.clone(), name.clone());
+                tokio::spawn(async move { rc.get_node(&zone(), &name).await })
+            })
+            .collect();
+        for a in askers {
+            assert!(a.await.unwrap().unwrap().is_some());
+        }
+        assert_eq!(rc.shared.inner.reads.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn reads_beyond_the_queue_fail_at_once() {
+        let rc = Arc::new(cache(200, 1, 1));
         let started = Instant::now();
-        let result = self.inner.denial(zone, key, wrap).await;
-        self.counters.record_db(started.elapsed(), result.is_ok());
-        result
+        let askers: Vec<_> = (0..6)
+            .map(|i| {
+                let rc = rc.clone();
+                let name: Name = format!("n{i}.t.test.").parse().unwrap();
+                tokio::spawn(async move { (rc.get_node(&zone(), &name).await, started.elapsed()) })
+            })
+            .collect();
+        let mut busy = 0;
+        let mut ok = 0;
+        for a in askers {
+            match a.await.unwrap() {
+                (Ok(_), _) => ok += 1,
+                (Err(StoreError::Shared(e)), took) if matches!(*e, StoreError::Busy(_)) => {
+                    busy += 1;
+                    assert!(
+                        took < Duration::from_millis(150),
+                        "refused at once, not after {took:?}"
+                    );
+                }
+                (Err(e), _) => panic!("unexpected fault {e}"),
+            }
+        }
+        // One read runs, one waits, the other four are refused.
+        assert_eq!((ok, busy), (2, 4));
+        assert_eq!(rc.shared.counters.db_shed.load(Ordering::Relaxed), 4);
+        assert_eq!(rc.db_queued(), 0);
     }
 }

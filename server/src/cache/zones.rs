@@ -3,10 +3,15 @@
 //! ```text
 //!  ZoneRegistry: apex ─► ZoneState { info, gen (atomic) }     (positive)
 //!                apex ─► not a zone, at zones_epoch           (negative, LRU)
+//!  first poll: every served zone is loaded (up to preload_max) and the
+//!     registry becomes *complete*: a name not known as a zone is not one,
+//!     with no database read (qnames are mostly unique: one read each
+//!     would double the round trips of an uncached query)
 //!  poll loop, every interval:
 //!     meta.seq unchanged ─► nothing (one point read)
 //!     changed ─► zones {gen > last} ─► update info/gen of known zones;
-//!                a zone never seen ─► zones_epoch += 1 (negatives void)
+//!                a zone never seen ─► zones_epoch += 1 (negatives void),
+//!                and it is added when the registry is complete
 //! ```
 //!
 //! Every cached answer remembers the generation of the zone it came from
@@ -15,7 +20,7 @@
 use super::sharded::{ShardedLru, Weigh};
 use backend_mongo::{Name, Store, StoreError, ZoneInfo};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -72,6 +77,14 @@ pub struct ZoneRegistry {
     stuck_since: std::sync::Mutex<Option<Instant>>,
     /// When the last successful poll finished.
     last_poll: RwLock<Option<Instant>>,
+    /// Most zones loaded at the first poll (0: none, ask per name).
+    preload_max: usize,
+    /// Every served zone is in `zones`: unknown names are not zones.
+    complete: AtomicBool,
+    /// The first poll is done and the preload has not succeeded yet.
+    preload_wanted: AtomicBool,
+    /// Moved by `purge_all`: a preload that began before it is discarded.
+    purges: AtomicU64,
 }
 
 /// What a registry lookup found.
@@ -96,7 +109,23 @@ impl ZoneRegistry {
             last_seq: AtomicI64::new(i64::MIN),
             stuck_since: std::sync::Mutex::new(None),
             last_poll: RwLock::new(None),
+            preload_max: 0,
+            complete: AtomicBool::new(false),
+            preload_wanted: AtomicBool::new(false),
+            purges: AtomicU64::new(0),
         }
+    }
+
+    /// Loads up to `max` zones at the first poll; with all of them loaded,
+    /// names that are not zones need no database read.
+    pub fn with_preload(mut self, max: usize) -> Self {
+        self.preload_max = max;
+        self
+    }
+
+    /// True when every served zone is known (the preload finished).
+    pub fn is_complete(&self) -> bool {
+        self.complete.load(Ordering::Acquire)
     }
 
     /// Changes how long non-zones are remembered.
@@ -114,6 +143,9 @@ impl ZoneRegistry {
             .get(apex)
         {
             return Known::Zone(state.info());
+        }
+        if self.complete.load(Ordering::Acquire) {
+            return Known::NotAZone;
         }
         let epoch = self.zones_epoch.load(Ordering::Acquire);
         let ttl = Duration::from_millis(self.negative_ttl_ms.load(Ordering::Relaxed));
@@ -168,7 +200,7 @@ impl ZoneRegistry {
 
     /// Applies changed zone documents.
     pub fn apply_changes(&self, changed: &[ZoneInfo]) {
-        let mut appeared = false;
+        let mut appeared = Vec::new();
         {
             let zones = self.zones.read().unwrap_or_else(|p| p.into_inner());
             for info in changed {
@@ -177,13 +209,56 @@ impl ZoneRegistry {
                         *state.info.write().unwrap_or_else(|p| p.into_inner()) = info.clone();
                         state.gen.store(info.gen, Ordering::Release);
                     }
-                    None => appeared = true,
+                    None => appeared.push(info),
                 }
             }
         }
-        if appeared {
-            self.zones_epoch.fetch_add(1, Ordering::AcqRel);
+        if appeared.is_empty() {
+            return;
         }
+        if self.complete.load(Ordering::Acquire) {
+            self.add_zones(appeared.into_iter());
+        }
+        self.zones_epoch.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Adds zones not known yet (a known zone keeps its newer state).
+    fn add_zones<'a>(&self, infos: impl Iterator<Item = &'a ZoneInfo>) {
+        let mut zones = self.zones.write().unwrap_or_else(|p| p.into_inner());
+        for info in infos {
+            zones.entry(info.apex.clone()).or_insert_with(|| {
+                Arc::new(ZoneState {
+                    info: RwLock::new(info.clone()),
+                    gen: AtomicI64::new(info.gen),
+                })
+            });
+        }
+    }
+
+    /// Loads every served zone, if there are at most `preload_max`, and
+    /// marks the registry complete. Called after `last_seq` is set, so a
+    /// zone created meanwhile is seen by the next poll.
+    pub async fn preload(&self, store: &Store) -> Result<(), StoreError> {
+        let started = Instant::now();
+        let purges = self.purges.load(Ordering::Acquire);
+        match store.served_zones(self.preload_max).await? {
+            Some(_) if self.purges.load(Ordering::Acquire) != purges => {}
+            Some(all) => {
+                self.add_zones(all.iter());
+                self.complete.store(true, Ordering::Release);
+                self.zones_epoch.fetch_add(1, Ordering::AcqRel);
+                tracing::info!(
+                    zones = all.len(),
+                    took_ms = started.elapsed().as_millis() as u64,
+                    "every served zone loaded: names in no zone need no database read"
+                );
+            }
+            None => tracing::info!(
+                limit = self.preload_max,
+                "more zones than zone_preload_max: zones are looked up per name"
+            ),
+        }
+        Ok(())
     }
 
     /// Makes every cached answer of `apex` invalid.
@@ -200,10 +275,12 @@ impl ZoneRegistry {
 
     /// Forgets everything: every zone is looked up again.
     pub fn purge_all(&self) {
-        self.zones
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .clear();
+        let mut zones = self.zones.write().unwrap_or_else(|p| p.into_inner());
+        zones.clear();
+        // Complete no more; the next poll counts as the first and loads again.
+        self.complete.store(false, Ordering::Release);
+        self.purges.fetch_add(1, Ordering::AcqRel);
+        self.last_seq.store(i64::MIN, Ordering::Release);
         self.zones_epoch.fetch_add(1, Ordering::AcqRel);
     }
 
@@ -241,6 +318,8 @@ impl ZoneRegistry {
         let mut changed = 0;
         if last == i64::MIN {
             self.last_seq.store(seq, Ordering::Release);
+            self.preload_wanted
+                .store(self.preload_max > 0, Ordering::Release);
         } else if seq > last {
             let zones = store.zones_changed_since(last).await?;
             tracing::debug!(seq, last, changed = zones.len(), "zones changed");
@@ -293,6 +372,17 @@ impl ZoneRegistry {
                     }
                     if n > 0 {
                         counters.zone_changes.fetch_add(n as u64, Ordering::Relaxed);
+                    }
+                    if self.preload_wanted.swap(false, Ordering::AcqRel) {
+                        // In a task of its own: loading many zones takes
+                        // longer than a poll may, and polls go on meanwhile.
+                        let (registry, store) = (self.clone(), store.clone());
+                        tokio::spawn(async move {
+                            if let Err(e) = registry.preload(&store).await {
+                                tracing::warn!(error = %e, "loading every zone failed; will retry");
+                                registry.preload_wanted.store(true, Ordering::Release);
+                            }
+                        });
                     }
                 }
                 Err(e) => {

@@ -316,7 +316,12 @@ impl<B: Backend> Responder<B> {
                     tracing::debug!(qname = %query.qname, error = %fault, "storage fault: stale answer");
                     return Some(stale);
                 }
-                tracing::warn!(qname = %query.qname, error = %fault, "storage fault: SERVFAIL");
+                if fault.is_busy() {
+                    // Load shedding: counted (db_shed), not worth a line each.
+                    tracing::debug!(qname = %query.qname, error = %fault, "database busy: SERVFAIL");
+                } else {
+                    tracing::warn!(qname = %query.qname, error = %fault, "storage fault: SERVFAIL");
+                }
                 Some(render::rcode_only(
                     packet,
                     &query,
@@ -329,7 +334,12 @@ impl<B: Backend> Responder<B> {
                     tracing::debug!(qname = %query.qname, "query timed out: stale answer");
                     return Some(stale);
                 }
-                tracing::warn!(qname = %query.qname, "query timed out: SERVFAIL");
+                // Counted (query_timeouts); a line each would flood the log
+                // exactly when the server is overloaded.
+                if let Some(counters) = &self.counters {
+                    counters.query_timeouts.fetch_add(1, Ordering::Relaxed);
+                }
+                tracing::debug!(qname = %query.qname, "query timed out: SERVFAIL");
                 Some(render::rcode_only(
                     packet,
                     &query,
