@@ -20,6 +20,6 @@ pub mod writer;
 pub use name::{Name, NameError};
 pub use progress::{JobProgress, ProgressReporter};
 pub use rtype::RType;
-pub use schema::{Node, RRset, ZoneInfo};
+pub use schema::{ChangeRecord, Node, RRset, ZoneInfo};
 pub use store::{ReadFrom, Store, StoreError};
 pub use writer::{BaselineWriter, NodeWrite, WriteMode, WriteStats, ZoneContent, ZoneWriter};

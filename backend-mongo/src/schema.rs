@@ -22,6 +22,16 @@ pub const NODES: &str = "nodes";
 pub const META: &str = "meta";
 /// `_id` of the global change counter in [`META`].
 pub const SEQ_ID: &str = "seq";
+/// Collection of change records: which names a merge write changed, one
+/// document per generation it published (see [`change_id`]).
+pub const CHANGES: &str = "changes";
+/// Most names one change record lists; a larger write records "all".
+pub const MAX_CHANGED_NAMES: usize = 4096;
+
+/// The `_id` of the change record of generation `gen` (a `meta.seq` value).
+pub fn change_id(gen: i64) -> String {
+    format!("chg {gen}")
+}
 
 /// The `_id` of a node: zone, content version and owner name, space-separated.
 ///
@@ -29,6 +39,55 @@ pub const SEQ_ID: &str = "seq";
 /// never contains a raw space, so the key is unambiguous.
 pub fn node_id(zone: &Name, ver: i64, name: &Name) -> String {
     format!("{zone} {ver} {name}")
+}
+
+/// What one published generation changed: a zone and, unless the write was
+/// too large to list, the owner names it wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChangeRecord {
+    /// The zone written.
+    pub zone: Name,
+    /// The names written (new, changed, or empty non-terminals); `None`:
+    /// anything may have changed.
+    pub names: Option<Vec<Name>>,
+}
+
+/// The change record document of generation `gen`.
+pub fn change_doc(gen: i64, zone: &Name, names: Option<&[Name]>) -> Document {
+    let mut d = doc! {
+        "_id": change_id(gen),
+        "zone": zone.to_string(),
+        "at": mongodb::bson::DateTime::now(),
+    };
+    match names {
+        Some(names) if names.len() <= MAX_CHANGED_NAMES => {
+            let list: Vec<Bson> = names.iter().map(|n| Bson::String(n.to_string())).collect();
+            d.insert("names", list);
+        }
+        _ => {
+            d.insert("all", true);
+        }
+    }
+    d
+}
+
+/// Reads a change record; `None` when it cannot be understood (a reader
+/// then treats the generation as unknown and drops everything of it).
+pub fn change_from_doc(d: &Document) -> Option<ChangeRecord> {
+    let zone: Name = d.get_str("zone").ok()?.parse().ok()?;
+    if d.get_bool("all").unwrap_or(false) {
+        return Some(ChangeRecord { zone, names: None });
+    }
+    let names = d
+        .get_array("names")
+        .ok()?
+        .iter()
+        .map(|b| b.as_str().and_then(|s| s.parse().ok()))
+        .collect::<Option<Vec<Name>>>()?;
+    Some(ChangeRecord {
+        zone,
+        names: Some(names),
+    })
 }
 
 /// One RRset as stored: TTL and rdata in uncompressed wire format.

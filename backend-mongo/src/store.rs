@@ -9,7 +9,9 @@
 //!  change_seq()      ── meta._id "seq" ──► i64       (freshness polling)
 //! ```
 
-use crate::schema::{self, Node, SchemaError, ZoneInfo, META, NODES, SEQ_ID, ZONES};
+use crate::schema::{
+    self, change_id, ChangeRecord, Node, SchemaError, ZoneInfo, CHANGES, META, NODES, SEQ_ID, ZONES,
+};
 use crate::Name;
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Document};
@@ -79,6 +81,7 @@ pub struct Store {
     pub(crate) zones: Collection<Document>,
     pub(crate) nodes: Collection<Document>,
     pub(crate) meta: Collection<Document>,
+    pub(crate) changes: Collection<Document>,
 }
 
 fn redact(uri: &str) -> String {
@@ -196,6 +199,7 @@ impl Store {
             zones: db.collection(ZONES),
             nodes: db.collection(NODES),
             meta: db.collection(META),
+            changes: db.collection(CHANGES),
             db,
         })
     }
@@ -334,6 +338,21 @@ impl Store {
                     .and_then(|v| v.as_i64().or(v.as_i32().map(i64::from)))
             })
             .unwrap_or(0))
+    }
+
+    /// The change records of generations `from..=to` that exist, by
+    /// generation (one `_id` read each: the only lookup FerretDB indexes).
+    pub async fn change_records(
+        &self,
+        from: i64,
+        to: i64,
+    ) -> Result<std::collections::HashMap<i64, ChangeRecord>, StoreError> {
+        let reads = (from..=to).map(|gen| async move {
+            let found = self.changes.find_one(doc! {"_id": change_id(gen)}).await?;
+            Ok::<_, StoreError>(found.and_then(|d| Some((gen, schema::change_from_doc(&d)?))))
+        });
+        let found = futures::future::try_join_all(reads).await?;
+        Ok(found.into_iter().flatten().collect())
     }
 
     /// Every served zone, or `None` when there are more than `limit`.

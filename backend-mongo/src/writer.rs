@@ -65,6 +65,9 @@ pub struct ZoneWriter {
     resume_key: Option<String>,
     /// When a merge last published a new generation (see `publish_progress`).
     last_publish: std::sync::Mutex<std::time::Instant>,
+    /// `Merge`: names written since the last publish, for the change
+    /// record; `None` once anything unlisted may have changed.
+    changed: std::sync::Mutex<Option<Vec<Name>>>,
 }
 
 /// How often a long merge publishes a new generation, so servers see its
@@ -169,6 +172,9 @@ impl Store {
                         merge_lock: Default::default(),
                         resume_key: key.map(str::to_string),
                         last_publish: std::sync::Mutex::new(std::time::Instant::now()),
+                        // A resumed merge skips records a killed run wrote
+                        // and may never have published: record "all" once.
+                        changed: std::sync::Mutex::new((done == 0).then(Vec::new)),
                     },
                     done,
                 ));
@@ -215,6 +221,7 @@ impl Store {
                 merge_lock: Default::default(),
                 resume_key: key.map(str::to_string),
                 last_publish: std::sync::Mutex::new(std::time::Instant::now()),
+                changed: std::sync::Mutex::new(None),
             },
             done,
         ))
@@ -342,6 +349,7 @@ impl ZoneWriter {
             stats.merged = to_merge.len() as u64;
         }
         if self.mode == WriteMode::Merge {
+            self.note_changed(batch.iter().map(|n| &n.name));
             self.publish_progress().await?;
         }
         Ok(stats)
@@ -358,7 +366,7 @@ impl ZoneWriter {
             }
             *last = std::time::Instant::now();
         }
-        let gen = self.store.next_seq().await?;
+        let gen = self.record_change().await?;
         self.store
             .zones
             .update_one(
@@ -367,6 +375,43 @@ impl ZoneWriter {
             )
             .await?;
         Ok(())
+    }
+
+    /// Remembers names written (stored already) for the next change record.
+    fn note_changed<'a>(&self, names: impl Iterator<Item = &'a Name>) {
+        let mut changed = self.changed.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(list) = changed.as_mut() {
+            list.extend(names.cloned());
+            if list.len() > schema::MAX_CHANGED_NAMES {
+                *changed = None;
+            }
+        }
+    }
+
+    /// Takes a new generation and, before any zone shows it, stores what
+    /// it changed: the names written since the last publish (`Merge`), or
+    /// "all". Servers that find the record drop only those names from their
+    /// record caches; without one they drop the whole zone.
+    async fn record_change(&self) -> Result<i64, StoreError> {
+        let names = match self.mode {
+            WriteMode::Merge => std::mem::replace(
+                &mut *self.changed.lock().unwrap_or_else(|p| p.into_inner()),
+                Some(Vec::new()),
+            ),
+            WriteMode::Replace => None,
+        };
+        let gen = self.store.next_seq().await?;
+        if let Some(mut names) = names {
+            names.sort();
+            names.dedup();
+            let record = schema::change_doc(gen, &self.zone, Some(&names));
+            if let Err(e) = self.store.changes.insert_one(record).await {
+                // Without the record, servers drop the whole zone: slower,
+                // never wrong.
+                tracing::debug!(error = %e, "change record not stored");
+            }
+        }
+        Ok(gen)
     }
 
     /// Publishes the write: fixes the SOA serial, bumps the generation and,
@@ -466,7 +511,10 @@ impl ZoneWriter {
                 )
                 .await?;
         }
-        let gen = self.store.next_seq().await?;
+        if serial != written_serial {
+            self.note_changed(std::iter::once(&self.zone));
+        }
+        let gen = self.record_change().await?;
         let set = doc! {"ver": self.ver, "serial": i64::from(serial), "gen": gen, "updated": DateTime::now()};
         let update = if last {
             doc! {"$set": set, "$unset": {"pending_ver": "", "resume": ""}}

@@ -30,7 +30,7 @@ fn start(tag: &str) -> (TestZoneDb, ServerProcess, u16) {
 
 fn a_records(port: u16, name: &str) -> Vec<String> {
     let m = ask_udp(port, name, 1, None);
-    assert_eq!(m.metadata.response_code, ResponseCode::NoError);
+    assert_eq!(m.metadata.response_code, ResponseCode::NoError, "{name} A");
     lines(&m.answers)
 }
 
@@ -254,6 +254,73 @@ fn with_every_zone_loaded_unknown_names_cost_no_zone_read() {
     assert!(http(control, "POST", "/purge?all=1").0.contains("200"));
     wait_stat(control, "zone_registry_complete", 1);
     assert_eq!(a_records(server.port, "www.later.test.").len(), 1);
+    drop(server);
+    block_on(db.drop_db());
+}
+
+#[test]
+fn a_merge_drops_only_the_names_it_wrote() {
+    let (db, server, control) = start("names");
+    a_records(server.port, "www.cache.test.");
+    a_records(server.port, "ns.cache.test.");
+    block_on(db.import(
+        "cache.test.",
+        "$ORIGIN cache.test.\nadded 60 IN A 192.0.2.51\n",
+        false,
+    ));
+    // The merge left a change record naming what it wrote.
+    let record = block_on(async {
+        db.store
+            .database()
+            .collection::<mongodb::bson::Document>("changes")
+            .find_one(mongodb::bson::doc! {"zone": "cache.test."})
+            .await
+            .unwrap()
+            .expect("a change record")
+    });
+    let names = record.get_array("names").expect("names listed");
+    assert!(names
+        .iter()
+        .any(|n| n.as_str() == Some("added.cache.test.")));
+    let imported = Instant::now();
+    wait_answered(server.port, "added.cache.test.");
+    // Wait for a poll that began after the import ended (its last
+    // generation is applied), and for the apex (new serial) to be read.
+    while Duration::from_millis(stat(control, "freshness_lag_ms")) + Duration::from_millis(150)
+        > imported.elapsed()
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    ask_udp(server.port, "cache.test.", 6, None);
+    // The replies were rebuilt (new generation), but from cached nodes:
+    // www and ns were not in the change, so no database read is needed.
+    let before = stat(control, "db_queries");
+    assert_eq!(a_records(server.port, "www.cache.test.").len(), 1);
+    assert_eq!(a_records(server.port, "ns.cache.test.").len(), 1);
+    assert_eq!(
+        stat(control, "db_queries"),
+        before,
+        "unchanged names were answered from the record cache"
+    );
+    assert!(stat(control, "pipeline_queries") > 0);
+    // A replace keeps no names: everything is read again.
+    let replaced = ZONE.replace("192.0.2.10", "192.0.2.11");
+    block_on(db.import("cache.test.", &replaced, true));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    // (The test import deletes the old version at once, with no grace
+    // period, so a read of it just before the switch may find nothing.)
+    while lines(&ask_udp(server.port, "www.cache.test.", 1, None).answers)
+        != vec!["www.cache.test. 3600 A 192.0.2.11"]
+    {
+        assert!(Instant::now() < deadline, "replace not served within 10 s");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let before = stat(control, "db_queries");
+    assert_eq!(a_records(server.port, "ns.cache.test.").len(), 1);
+    assert!(
+        stat(control, "db_queries") > before,
+        "a new version is read afresh"
+    );
     drop(server);
     block_on(db.drop_db());
 }

@@ -3,7 +3,9 @@
 //! ```text
 //!  find_zone(apex) ─► ZoneRegistry (positive / negative) ─miss─► store
 //!  get_node(zone, name) ─► node LRU keyed (apex, ver, name), entry tagged
-//!        with the zone generation ─ stale or missing ─► single flight ─► store
+//!        with the zone's node epoch ─ stale or missing ─► single flight ─► store
+//!  A logged change (merge writes) drops just its names; any other change
+//!  moves the zone's node epoch, which voids all its nodes.
 //!  Concurrent misses for one key wait for one database read, which runs
 //!  as a task of its own: it fills the cache even if its askers time out.
 //!  Every read passes the DbGate (N at once, M queued, the rest refused at
@@ -25,7 +27,8 @@ type NodeKey = (Name, i64, Name);
 
 struct NodeEntry {
     node: Option<Arc<Node>>,
-    gen: i64,
+    /// The zone's node epoch when the read began (see `ZoneState`).
+    epoch: u64,
     expires: Instant,
 }
 
@@ -225,9 +228,22 @@ struct Shared<B> {
     /// `max_ttl` and `negative_ttl` in ms, changeable (SIGHUP).
     ttl_caps_ms: [AtomicU64; 2],
     counters: Arc<Counters>,
+    /// Moves whenever named nodes are dropped: a read that began before
+    /// may have seen the old data, so it is not kept.
+    name_purges: AtomicU64,
 }
 
 impl<B: Backend> Shared<B> {
+    /// Drops the nodes `names` of one zone version (a logged change).
+    fn purge_names(&self, apex: &Name, ver: i64, names: &[Name]) {
+        let mut key: NodeKey = (apex.clone(), ver, Name::root());
+        for name in names {
+            key.2 = name.clone();
+            self.nodes.remove(&key);
+        }
+        self.name_purges.fetch_add(1, Ordering::AcqRel);
+    }
+
     fn ttl_of(&self, node: &Option<Arc<Node>>) -> Duration {
         let max_ttl = Duration::from_millis(self.ttl_caps_ms[0].load(Ordering::Relaxed));
         match node {
@@ -272,17 +288,26 @@ impl<B: Backend> RecordCache<B> {
         config: RecordCacheConfig,
         counters: Arc<Counters>,
     ) -> Self {
+        let shared = Arc::new(Shared {
+            inner,
+            nodes: ShardedLru::new(64, config.max_entries, config.max_bytes),
+            gate: DbGate::new(config.db_max_inflight, config.db_max_queued),
+            ttl_caps_ms: [
+                AtomicU64::new(config.max_ttl.as_millis() as u64),
+                AtomicU64::new(config.negative_ttl.as_millis() as u64),
+            ],
+            counters,
+            name_purges: AtomicU64::new(0),
+        });
+        // Logged changes drop only the names they list (see ZoneRegistry).
+        let purger = Arc::downgrade(&shared);
+        zones.set_name_purger(Box::new(move |apex, ver, names| {
+            if let Some(shared) = purger.upgrade() {
+                shared.purge_names(apex, ver, names);
+            }
+        }));
         RecordCache {
-            shared: Arc::new(Shared {
-                inner,
-                nodes: ShardedLru::new(64, config.max_entries, config.max_bytes),
-                gate: DbGate::new(config.db_max_inflight, config.db_max_queued),
-                ttl_caps_ms: [
-                    AtomicU64::new(config.max_ttl.as_millis() as u64),
-                    AtomicU64::new(config.negative_ttl.as_millis() as u64),
-                ],
-                counters,
-            }),
+            shared,
             zones,
             node_flights: Arc::new(Flights::new()),
             zone_flights: Arc::new(Flights::new()),
@@ -389,9 +414,14 @@ impl<B: Backend> Backend for RecordCache<B> {
             return self.shared.fetch_node(zone, name).await;
         }
         let key: NodeKey = (zone.apex.clone(), zone.ver, name.clone());
+        // The zone's node epoch; an untracked zone (purged meanwhile) is
+        // read but not kept.
+        let epoch = self.zones.node_epoch(&zone.apex);
         let now = Instant::now();
-        let cached = self.shared.nodes.with(&key, |e| {
-            (e.gen == zone.gen && e.expires > now).then(|| e.node.clone())
+        let cached = epoch.and_then(|epoch| {
+            self.shared.nodes.with(&key, |e| {
+                (e.epoch == epoch && e.expires > now).then(|| e.node.clone())
+            })
         });
         if let Some(Some(node)) = cached {
             counters.record_hits.fetch_add(1, Ordering::Relaxed);
@@ -403,25 +433,30 @@ impl<B: Backend> Backend for RecordCache<B> {
         let (shared, zone_c, name_c, key_c) =
             (self.shared.clone(), zone.clone(), name.clone(), key.clone());
         let read = async move {
+            let purges = shared.name_purges.load(Ordering::Acquire);
             let node = shared.fetch_node(&zone_c, &name_c).await?;
-            let expires = Instant::now() + shared.ttl_of(&node);
-            let entry = NodeEntry {
-                node: node.clone(),
-                gen: zone_c.gen,
-                expires,
-            };
-            shared.nodes.insert(key_c, entry);
+            let unchanged = shared.name_purges.load(Ordering::Acquire) == purges;
+            if let (Some(epoch), true) = (epoch, unchanged) {
+                let entry = NodeEntry {
+                    node: node.clone(),
+                    epoch,
+                    expires: Instant::now() + shared.ttl_of(&node),
+                };
+                shared.nodes.insert(key_c, entry);
+            }
             Ok(node)
         };
         let fetched = self.node_flights.run(&key, read).await;
         match fetched {
             Err(fault) if !self.config.serve_stale.is_zero() => {
                 // The database failed: an expired node of the current
-                // generation, within the window, is better than nothing.
+                // epoch, within the window, is better than nothing.
                 let now = Instant::now();
                 let window = self.config.serve_stale;
-                let stale = self.shared.nodes.with(&key, |e| {
-                    (e.gen == zone.gen && e.expires + window > now).then(|| e.node.clone())
+                let stale = epoch.and_then(|epoch| {
+                    self.shared.nodes.with(&key, |e| {
+                        (e.epoch == epoch && e.expires + window > now).then(|| e.node.clone())
+                    })
                 });
                 match stale {
                     Some(Some(node)) => {
@@ -459,6 +494,7 @@ mod tests {
     //! The flight and gate logic against an in-memory backend that is slow
     //! on purpose (the integration tests use the real database).
     use super::*;
+    use backend_mongo::ChangeRecord;
 
     /// Answers every name with an empty node after `delay`, counting reads.
     struct SlowBackend {
@@ -502,12 +538,14 @@ mod tests {
             db_max_queued: queued,
             ..RecordCacheConfig::default()
         };
+        let registry = Arc::new(ZoneRegistry::new(16, Duration::from_secs(60)));
+        registry.learn(&zone().apex, Some(&zone()), registry.zones_epoch());
         RecordCache::new(
             SlowBackend {
                 delay: Duration::from_millis(delay_ms),
                 reads: AtomicUsize::new(0),
             },
-            Arc::new(ZoneRegistry::new(16, Duration::from_secs(60))),
+            registry,
             config,
             Arc::new(Counters::default()),
         )
@@ -586,5 +624,67 @@ mod tests {
         assert_eq!((ok, busy), (2, 4));
         assert_eq!(rc.shared.counters.db_shed.load(Ordering::Relaxed), 4);
         assert_eq!(rc.db_queued(), 0);
+    }
+
+    fn changed(gen: i64, names: &[&str]) -> (i64, ChangeRecord) {
+        let record = ChangeRecord {
+            zone: zone().apex,
+            names: Some(names.iter().map(|n| n.parse().unwrap()).collect()),
+        };
+        (gen, record)
+    }
+
+    #[tokio::test]
+    async fn a_logged_change_drops_only_its_names() {
+        let rc = cache(0, 4, 16);
+        let z = zone();
+        let names: Vec<Name> = ["a.t.test.", "b.t.test.", "c.t.test."]
+            .iter()
+            .map(|n| n.parse().unwrap())
+            .collect();
+        for n in &names {
+            rc.get_node(&z, n).await.unwrap();
+        }
+        let reads = || rc.shared.inner.reads.load(Ordering::SeqCst);
+        assert_eq!(reads(), 3);
+        // Generation 2 changed b only, and says so.
+        let next = ZoneInfo {
+            gen: 2,
+            ..z.clone()
+        };
+        let records = std::collections::HashMap::from([changed(2, &["b.t.test."])]);
+        rc.zones()
+            .apply_logged_changes(&[next.clone()], &records, 1);
+        for n in &names {
+            rc.get_node(&next, n).await.unwrap();
+        }
+        assert_eq!(reads(), 4, "only b was read again");
+        // Generation 3 has no record: every node of the zone goes.
+        let last = ZoneInfo {
+            gen: 3,
+            ..z.clone()
+        };
+        rc.zones()
+            .apply_logged_changes(&[last.clone()], &std::collections::HashMap::new(), 2);
+        for n in &names {
+            rc.get_node(&last, n).await.unwrap();
+        }
+        assert_eq!(reads(), 7, "all three were read again");
+        // A record naming another zone, or "all", does not narrow either.
+        let other = ChangeRecord {
+            zone: "other.test.".parse().unwrap(),
+            names: Some(Vec::new()),
+        };
+        let fourth = ZoneInfo {
+            gen: 4,
+            ..z.clone()
+        };
+        rc.zones().apply_logged_changes(
+            &[fourth.clone()],
+            &std::collections::HashMap::from([(4, other)]),
+            3,
+        );
+        rc.get_node(&fourth, &names[0]).await.unwrap();
+        assert_eq!(reads(), 8);
     }
 }

@@ -18,7 +18,7 @@
 //! and is served only while that generation is current.
 
 use super::sharded::{ShardedLru, Weigh};
-use backend_mongo::{Name, Store, StoreError, ZoneInfo};
+use backend_mongo::{ChangeRecord, Name, Store, StoreError, ZoneInfo};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -28,14 +28,34 @@ use std::time::{Duration, Instant};
 /// died between its two steps) before the poller stops asking.
 const STUCK_AFTER: Duration = Duration::from_secs(5);
 
+/// Most change records read in one poll; a longer stretch of generations
+/// (a bulk import of many zones) drops changed zones entirely.
+const MAX_RECORD_READS: i64 = 256;
+
 /// The live state of one zone.
 pub struct ZoneState {
     info: RwLock<ZoneInfo>,
     /// The generation answers must carry to be served; purges move it too.
     gen: AtomicI64,
+    /// Cached nodes of the zone are valid while this stays the same; it
+    /// moves when a change cannot be narrowed to names (and on purges).
+    node_epoch: AtomicU64,
 }
 
 impl ZoneState {
+    fn new(info: &ZoneInfo) -> Arc<ZoneState> {
+        Arc::new(ZoneState {
+            info: RwLock::new(info.clone()),
+            gen: AtomicI64::new(info.gen),
+            node_epoch: AtomicU64::new(0),
+        })
+    }
+
+    /// The epoch cached nodes of this zone must carry.
+    pub fn node_epoch(&self) -> u64 {
+        self.node_epoch.load(Ordering::Acquire)
+    }
+
     /// The zone as currently served (with the effective generation).
     pub fn info(&self) -> ZoneInfo {
         let mut info = self.info.read().unwrap_or_else(|p| p.into_inner()).clone();
@@ -58,6 +78,31 @@ impl Weigh for NotAZone {
     fn weight(&self) -> usize {
         96
     }
+}
+
+/// Drops the named nodes of (zone apex, version) from a record cache.
+pub type NamePurger = Box<dyn Fn(&Name, i64, &[Name]) + Send + Sync>;
+
+/// The names `apex` changed from generation `from` (held) to `to`, when the
+/// change records account for it: the record of `to` is this zone's, and
+/// no record of this zone in between says "all". `None`: drop everything.
+fn changed_names(
+    apex: &Name,
+    from: i64,
+    to: i64,
+    records: &HashMap<i64, ChangeRecord>,
+) -> Option<Vec<Name>> {
+    if records.get(&to).map(|r| &r.zone) != Some(apex) {
+        return None;
+    }
+    let mut names = Vec::new();
+    for gen in from.saturating_add(1)..=to {
+        match records.get(&gen) {
+            Some(r) if r.zone == *apex => names.extend(r.names.as_ref()?.iter().cloned()),
+            _ => {} // another zone's generation (the caller checked none is missing)
+        }
+    }
+    Some(names)
 }
 
 /// Known zones and known non-zones.
@@ -85,6 +130,11 @@ pub struct ZoneRegistry {
     preload_wanted: AtomicBool,
     /// Moved by `purge_all`: a preload that began before it is discarded.
     purges: AtomicU64,
+    /// Drops named nodes from the record cache (see `apply_logged_changes`).
+    name_purger: std::sync::OnceLock<NamePurger>,
+    /// The first generation above `last_seq` that no change record or zone
+    /// accounts for yet, and since when.
+    hole: std::sync::Mutex<Option<(i64, Instant)>>,
 }
 
 /// What a registry lookup found.
@@ -113,6 +163,8 @@ impl ZoneRegistry {
             complete: AtomicBool::new(false),
             preload_wanted: AtomicBool::new(false),
             purges: AtomicU64::new(0),
+            name_purger: std::sync::OnceLock::new(),
+            hole: std::sync::Mutex::new(None),
         }
     }
 
@@ -176,12 +228,9 @@ impl ZoneRegistry {
         match found {
             Some(info) => {
                 let mut zones = self.zones.write().unwrap_or_else(|p| p.into_inner());
-                zones.entry(apex.clone()).or_insert_with(|| {
-                    Arc::new(ZoneState {
-                        info: RwLock::new(info.clone()),
-                        gen: AtomicI64::new(info.gen),
-                    })
-                });
+                zones
+                    .entry(apex.clone())
+                    .or_insert_with(|| ZoneState::new(info));
             }
             None => self.negative.insert(
                 apex.clone(),
@@ -198,19 +247,47 @@ impl ZoneRegistry {
         self.zones_epoch.load(Ordering::Acquire)
     }
 
-    /// Applies changed zone documents.
+    /// Applies changed zone documents, each dropping the zone's cached
+    /// nodes entirely.
     pub fn apply_changes(&self, changed: &[ZoneInfo]) {
+        self.apply_logged_changes(changed, &HashMap::new(), i64::MAX);
+    }
+
+    /// Applies changed zone documents. A zone whose every generation since
+    /// the one we hold has a change record in `records` (and `names_from`
+    /// is at most that generation) drops only the named nodes, through the
+    /// name purger; any other changed zone drops all its nodes. Either way
+    /// its new generation voids its cached replies. A zone already at the
+    /// document's generation is left alone (polls may repeat).
+    pub fn apply_logged_changes(
+        &self,
+        changed: &[ZoneInfo],
+        records: &HashMap<i64, ChangeRecord>,
+        names_from: i64,
+    ) {
         let mut appeared = Vec::new();
         {
             let zones = self.zones.read().unwrap_or_else(|p| p.into_inner());
             for info in changed {
-                match zones.get(&info.apex) {
-                    Some(state) => {
-                        *state.info.write().unwrap_or_else(|p| p.into_inner()) = info.clone();
-                        state.gen.store(info.gen, Ordering::Release);
-                    }
-                    None => appeared.push(info),
+                let Some(state) = zones.get(&info.apex) else {
+                    appeared.push(info);
+                    continue;
+                };
+                let held = state.info.read().unwrap_or_else(|p| p.into_inner()).clone();
+                if held.gen == info.gen && held.ver == info.ver {
+                    continue;
                 }
+                let names = (held.ver == info.ver && held.gen >= names_from)
+                    .then(|| changed_names(&info.apex, held.gen, info.gen, records))
+                    .flatten();
+                match (names, self.name_purger.get()) {
+                    (Some(names), Some(purge)) => purge(&info.apex, info.ver, &names),
+                    _ => {
+                        state.node_epoch.fetch_add(1, Ordering::AcqRel);
+                    }
+                }
+                *state.info.write().unwrap_or_else(|p| p.into_inner()) = info.clone();
+                state.gen.store(info.gen, Ordering::Release);
             }
         }
         if appeared.is_empty() {
@@ -222,16 +299,28 @@ impl ZoneRegistry {
         self.zones_epoch.fetch_add(1, Ordering::AcqRel);
     }
 
+    /// Sets what drops named nodes of a zone version from the record cache
+    /// (the record cache registers itself; once).
+    pub fn set_name_purger(&self, purge: NamePurger) {
+        let _ = self.name_purger.set(purge);
+    }
+
+    /// The node epoch of `apex`, if it is a known zone.
+    pub fn node_epoch(&self, apex: &Name) -> Option<u64> {
+        self.zones
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(apex)
+            .map(|s| s.node_epoch())
+    }
+
     /// Adds zones not known yet (a known zone keeps its newer state).
     fn add_zones<'a>(&self, infos: impl Iterator<Item = &'a ZoneInfo>) {
         let mut zones = self.zones.write().unwrap_or_else(|p| p.into_inner());
         for info in infos {
-            zones.entry(info.apex.clone()).or_insert_with(|| {
-                Arc::new(ZoneState {
-                    info: RwLock::new(info.clone()),
-                    gen: AtomicI64::new(info.gen),
-                })
-            });
+            zones
+                .entry(info.apex.clone())
+                .or_insert_with(|| ZoneState::new(info));
         }
     }
 
@@ -266,6 +355,7 @@ impl ZoneRegistry {
         match self.state(apex) {
             Some(state) => {
                 let g = self.purge_counter.fetch_sub(1, Ordering::AcqRel);
+                state.node_epoch.fetch_add(1, Ordering::AcqRel);
                 state.gen.store(g, Ordering::Release);
                 true
             }
@@ -324,11 +414,31 @@ impl ZoneRegistry {
             let zones = store.zones_changed_since(last).await?;
             tracing::debug!(seq, last, changed = zones.len(), "zones changed");
             changed = zones.len();
-            self.apply_changes(&zones);
+            let top = zones.iter().map(|z| z.gen).max();
+            let records = match top {
+                Some(top) if top - last <= MAX_RECORD_READS => {
+                    store.change_records(last + 1, top).await?
+                }
+                _ => HashMap::new(),
+            };
+            // A generation nothing accounts for: a writer between taking it
+            // and showing it, or one that keeps no change record. Until it
+            // is accounted for, changes are not narrowed to names, and
+            // `last_seq` stays below it so its zone is not skipped.
+            let hole = top.and_then(|top| {
+                (last + 1..=top)
+                    .find(|g| !records.contains_key(g) && !zones.iter().any(|z| z.gen == *g))
+            });
+            let names_from = if hole.is_none() { last } else { i64::MAX };
+            self.apply_logged_changes(&zones, &records, names_from);
             let mut stuck = self.stuck_since.lock().unwrap_or_else(|p| p.into_inner());
-            match zones.iter().map(|z| z.gen).max() {
+            match top {
                 Some(top) => {
-                    self.last_seq.store(top.max(last), Ordering::Release);
+                    let upto = match hole {
+                        Some(h) if !self.hole_is_old(h) => h - 1,
+                        _ => top,
+                    };
+                    self.last_seq.store(upto.max(last), Ordering::Release);
                     *stuck = None;
                 }
                 // The counter moved but no zone shows it yet: ask again next
@@ -345,6 +455,20 @@ impl ZoneRegistry {
         }
         *self.last_poll.write().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
         Ok(changed)
+    }
+
+    /// True when generation `gen` has been a hole for longer than
+    /// `STUCK_AFTER` (its writer died, or another writer's later generation
+    /// on the same zone hid it): then it is given up on.
+    fn hole_is_old(&self, gen: i64) -> bool {
+        let mut hole = self.hole.lock().unwrap_or_else(|p| p.into_inner());
+        match *hole {
+            Some((g, since)) if g == gen => since.elapsed() > STUCK_AFTER,
+            _ => {
+                *hole = Some((gen, Instant::now()));
+                false
+            }
+        }
     }
 
     /// Polls forever every `interval`; faults are logged and retried.
