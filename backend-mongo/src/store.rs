@@ -355,6 +355,19 @@ impl Store {
         Ok(found.into_iter().flatten().collect())
     }
 
+    /// Deletes change records older than `age` (best effort: a server that
+    /// polls after that long drops whole zones instead). Returns how many.
+    pub async fn prune_changes(&self, age: Duration) -> Result<u64, StoreError> {
+        let cutoff = mongodb::bson::DateTime::from_millis(
+            mongodb::bson::DateTime::now().timestamp_millis() - age.as_millis() as i64,
+        );
+        let done = self
+            .changes
+            .delete_many(doc! {"at": {"$lt": cutoff}})
+            .await?;
+        Ok(done.deleted_count)
+    }
+
     /// Every served zone, or `None` when there are more than `limit`.
     pub async fn served_zones(&self, limit: usize) -> Result<Option<Vec<ZoneInfo>>, StoreError> {
         let mut cursor = self

@@ -76,6 +76,10 @@ pub const PUBLISH_EVERY: Duration = Duration::from_millis(200);
 
 const DUPLICATE_KEY: i32 = 11000;
 
+/// How long change records are kept: servers read them within a poll
+/// interval; one that falls further behind drops whole zones instead.
+pub const CHANGE_RECORDS_KEPT: Duration = Duration::from_secs(600);
+
 /// Update statements sent in one `update` command, and only one such
 /// command at a time per process ([`UPDATE_GATE`]).
 ///
@@ -419,6 +423,11 @@ impl ZoneWriter {
     /// `grace`, deletes the old one. Returns the zone as now served.
     pub async fn finish(self, grace: Duration) -> Result<ZoneInfo, StoreError> {
         let (serial, gen) = self.publish_inner(true).await?;
+        if self.mode == WriteMode::Merge {
+            if let Err(e) = self.store.prune_changes(CHANGE_RECORDS_KEPT).await {
+                tracing::debug!(error = %e, "old change records not pruned");
+            }
+        }
         if let (WriteMode::Replace, Some(prev)) = (self.mode, &self.previous) {
             if prev.ver != self.ver {
                 // Servers may still read the old version until they notice
