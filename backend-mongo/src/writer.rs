@@ -398,10 +398,11 @@ impl ZoneWriter {
     /// record caches; without one they drop the whole zone.
     async fn record_change(&self) -> Result<i64, StoreError> {
         let names = match self.mode {
-            WriteMode::Merge => std::mem::replace(
-                &mut *self.changed.lock().unwrap_or_else(|p| p.into_inner()),
-                Some(Vec::new()),
-            ),
+            WriteMode::Merge => self
+                .changed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .replace(Vec::new()),
             WriteMode::Replace => None,
         };
         let gen = self.store.next_seq().await?;
