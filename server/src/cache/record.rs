@@ -654,7 +654,7 @@ mod tests {
         };
         let records = std::collections::HashMap::from([changed(2, &["b.t.test."])]);
         rc.zones()
-            .apply_logged_changes(&[next.clone()], &records, 1);
+            .apply_logged_changes(std::slice::from_ref(&next), &records, 1);
         for n in &names {
             rc.get_node(&next, n).await.unwrap();
         }
@@ -664,8 +664,11 @@ mod tests {
             gen: 3,
             ..z.clone()
         };
-        rc.zones()
-            .apply_logged_changes(&[last.clone()], &std::collections::HashMap::new(), 2);
+        rc.zones().apply_logged_changes(
+            std::slice::from_ref(&last),
+            &std::collections::HashMap::new(),
+            2,
+        );
         for n in &names {
             rc.get_node(&last, n).await.unwrap();
         }
@@ -680,7 +683,7 @@ mod tests {
             ..z.clone()
         };
         rc.zones().apply_logged_changes(
-            &[fourth.clone()],
+            std::slice::from_ref(&fourth),
             &std::collections::HashMap::from([(4, other)]),
             3,
         );
