@@ -8,7 +8,7 @@
 mod common;
 
 use common::*;
-use hickory_proto::op::ResponseCode;
+use hickory_proto::op::{Message, ResponseCode};
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -75,6 +75,17 @@ fn pump(mut from: TcpStream, mut to: TcpStream) {
         }
         let _ = to.shutdown(Shutdown::Both);
     });
+}
+
+/// True when `reply`'s OPT record carries an Extended DNS Error `code`
+/// (RFC 8914: option 15, length 2 without text); the OPT is the last record.
+fn has_ede(reply: &[u8], code: u16) -> bool {
+    let m = Message::from_vec(reply).expect("reply parses");
+    if m.edns.is_none() {
+        return false;
+    }
+    let option = [0, 15, 0, 2, (code >> 8) as u8, code as u8];
+    reply.windows(6).any(|w| w == option)
 }
 
 fn host_port(uri: &str) -> String {
@@ -194,6 +205,13 @@ fn expired_answers_are_served_stale_while_the_database_is_gone() {
         assert_eq!(m.answers.len(), 1);
         assert_eq!(m.answers[0].ttl, 300);
     }
+    // The same with EDNS (its own packet-cache entry): fresh, so no EDE.
+    let with_edns = build_query(0x5151, "www.stale.test.", 1, Some((1232, false)), false);
+    let fresh = udp_exchange(stale.port, &with_edns, Duration::from_secs(5)).unwrap();
+    assert!(
+        !has_ede(&fresh, 3),
+        "a fresh answer carries no Stale Answer EDE"
+    );
     relay.cut();
     std::thread::sleep(Duration::from_millis(1500));
     // Expired everywhere; only the serve-stale server still answers, with TTL 30.
@@ -217,6 +235,27 @@ fn expired_answers_are_served_stale_while_the_database_is_gone() {
     );
     let m = ask_udp(fresh_only.port, "www.stale.test.", 1, None);
     assert_eq!(m.metadata.response_code, ResponseCode::ServFail);
+    // With EDNS, a stale reply says so: EDE 3 "Stale Answer" (RFC 8914).
+    let raw = udp_exchange(stale.port, &with_edns, Duration::from_secs(5)).unwrap();
+    let m = Message::from_vec(&raw).expect("stale reply with EDE parses");
+    assert_eq!(m.answers.len(), 1);
+    assert_eq!(m.answers[0].ttl, 30);
+    assert!(has_ede(&raw, 3), "stale reply under EDNS has EDE 3");
+    // A packet-cache miss (another EDNS size: another key) answered from
+    // the expired record-cache node is marked too.
+    let small = build_query(0x5252, "www.stale.test.", 1, Some((512, false)), false);
+    let raw = udp_exchange(stale.port, &small, Duration::from_secs(5)).unwrap();
+    let m = Message::from_vec(&raw).expect("reply from a stale node parses");
+    assert_eq!(m.answers.len(), 1);
+    assert_eq!(m.answers[0].ttl, 30);
+    assert!(
+        has_ede(&raw, 3),
+        "reply from a stale node under EDNS has EDE 3"
+    );
+    // Without EDNS there is no OPT to carry it.
+    let plain = build_query(0x5353, "www.stale.test.", 1, None, false);
+    let raw = udp_exchange(stale.port, &plain, Duration::from_secs(5)).unwrap();
+    assert!(!has_ede(&raw, 3));
     // Never asked before: nothing to serve stale, SERVFAIL within the timeout.
     let m = ask_udp(stale.port, "ns.stale.test.", 1, None);
     assert_eq!(m.metadata.response_code, ResponseCode::ServFail);
