@@ -111,6 +111,10 @@ fn read_preference(
     Ok(pref)
 }
 
+/// How often the driver checks each server unless the URI says
+/// (`heartbeatFrequencyMS`); 500 ms is the smallest the driver allows.
+const HEARTBEAT: Duration = Duration::from_millis(500);
+
 impl Store {
     /// Connects, checks that the server answers and is new enough.
     ///
@@ -148,6 +152,16 @@ impl Store {
             .unwrap_or(SelectionCriteria::ReadPreference(ReadPreference::Primary));
         options.server_selection_timeout = Some(timeout);
         options.connect_timeout = Some(timeout);
+        // Check the server every 500 ms (the driver's default is 10 s): a
+        // frozen server (SIGSTOP, a long GC or VM pause) is then marked
+        // unknown within about `timeout`, which clears the pool and its queue
+        // of requests abandoned by timed-out queries; it is found again
+        // within 500 ms of coming back. With 10 s checks, a pause of a few
+        // seconds left every read hanging for tens of seconds after the
+        // server resumed (docs/reliability.md, "Recovery after a pause").
+        if options.heartbeat_freq.is_none() {
+            options.heartbeat_freq = Some(HEARTBEAT);
+        }
         options.app_name = Some("mongodns".into());
         if options.max_pool_size.is_none() {
             options.max_pool_size = Some(64);
