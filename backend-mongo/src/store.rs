@@ -106,6 +106,9 @@ pub struct ReadFrom {
     pub preference: Option<String>,
     /// Skip secondaries lagging more than this (at least 90 s).
     pub max_staleness: Option<Duration>,
+    /// How often the driver checks each server, unless the URI sets
+    /// `heartbeatFrequencyMS`; `None`: the driver's default (10 s).
+    pub heartbeat: Option<Duration>,
 }
 
 fn read_preference(
@@ -170,6 +173,18 @@ impl Store {
             .unwrap_or(SelectionCriteria::ReadPreference(ReadPreference::Primary));
         options.server_selection_timeout = Some(timeout);
         options.connect_timeout = Some(timeout);
+        // The server checks every 500 ms (`ReadFrom::heartbeat`; the
+        // driver's default is 10 s): a frozen database (SIGSTOP, a long GC or
+        // VM pause) is then marked unknown within about `timeout`, which
+        // clears the pool and its queue of requests abandoned by timed-out
+        // queries, and found again within 500 ms of coming back. With 10 s
+        // checks, a pause of a few seconds left every read hanging for tens
+        // of seconds after the database resumed (docs/reliability.md,
+        // "Recovery after a pause"). Writers keep the default: a check that
+        // times out interrupts operations in progress, long writes included.
+        if options.heartbeat_freq.is_none() {
+            options.heartbeat_freq = read.heartbeat;
+        }
         options.app_name = Some("mongodns".into());
         if options.max_pool_size.is_none() {
             options.max_pool_size = Some(64);

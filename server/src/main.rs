@@ -96,6 +96,9 @@ async fn run(
     let read = ReadFrom {
         preference: canonical_read_preference(&args.read_preference).map(str::to_string),
         max_staleness: args.read_max_staleness_s.map(Duration::from_secs),
+        // Notice a frozen database within about --db-timeout-ms and find it
+        // again at once (docs/reliability.md, "Recovery after a pause").
+        heartbeat: Some(Duration::from_millis(500)),
     };
     let store = Store::connect_with(&args.mongodb_uri, &args.database, db_timeout, &read)
         .await

@@ -1,4 +1,4 @@
-//! TSIG (RFC 8945) with HMAC-SHA256, for zone transfers.
+//! TSIG (RFC 8945) with HMAC-SHA256, for zone transfers and ordinary queries.
 //!
 //! ```text
 //!  request: last additional record TSIG? ── no ──► Unsigned (access list decides)
@@ -9,6 +9,9 @@
 //!    ok ──► Signed(signer): the transfer is allowed whatever the access list
 //!  reply messages: first  MAC(request MAC, message, all variables)
 //!                  next   MAC(previous MAC, message, timers) (§5.3.1)
+//!  ordinary queries: answered as [`without_tsig`] (the packet cache only
+//!    ever sees unsigned messages), then the reply is signed; one that would
+//!    not fit with its TSIG becomes question + TC + TSIG (§5.3)
 //! ```
 //!
 //! Secrets never reach a log: [`TsigKey`]'s `Debug` prints the name only.
@@ -119,6 +122,13 @@ pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// Seconds since the Unix epoch, as TSIG counts time.
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
 /// A TSIG record found at the end of a message.
 struct TsigRecord {
     /// Offset where the record starts.
@@ -194,6 +204,17 @@ fn find_tsig(p: &[u8]) -> Option<TsigRecord> {
     })
 }
 
+/// The query without its TSIG record (ARCOUNT one less, header ID kept):
+/// what an ordinary signed query is answered as. `None` when the message
+/// does not end with a TSIG record.
+pub fn without_tsig(p: &[u8]) -> Option<Vec<u8>> {
+    let t = find_tsig(p)?;
+    let mut m = p[..t.start].to_vec();
+    let ar = u16::from_be_bytes([m[10], m[11]]) - 1;
+    m[10..12].copy_from_slice(&ar.to_be_bytes());
+    Some(m)
+}
+
 /// The message as it was before the TSIG record was added: TSIG cut off,
 /// ARCOUNT one less, the original ID in place.
 fn unsigned_message(p: &[u8], tsig: &TsigRecord) -> Vec<u8> {
@@ -264,6 +285,8 @@ pub struct TsigFailure {
     pub error: u16,
     key_name: Name,
     algorithm: Name,
+    /// Our time, put in the unsigned error's TSIG record.
+    now: u64,
     /// For BADTIME: a signer (the reply is signed, §5.2.3).
     signer: Option<TsigSigner>,
 }
@@ -278,6 +301,7 @@ pub fn verify_request(packet: &[u8], keys: &[TsigKey], now: u64) -> Verified {
             error,
             key_name: t.key_name.clone(),
             algorithm: t.algorithm.clone(),
+            now,
             signer,
         })
     };
@@ -354,6 +378,13 @@ impl TsigSigner {
         self.sign_with(msg, 0, &[]);
     }
 
+    /// Bytes the TSIG record adds to a message.
+    pub fn record_len(&self) -> usize {
+        // owner, type/class/TTL/rdlength, algorithm, time, fudge, MAC
+        // length + MAC, original ID, error, other length.
+        self.key.name.wire_len() + 10 + self.algorithm.wire_len() + 6 + 2 + 2 + 32 + 6
+    }
+
     fn sign_with(&mut self, msg: &mut Vec<u8>, error: u16, other: &[u8]) {
         let mut ctx = hmac::Context::with_key(&self.key.key);
         ctx.update(&(self.prior.len() as u16).to_be_bytes());
@@ -398,7 +429,7 @@ impl TsigFailure {
                 reply,
                 &self.key_name,
                 &self.algorithm,
-                0,
+                self.now,
                 &[],
                 self.error,
                 &[],

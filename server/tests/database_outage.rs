@@ -8,17 +8,19 @@
 mod common;
 
 use common::*;
-use hickory_proto::op::ResponseCode;
+use hickory_proto::op::{Message, ResponseCode};
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// A TCP relay to the database that can be cut and restored.
+/// A TCP relay to the database that can be cut and restored, or frozen
+/// and thawed (bytes held, connections open: a SIGSTOPped database).
 struct Relay {
     port: u16,
     up: Arc<AtomicBool>,
+    frozen: Arc<AtomicBool>,
     streams: Arc<Mutex<Vec<TcpStream>>>,
 }
 
@@ -27,8 +29,9 @@ impl Relay {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let up = Arc::new(AtomicBool::new(true));
+        let frozen = Arc::new(AtomicBool::new(false));
         let streams: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
-        let (up2, streams2) = (up.clone(), streams.clone());
+        let (up2, frozen2, streams2) = (up.clone(), frozen.clone(), streams.clone());
         std::thread::spawn(move || {
             for client in listener.incoming() {
                 let Ok(client) = client else { continue };
@@ -41,11 +44,24 @@ impl Relay {
                 };
                 streams2.lock().unwrap().push(client.try_clone().unwrap());
                 streams2.lock().unwrap().push(server.try_clone().unwrap());
-                pump(client.try_clone().unwrap(), server.try_clone().unwrap());
-                pump(server, client);
+                pump(
+                    client.try_clone().unwrap(),
+                    server.try_clone().unwrap(),
+                    frozen2.clone(),
+                );
+                pump(server, client, frozen2.clone());
             }
         });
-        Relay { port, up, streams }
+        Relay {
+            port,
+            up,
+            frozen,
+            streams,
+        }
+    }
+
+    fn freeze(&self, frozen: bool) {
+        self.frozen.store(frozen, Ordering::SeqCst);
     }
 
     fn cut(&self) {
@@ -60,13 +76,16 @@ impl Relay {
     }
 }
 
-fn pump(mut from: TcpStream, mut to: TcpStream) {
+fn pump(mut from: TcpStream, mut to: TcpStream, frozen: Arc<AtomicBool>) {
     std::thread::spawn(move || {
         let mut buf = [0u8; 16384];
         loop {
             match from.read(&mut buf) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
+                    while frozen.load(Ordering::SeqCst) {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
                     if to.write_all(&buf[..n]).is_err() {
                         break;
                     }
@@ -75,6 +94,17 @@ fn pump(mut from: TcpStream, mut to: TcpStream) {
         }
         let _ = to.shutdown(Shutdown::Both);
     });
+}
+
+/// True when `reply`'s OPT record carries an Extended DNS Error `code`
+/// (RFC 8914: option 15, length 2 without text); the OPT is the last record.
+fn has_ede(reply: &[u8], code: u16) -> bool {
+    let m = Message::from_vec(reply).expect("reply parses");
+    if m.edns.is_none() {
+        return false;
+    }
+    let option = [0, 15, 0, 2, (code >> 8) as u8, code as u8];
+    reply.windows(6).any(|w| w == option)
 }
 
 fn host_port(uri: &str) -> String {
@@ -132,6 +162,70 @@ fn servfail_while_the_database_is_gone_then_recovery() {
         assert!(Instant::now() < deadline, "no recovery within 30 s");
         std::thread::sleep(Duration::from_millis(200));
     }
+    drop(server);
+    block_on(db.drop_db());
+}
+
+/// A database that freezes (SIGSTOP: connections open, no replies) for 4 s
+/// while queries for new names keep coming, then thaws. Before the driver
+/// checked the server every 500 ms, reads kept hanging for tens of seconds
+/// after the thaw (bench/db-faults, "after-resume"); now answers are fresh
+/// again within a few seconds.
+#[test]
+fn recovery_after_a_frozen_database() {
+    let db = block_on(async {
+        let db = TestZoneDb::new("frozen").await;
+        db.import(
+            "frozen.test.",
+            "$ORIGIN frozen.test.\n@ 300 IN SOA ns admin 1 1 1 1 60\n@ 300 IN NS ns\nns 300 IN A 192.0.2.1\n",
+            false,
+        )
+        .await;
+        db
+    });
+    let relay = Relay::start(host_port(&database_uri()));
+    let uri = format!("mongodb://127.0.0.1:{}/?directConnection=true", relay.port);
+    let server = ServerProcess::start_with_uri(
+        &uri,
+        &db.name,
+        &["--query-timeout-ms", "1000", "--db-timeout-ms", "500"],
+    );
+    let m = ask_udp(server.port, "ns.frozen.test.", 1, None);
+    assert_eq!(m.answers.len(), 1);
+
+    relay.freeze(true);
+    // 4 s of new names at about 100 q/s, each one a database read that
+    // times out and is abandoned.
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let until = Instant::now() + Duration::from_secs(4);
+    let mut i = 0u32;
+    while Instant::now() < until {
+        let q = build_query(i as u16, &format!("n{i}.frozen.test."), 1, None, false);
+        socket.send_to(&q, ("127.0.0.1", server.port)).unwrap();
+        i += 1;
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    relay.freeze(false);
+    let thawed = Instant::now();
+    let mut probe = 0;
+    loop {
+        probe += 1;
+        let m = ask_udp(server.port, &format!("after{probe}.frozen.test."), 1, None);
+        if m.metadata.response_code == ResponseCode::NXDomain {
+            break;
+        }
+        assert!(
+            thawed.elapsed() < Duration::from_secs(8),
+            "still {:?} {:?} after the thaw",
+            m.metadata.response_code,
+            thawed.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    println!(
+        "fresh answers {:?} after the thaw ({probe} probes)",
+        thawed.elapsed()
+    );
     drop(server);
     block_on(db.drop_db());
 }
@@ -194,6 +288,13 @@ fn expired_answers_are_served_stale_while_the_database_is_gone() {
         assert_eq!(m.answers.len(), 1);
         assert_eq!(m.answers[0].ttl, 300);
     }
+    // The same with EDNS (its own packet-cache entry): fresh, so no EDE.
+    let with_edns = build_query(0x5151, "www.stale.test.", 1, Some((1232, false)), false);
+    let fresh = udp_exchange(stale.port, &with_edns, Duration::from_secs(5)).unwrap();
+    assert!(
+        !has_ede(&fresh, 3),
+        "a fresh answer carries no Stale Answer EDE"
+    );
     relay.cut();
     std::thread::sleep(Duration::from_millis(1500));
     // Expired everywhere; only the serve-stale server still answers, with TTL 30.
@@ -217,6 +318,27 @@ fn expired_answers_are_served_stale_while_the_database_is_gone() {
     );
     let m = ask_udp(fresh_only.port, "www.stale.test.", 1, None);
     assert_eq!(m.metadata.response_code, ResponseCode::ServFail);
+    // With EDNS, a stale reply says so: EDE 3 "Stale Answer" (RFC 8914).
+    let raw = udp_exchange(stale.port, &with_edns, Duration::from_secs(5)).unwrap();
+    let m = Message::from_vec(&raw).expect("stale reply with EDE parses");
+    assert_eq!(m.answers.len(), 1);
+    assert_eq!(m.answers[0].ttl, 30);
+    assert!(has_ede(&raw, 3), "stale reply under EDNS has EDE 3");
+    // A packet-cache miss (another EDNS size: another key) answered from
+    // the expired record-cache node is marked too.
+    let small = build_query(0x5252, "www.stale.test.", 1, Some((512, false)), false);
+    let raw = udp_exchange(stale.port, &small, Duration::from_secs(5)).unwrap();
+    let m = Message::from_vec(&raw).expect("reply from a stale node parses");
+    assert_eq!(m.answers.len(), 1);
+    assert_eq!(m.answers[0].ttl, 30);
+    assert!(
+        has_ede(&raw, 3),
+        "reply from a stale node under EDNS has EDE 3"
+    );
+    // Without EDNS there is no OPT to carry it.
+    let plain = build_query(0x5353, "www.stale.test.", 1, None, false);
+    let raw = udp_exchange(stale.port, &plain, Duration::from_secs(5)).unwrap();
+    assert!(!has_ede(&raw, 3));
     // Never asked before: nothing to serve stale, SERVFAIL within the timeout.
     let m = ask_udp(stale.port, "ns.stale.test.", 1, None);
     assert_eq!(m.metadata.response_code, ResponseCode::ServFail);

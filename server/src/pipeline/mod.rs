@@ -7,6 +7,8 @@
 //!  AXFR/IXFR over TCP take their own path: transfer.rs (several messages)
 //!  A storage fault or a timeout anywhere becomes SERVFAIL; NXDOMAIN,
 //!  NODATA and referrals are ordinary outcomes (see `answer::Outcome`).
+//!  A query with TSIG is verified, answered without it, and the reply signed
+//!  (`respond_signed`); a stale reply (RFC 8767) carries EDE 3 under EDNS.
 //! ```
 
 pub mod answer;
@@ -161,9 +163,7 @@ impl<B: Backend> Responder<B> {
     /// A zone transfer, never cached, with a timeout of its own.
     async fn transfer(&self, packet: &[u8], query: &Query, peer: SocketAddr) -> Vec<Vec<u8>> {
         let max_udp = self.config.max_udp_size;
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+        let now = tsig::unix_now();
         let (allow, mut signer) = match tsig::verify_request(packet, &self.config.tsig_keys, now) {
             tsig::Verified::Unsigned => (self.config.axfr_allow.clone(), None),
             tsig::Verified::Signed(signer) => (transfer::Cidr::everything(), Some(signer)),
@@ -198,6 +198,9 @@ impl<B: Backend> Responder<B> {
 
     /// Answers one message; `None` means send nothing.
     pub async fn respond(&self, packet: &[u8], transport: Transport) -> Option<Vec<u8>> {
+        if let Some(signed) = self.respond_signed(packet, transport).await {
+            return signed;
+        }
         let key = match &self.cache {
             Some(cache) => {
                 let key = cache.packets.key(packet, transport == Transport::Tcp);
@@ -215,6 +218,7 @@ impl<B: Backend> Responder<B> {
                     }
                     if self.database_failing() && cache.packets.lookup_stale(packet, key, &mut out)
                     {
+                        self.mark_stale(&mut out, packet, transport);
                         return Some(out);
                     }
                 }
@@ -290,6 +294,7 @@ impl<B: Backend> Responder<B> {
                     // query's stale read can land here too; that only
                     // shortens TTLs during an outage.
                     crate::cache::packet::cap_ttls(&mut reply, crate::cache::packet::STALE_TTL);
+                    render::add_ede(&mut reply, render::EDE_STALE_ANSWER, limit);
                 } else {
                     self.remember(key, &reply, &answer, &first_zone);
                 }
@@ -312,7 +317,7 @@ impl<B: Backend> Responder<B> {
                 Some(reply)
             }
             Ok(Err(fault)) => {
-                if let Some(stale) = self.stale(packet, key.as_ref()) {
+                if let Some(stale) = self.stale(packet, key.as_ref(), transport) {
                     tracing::debug!(qname = %query.qname, error = %fault, "storage fault: stale answer");
                     return Some(stale);
                 }
@@ -330,7 +335,7 @@ impl<B: Backend> Responder<B> {
                 ))
             }
             Err(_) => {
-                if let Some(stale) = self.stale(packet, key.as_ref()) {
+                if let Some(stale) = self.stale(packet, key.as_ref(), transport) {
                     tracing::debug!(qname = %query.qname, "query timed out: stale answer");
                     return Some(stale);
                 }
@@ -378,13 +383,69 @@ impl<B: Backend> Responder<B> {
     }
 
     /// An expired cached reply within the serve-stale window (RFC 8767).
-    fn stale(&self, packet: &[u8], key: Option<&PacketKey>) -> Option<Vec<u8>> {
+    fn stale(
+        &self,
+        packet: &[u8],
+        key: Option<&PacketKey>,
+        transport: Transport,
+    ) -> Option<Vec<u8>> {
         let (cache, key) = (self.cache.as_ref()?, key?);
         let mut out = Vec::new();
-        cache
-            .packets
-            .lookup_stale(packet, key, &mut out)
-            .then_some(out)
+        if !cache.packets.lookup_stale(packet, key, &mut out) {
+            return None;
+        }
+        self.mark_stale(&mut out, packet, transport);
+        Some(out)
+    }
+
+    /// Adds EDE 3 "Stale Answer" (RFC 8914) to a stale reply to `packet`
+    /// when the query had EDNS and the option fits.
+    fn mark_stale(&self, reply: &mut Vec<u8>, packet: &[u8], transport: Transport) {
+        if let Ok(query) = parse_query(packet) {
+            let limit = render::size_limit(&query, transport, self.config.max_udp_size);
+            render::add_ede(reply, render::EDE_STALE_ANSWER, limit);
+        }
+    }
+
+    /// A query ending in a TSIG record (RFC 8945): verified, answered as the
+    /// same query without it (so the packet cache only ever holds and serves
+    /// unsigned replies), then the reply signed. A bad TSIG gets NOTAUTH with
+    /// BADKEY, BADSIG or BADTIME. `None`: the query has no TSIG.
+    async fn respond_signed(&self, packet: &[u8], transport: Transport) -> Option<Option<Vec<u8>>> {
+        let unsigned = tsig::without_tsig(packet)?;
+        let max_udp = self.config.max_udp_size;
+        let Ok(query) = parse_query(&unsigned) else {
+            // Not a query we can answer: the error reply, unsigned.
+            return Some(self.respond_uncached(&unsigned, transport, None).await);
+        };
+        let limit = render::size_limit(&query, transport, max_udp);
+        Some(
+            match tsig::verify_request(packet, &self.config.tsig_keys, tsig::unix_now()) {
+                tsig::Verified::Unsigned => return None,
+                tsig::Verified::Failed(failure) => {
+                    tracing::debug!(qname = %query.qname, error = failure.error, "query with a bad TSIG: NOTAUTH");
+                    let mut reply = render::rcode_only(&unsigned, &query, Rcode::NOTAUTH, max_udp);
+                    failure.append_to(&mut reply);
+                    if reply.len() > limit {
+                        reply = render::rcode_only(&unsigned, &query, Rcode::NOTAUTH, max_udp);
+                        // TC: the whole error comes over TCP.
+                        reply[2] |= (crate::wire::flags::TC >> 8) as u8;
+                    }
+                    Some(reply)
+                }
+                tsig::Verified::Signed(mut signer) => {
+                    let reply = Box::pin(self.respond(&unsigned, transport)).await?;
+                    Some(render::sign_reply(
+                        reply,
+                        &unsigned,
+                        &query,
+                        &mut signer,
+                        limit,
+                        max_udp,
+                    ))
+                }
+            },
+        )
     }
 
     /// Runs the stages; `None` when no served zone holds the name.

@@ -5,6 +5,7 @@
 //!  authority      ─ one does not fit ─► TC, stop
 //!  additional     ─ one does not fit ─► skip it (no TC)
 //!  header: QR, AA, RD and CD copied, rcode (extended part in OPT)
+//!  afterwards: add_ede (EDE option into the OPT), sign_reply (TSIG)
 //! ```
 
 use super::answer::Answer;
@@ -93,6 +94,79 @@ pub fn rcode_only(packet: &[u8], query: &Query, rcode: Rcode, max_udp: u16) -> V
 
 /// Extended DNS Error "Not Authoritative" (RFC 8914 §4.21).
 pub const EDE_NOT_AUTHORITATIVE: u16 = 20;
+
+/// Extended DNS Error "Stale Answer" (RFC 8914 §4.4).
+pub const EDE_STALE_ANSWER: u16 = 3;
+
+/// EDNS option code of an Extended DNS Error.
+const OPTION_EDE: u16 = 15;
+
+/// Adds an Extended DNS Error option with `code` (no text) to the OPT record
+/// of a finished `reply`; false, and nothing changed, when the reply has no
+/// OPT (the query had no EDNS) or would then exceed `limit` bytes.
+pub fn add_ede(reply: &mut Vec<u8>, code: u16, limit: usize) -> bool {
+    if reply.len() + 6 > limit {
+        return false;
+    }
+    let Some(rdlen_at) = opt_rdlength_at(reply) else {
+        return false;
+    };
+    let rdlen = u16::from_be_bytes([reply[rdlen_at], reply[rdlen_at + 1]]);
+    let end = rdlen_at + 2 + usize::from(rdlen);
+    let mut option = [0u8; 6];
+    option[0..2].copy_from_slice(&OPTION_EDE.to_be_bytes());
+    option[2..4].copy_from_slice(&2u16.to_be_bytes());
+    option[4..6].copy_from_slice(&code.to_be_bytes());
+    reply.splice(end..end, option);
+    reply[rdlen_at..rdlen_at + 2].copy_from_slice(&(rdlen + 6).to_be_bytes());
+    true
+}
+
+/// Offset of the RDLENGTH field of the OPT record in `msg`'s additional
+/// section, if there is one.
+fn opt_rdlength_at(msg: &[u8]) -> Option<usize> {
+    let count = |at: usize| {
+        Some(usize::from(u16::from_be_bytes([
+            *msg.get(at)?,
+            *msg.get(at + 1)?,
+        ])))
+    };
+    let (qd, an, ns, ar) = (count(4)?, count(6)?, count(8)?, count(10)?);
+    let mut pos = crate::wire::HEADER_LEN;
+    for _ in 0..qd {
+        pos = crate::wire::query::read_name(msg, pos)?.1 + 4;
+    }
+    for index in 0..an + ns + ar {
+        let after = crate::wire::query::read_name(msg, pos)?.1;
+        let rtype = count(after)?;
+        let rdlen = count(after + 8)?;
+        if index >= an + ns && rtype == 41 {
+            return Some(after + 8);
+        }
+        pos = after + 10 + rdlen;
+    }
+    None
+}
+
+/// Signs the `reply` to a TSIG-signed query (`packet` is the query without
+/// its TSIG). A reply that would not fit in `limit` with the TSIG record
+/// becomes the question alone with TC set, then signed (RFC 8945 §5.3).
+pub fn sign_reply(
+    mut reply: Vec<u8>,
+    packet: &[u8],
+    query: &Query,
+    signer: &mut crate::tsig::TsigSigner,
+    limit: usize,
+    max_udp: u16,
+) -> Vec<u8> {
+    if reply.len() + signer.record_len() > limit {
+        reply = rcode_only(packet, query, Rcode::NOERROR, max_udp);
+        let f = u16::from_be_bytes([reply[2], reply[3]]) | flags::TC;
+        reply[2..4].copy_from_slice(&f.to_be_bytes());
+    }
+    signer.sign(&mut reply);
+    reply
+}
 
 /// A reply with the question, an rcode and, when the query had EDNS, an
 /// Extended DNS Error (RFC 8914) saying why.
