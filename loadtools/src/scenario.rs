@@ -309,8 +309,7 @@ fn last_line_starting(path: &Path, prefix: &str) -> String {
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
-        .filter(|l| l.starts_with(prefix))
-        .last()
+        .rfind(|l| l.starts_with(prefix))
         .unwrap_or_default()
         .to_string()
 }
@@ -513,7 +512,7 @@ fn program(args: &ScenarioArgs, name: &str) -> Result<PathBuf, String> {
     let path = dir.join(name);
     if !path.is_file() {
         return Err(format!(
-            "{} not found (build it: cargo build --release --workspace; or give --bin-dir DIR)",
+            "{} not found (build the workspace: cargo build [--release] --workspace; or give --bin-dir DIR)",
             path.display()
         ));
     }
@@ -966,14 +965,14 @@ async fn run(args: &ScenarioArgs, plan: &Plan, children: &mut Children) -> Resul
             ..Default::default()
         },
     };
-    let signing_line = last_line_starting(&sign_log, "secured ");
-    if let Some(s) = &sign_status {
-        if !s.success() {
-            return Err(format!(
-                "secure-zone failed ({s}):\n{}",
-                tail(&sign_log, 10)
-            ));
-        }
+    let signed = sign_status.is_some_and(|s| s.success());
+    let signing_line = match &sign_status {
+        Some(s) if s.success() => last_line_starting(&sign_log, "secured "),
+        Some(s) => format!("failed ({s}): {}", tail(&sign_log, 3).replace('\n', " / ")),
+        None => format!("not finished after {sign_secs:.0} s (killed)"),
+    };
+    if !signed {
+        log(format!("secure-zone: {signing_line}"));
     }
     let labels = ["first K names", "last K names", "hot set"];
     let clients = stats
@@ -991,7 +990,7 @@ async fn run(args: &ScenarioArgs, plan: &Plan, children: &mut Children) -> Resul
         clients,
         steady,
         steady_window,
-        signing: (sign_secs, sign_status.is_some()),
+        signing: (sign_secs, signed),
         signing_line,
         freshness,
         note: args.note.clone(),
@@ -1271,7 +1270,7 @@ impl Report {
             if finished {
                 format!("**{secs:.1} s**")
             } else {
-                format!("not finished after {secs:.0} s (killed)")
+                self.signing_line.replace('|', "\\|")
             }
         );
         let f = &self.freshness;
