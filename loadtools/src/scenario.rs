@@ -982,7 +982,16 @@ async fn run(args: &ScenarioArgs, plan: &Plan, children: &mut Children) -> Resul
         .map(|((s, l), q)| ClientFigures::new(l, q, s))
         .collect();
     let report = Report {
-        command: std::env::args().collect::<Vec<_>>().join(" "),
+        command: std::env::args()
+            .map(|a| {
+                if a.contains([' ', '"', '$', '`']) {
+                    format!("'{}'", a.replace('\'', "'\\''"))
+                } else {
+                    a
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
         started,
         plan: plan.clone(),
         machine,
