@@ -593,11 +593,28 @@ impl ZoneWriter {
                 update.insert("$addToSet", doc! {OLD_VERSIONS: prev.ver});
             }
         }
-        self.store
-            .zones
-            .update_one(doc! {"_id": &zone_id}, update)
-            .upsert(true)
-            .await?;
+        if last && self.mode == WriteMode::Replace {
+            // Switch only if this write's version is still the pending one:
+            // a later writer that took over (and listed this version in
+            // old_vers, to be deleted) must never see it served.
+            let r = self
+                .store
+                .zones
+                .update_one(doc! {"_id": &zone_id, "pending_ver": self.ver}, update)
+                .await?;
+            if r.matched_count != 1 {
+                return Err(StoreError::Database(mongodb::error::Error::custom(format!(
+                    "zone {zone_id}: another writer took over version {} before the switch; nothing was published",
+                    self.ver
+                ))));
+            }
+        } else {
+            self.store
+                .zones
+                .update_one(doc! {"_id": &zone_id}, update)
+                .upsert(true)
+                .await?;
+        }
         Ok((serial, gen))
     }
 }

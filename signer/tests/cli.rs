@@ -526,3 +526,62 @@ fn progress_reports_carry_the_step() {
     });
     db.drop_db();
 }
+
+#[test]
+fn a_writer_whose_version_was_taken_over_never_switches_to_it() {
+    let db = Db::new("signcli_takeover");
+    let zone: Name = "example.net.".parse().unwrap();
+    let node = |rdata: [u8; 4]| NodeWrite {
+        name: "ns1.example.net.".parse().unwrap(),
+        rrsets: vec![RRset {
+            rtype: RType::A,
+            ttl: 60,
+            rdata: vec![Box::new(rdata)],
+        }],
+    };
+    runtime().block_on(async {
+        let apex = db
+            .store
+            .read_full_node(&zone, 1, &zone)
+            .await
+            .unwrap()
+            .unwrap();
+        let apex = NodeWrite {
+            name: zone.clone(),
+            rrsets: apex.rrsets.iter().map(|s| s.rrset.clone()).collect(),
+        };
+        // A starts; B (thinking A was killed) takes over and lists A's
+        // version as old; A must then fail to switch, B succeeds.
+        let a = db
+            .store
+            .begin_zone_write(&zone, WriteMode::Replace)
+            .await
+            .unwrap();
+        a.write_nodes(&[apex.clone(), node([192, 0, 2, 10])])
+            .await
+            .unwrap();
+        let b = db
+            .store
+            .begin_zone_write(&zone, WriteMode::Replace)
+            .await
+            .unwrap();
+        assert!(b.ver() > a.ver());
+        b.write_nodes(&[apex, node([192, 0, 2, 20])]).await.unwrap();
+        let a_ver = a.ver();
+        let err = a.finish(Duration::ZERO).await.unwrap_err();
+        assert!(
+            err.to_string().contains("another writer took over"),
+            "{err}"
+        );
+        let served = b.finish(Duration::ZERO).await.unwrap();
+        let ns1 = db
+            .store
+            .get_node(&served, &"ns1.example.net.".parse().unwrap())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(&*ns1.rrsets[0].rdata[0], &[192, 0, 2, 20]);
+        assert_eq!(version_docs(&db, a_ver), 0, "A's version was collected");
+    });
+    db.drop_db();
+}
