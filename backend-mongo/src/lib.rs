@@ -22,4 +22,6 @@ pub use progress::{JobProgress, ProgressReporter};
 pub use rtype::RType;
 pub use schema::{ChangeRecord, Node, RRset, ZoneInfo};
 pub use store::{ReadFrom, Store, StoreError};
-pub use writer::{BaselineWriter, NodeWrite, WriteMode, WriteStats, ZoneContent, ZoneWriter};
+pub use writer::{
+    BaselineWriter, Collected, NodeWrite, Switched, WriteMode, WriteStats, ZoneContent, ZoneWriter,
+};

@@ -2,7 +2,8 @@
 //! collection so every server can show it on `/metrics`.
 //!
 //! ```text
-//!  importer / signer ── ProgressReporter: set_total, set_done ──► every second:
+//!  importer / signer ── ProgressReporter: set_total, set_done (set_phase:
+//!      the signer's steps) ──► every second:
 //!      progress.replaceOne({_id: "import:example.com."}, {...}, upsert)
 //!  server /metrics ── list_progress() ──► mongodns_job_* gauges
 //! ```
@@ -87,12 +88,27 @@ fn from_doc(d: &Document) -> Option<JobProgress> {
 impl Store {
     /// Writes (upserts) one job's progress.
     pub async fn put_progress(&self, p: &JobProgress) -> Result<(), StoreError> {
+        self.put_progress_doc(to_doc(p)).await
+    }
+
+    async fn put_progress_doc(&self, d: Document) -> Result<(), StoreError> {
+        let id = d.get_str("_id").unwrap_or_default().to_string();
         self.db
             .collection::<Document>(PROGRESS)
-            .replace_one(doc! {"_id": &p.id}, to_doc(p))
+            .replace_one(doc! {"_id": id}, d)
             .upsert(true)
             .await?;
         Ok(())
+    }
+
+    /// The `phase` of job `id` (`KIND:ZONE`), for jobs made of steps.
+    pub async fn progress_phase(&self, id: &str) -> Result<Option<String>, StoreError> {
+        let d = self
+            .db
+            .collection::<Document>(PROGRESS)
+            .find_one(doc! {"_id": id})
+            .await?;
+        Ok(d.and_then(|d| d.get_str("phase").ok().map(str::to_string)))
     }
 
     /// Every job's last reported progress.
@@ -113,12 +129,27 @@ fn now_ms() -> i64 {
     DateTime::now().timestamp_millis()
 }
 
+/// The document of `p`, with `phase` when the job has phases.
+fn to_doc_with_phase(p: &JobProgress, phase: &str) -> Document {
+    let mut d = to_doc(p);
+    if !phase.is_empty() {
+        d.insert("phase", phase);
+    }
+    d
+}
+
 /// Reports a job's progress every `every` until finished. Counting is two
 /// relaxed atomics; the writes happen in a task of their own, and a failed
 /// write is only logged (progress reporting never fails the job).
+///
+/// A job made of steps (the signer: `reading`, `signing`, `writing`,
+/// `switching`, `cleanup`) names the current one with
+/// [`ProgressReporter::set_phase`]; `done` and `total` then count that
+/// step, and the document carries it as `phase`.
 pub struct ProgressReporter {
     done: Arc<AtomicU64>,
     total: Arc<AtomicU64>,
+    phase: Arc<std::sync::Mutex<String>>,
     store: Store,
     base: JobProgress,
     task: tokio::task::JoinHandle<()>,
@@ -144,9 +175,15 @@ impl ProgressReporter {
         };
         let done = Arc::new(AtomicU64::new(0));
         let total = Arc::new(AtomicU64::new(0));
+        let phase = Arc::new(std::sync::Mutex::new(String::new()));
         let task = {
-            let (store, base, done, total) =
-                (store.clone(), base.clone(), done.clone(), total.clone());
+            let (store, base, done, total, phase) = (
+                store.clone(),
+                base.clone(),
+                done.clone(),
+                total.clone(),
+                phase.clone(),
+            );
             tokio::spawn(async move {
                 let mut tick = tokio::time::interval(every);
                 loop {
@@ -155,7 +192,8 @@ impl ProgressReporter {
                     p.done = done.load(Ordering::Relaxed);
                     p.total = total.load(Ordering::Relaxed);
                     p.updated_ms = now_ms();
-                    if let Err(e) = store.put_progress(&p).await {
+                    let phase = phase.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                    if let Err(e) = store.put_progress_doc(to_doc_with_phase(&p, &phase)).await {
                         tracing::debug!(error = %e, "cannot write progress");
                     }
                 }
@@ -164,10 +202,19 @@ impl ProgressReporter {
         ProgressReporter {
             done,
             total,
+            phase,
             store,
             base,
             task,
         }
+    }
+
+    /// Starts step `name` of the job, of `total` units (0: unknown); `done`
+    /// goes back to 0.
+    pub fn set_phase(&self, name: &str, total: u64) {
+        *self.phase.lock().unwrap_or_else(|e| e.into_inner()) = name.to_string();
+        self.total.store(total, Ordering::Relaxed);
+        self.done.store(0, Ordering::Relaxed);
     }
 
     /// Sets the job's size.
@@ -194,7 +241,12 @@ impl ProgressReporter {
         p.total = self.total.load(Ordering::Relaxed);
         p.state = if ok { "done" } else { "failed" }.into();
         p.updated_ms = now_ms();
-        if let Err(e) = self.store.put_progress(&p).await {
+        let phase = self.phase.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Err(e) = self
+            .store
+            .put_progress_doc(to_doc_with_phase(&p, &phase))
+            .await
+        {
             tracing::debug!(error = %e, "cannot write final progress");
         }
     }

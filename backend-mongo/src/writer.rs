@@ -1,12 +1,15 @@
 //! Writing a zone: the only way mongodns tools change stored data.
 //!
 //! ```text
-//!  begin(zone, Replace) ─► pending_ver = ver+1 (old pending rows removed)
+//!  begin(zone, Replace) ─► pending_ver = ver+1 (a killed run's pending
+//!        │   version is listed in old_vers and a higher number taken)
 //!        │   write_nodes(batch) … (insert; duplicates merged by update)
 //!        ▼
-//!  finish() ─► SOA serial checked/bumped ─► seq += 1 ─► zones{ver, gen=seq}
-//!        │                                   (readers switch here, at once)
-//!        └─► after a grace period, nodes of the old ver are deleted
+//!  switch() ─► SOA serial checked/bumped ─► seq += 1 ─► zones{ver, gen=seq,
+//!        │     old_vers += previous ver}   (readers switch here, at once)
+//!        └─► collect_old_versions(): after a grace period, nodes of every
+//!            version in old_vers are deleted (batched, restartable)
+//!  finish() = switch() + collect_old_versions()
 //!
 //!  begin(zone, Merge) ─► writes go into the served ver as upserts
 //!        (RRsets gain records; TTL set) ─► finish(): serial+1, gen=seq
@@ -70,6 +73,24 @@ pub struct ZoneWriter {
     changed: std::sync::Mutex<Option<Vec<Name>>>,
 }
 
+/// What [`ZoneWriter::switch`] did.
+#[derive(Clone, Debug)]
+pub struct Switched {
+    /// The zone as now served.
+    pub zone: ZoneInfo,
+    /// The version it replaced, now waiting to be deleted.
+    pub old: Option<i64>,
+}
+
+/// What [`Store::collect_old_versions`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Collected {
+    /// Versions whose nodes are now all deleted.
+    pub versions: Vec<i64>,
+    /// Node documents deleted.
+    pub deleted: u64,
+}
+
 /// How often a long merge publishes a new generation, so servers see its
 /// writes while it runs (well within their one-second freshness target).
 pub const PUBLISH_EVERY: Duration = Duration::from_millis(200);
@@ -102,6 +123,23 @@ static SEQ_GATE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// One `update` command in flight per process (see [`MAX_UPDATES_PER_COMMAND`]).
 static UPDATE_GATE: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+
+/// Field of a zone document listing versions that were replaced (or left
+/// pending by a killed writer) and whose nodes may still be stored. Readers
+/// never look at them; [`Store::collect_old_versions`] deletes them.
+pub const OLD_VERSIONS: &str = "old_vers";
+
+/// The versions listed in a zone document's [`OLD_VERSIONS`].
+fn old_versions(zone_doc: Option<&Document>) -> Vec<i64> {
+    zone_doc
+        .and_then(|d| d.get_array(OLD_VERSIONS).ok())
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_i64().or(v.as_i32().map(i64::from)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
 
 /// The `resume` field of a zone document: `{key, ver, done}`, when it
 /// matches `key` and `ver`.
@@ -189,6 +227,7 @@ impl Store {
             .and_then(|d| d.get("pending_ver"))
             .and_then(|v| v.as_i64().or(v.as_i32().map(i64::from)));
         let mut done = 0;
+        let mut retire = None;
         let ver = match pending {
             Some(p) => match resume_done(current.as_ref(), key, p) {
                 // The same input stopped midway: keep what it stored.
@@ -197,20 +236,31 @@ impl Store {
                     p
                 }
                 None => {
-                    // Another input stopped midway: clear what it left, reuse the number.
-                    self.delete_version(zone, p).await?;
-                    p
+                    // Another input stopped midway: what it left becomes an
+                    // old version (deleted after the switch, off the critical
+                    // path); this write takes a number above every version.
+                    retire = Some(p);
+                    let old = old_versions(current.as_ref());
+                    old.iter()
+                        .chain([p, served.as_ref().map_or(0, |z| z.ver)].iter())
+                        .max()
+                        .copied()
+                        .unwrap_or(p)
+                        + 1
                 }
             },
             None => served.as_ref().map_or(1, |z| z.ver + 1),
         };
-        let update = match key {
+        let mut update = match key {
             Some(key) => doc! {"$set": {
                 "pending_ver": ver,
                 "resume": {"key": key, "ver": ver, "done": done as i64},
             }},
             None => doc! {"$set": {"pending_ver": ver}, "$unset": {"resume": ""}},
         };
+        if let Some(p) = retire {
+            update.insert("$addToSet", doc! {OLD_VERSIONS: p});
+        }
         self.zones
             .update_one(doc! {"_id": &id}, update)
             .upsert(true)
@@ -229,6 +279,55 @@ impl Store {
             },
             done,
         ))
+    }
+
+    /// Deletes the nodes of every old version of `zone` (those listed in its
+    /// `old_vers`: replaced by a switch, or left pending by a killed
+    /// writer), then unlists each. Never touches the served version or a
+    /// pending one. Waits first until `grace` has passed since the zone's
+    /// last switch (`updated`), so servers still reading the version just
+    /// replaced finish cleanly. Batched and bounded as
+    /// [`Store::delete_version_with`]; `progress` gets the running count.
+    /// Killed midway, it leaves the version listed, and any later call (the
+    /// next `finish`, `mongodns-sign secure-zone`, `cleanup`) completes it.
+    pub async fn collect_old_versions(
+        &self,
+        zone: &Name,
+        grace: Duration,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<Collected, StoreError> {
+        let id = zone.to_string();
+        let Some(d) = self.zones.find_one(doc! {"_id": &id}).await? else {
+            return Ok(Collected::default());
+        };
+        let old = old_versions(Some(&d));
+        if old.is_empty() {
+            return Ok(Collected::default());
+        }
+        let int = |k: &str| {
+            d.get(k)
+                .and_then(|v| v.as_i64().or(v.as_i32().map(i64::from)))
+        };
+        let live = [int("ver"), int("pending_ver")];
+        if let Ok(updated) = d.get_datetime("updated") {
+            let age = DateTime::now().timestamp_millis() - updated.timestamp_millis();
+            let wait = (grace.as_millis() as i64 - age.max(0)).max(0);
+            tokio::time::sleep(Duration::from_millis(wait as u64)).await;
+        }
+        let mut out = Collected::default();
+        for v in old {
+            if !live.contains(&Some(v)) {
+                let before = out.deleted;
+                out.deleted += self
+                    .delete_version_with(zone, v, &|n| progress(before + n))
+                    .await?;
+            }
+            self.zones
+                .update_one(doc! {"_id": &id}, doc! {"$pull": {OLD_VERSIONS: v}})
+                .await?;
+            out.versions.push(v);
+        }
+        Ok(out)
     }
 
     /// Increments and returns the global change counter.
@@ -423,25 +522,40 @@ impl ZoneWriter {
     /// for `Replace`, switches readers to the new version and, after
     /// `grace`, deletes the old one. Returns the zone as now served.
     pub async fn finish(self, grace: Duration) -> Result<ZoneInfo, StoreError> {
-        let (serial, gen) = self.publish_inner(true).await?;
-        if self.mode == WriteMode::Merge {
-            if let Err(e) = self.store.prune_changes(CHANGE_RECORDS_KEPT).await {
+        let store = self.store.clone();
+        let merge = self.mode == WriteMode::Merge;
+        let switched = self.switch().await?;
+        if merge {
+            if let Err(e) = store.prune_changes(CHANGE_RECORDS_KEPT).await {
                 tracing::debug!(error = %e, "old change records not pruned");
             }
         }
-        if let (WriteMode::Replace, Some(prev)) = (self.mode, &self.previous) {
-            if prev.ver != self.ver {
-                // Servers may still read the old version until they notice
-                // the new generation; give them time before deleting it.
-                tokio::time::sleep(grace).await;
-                self.store.delete_version(&self.zone, prev.ver).await?;
-            }
+        if switched.old.is_some() {
+            store
+                .collect_old_versions(&switched.zone.apex, grace, &|_| {})
+                .await?;
         }
-        Ok(ZoneInfo {
-            apex: self.zone,
-            ver: self.ver,
-            gen,
-            serial,
+        Ok(switched.zone)
+    }
+
+    /// Publishes the write like [`ZoneWriter::finish`] but leaves the old
+    /// version in place (listed in the zone's `old_vers`, never served):
+    /// the caller deletes it when it suits, with
+    /// [`Store::collect_old_versions`], or a later write does.
+    pub async fn switch(self) -> Result<Switched, StoreError> {
+        let (serial, gen) = self.publish_inner(true).await?;
+        let old = match (self.mode, &self.previous) {
+            (WriteMode::Replace, Some(prev)) if prev.ver != self.ver => Some(prev.ver),
+            _ => None,
+        };
+        Ok(Switched {
+            zone: ZoneInfo {
+                apex: self.zone,
+                ver: self.ver,
+                gen,
+                serial,
+            },
+            old,
         })
     }
 
@@ -526,16 +640,40 @@ impl ZoneWriter {
         }
         let gen = self.record_change().await?;
         let set = doc! {"ver": self.ver, "serial": i64::from(serial), "gen": gen, "updated": DateTime::now()};
-        let update = if last {
+        let mut update = if last {
             doc! {"$set": set, "$unset": {"pending_ver": "", "resume": ""}}
         } else {
             doc! {"$set": set}
         };
-        self.store
-            .zones
-            .update_one(doc! {"_id": &zone_id}, update)
-            .upsert(true)
-            .await?;
+        if let (true, WriteMode::Replace, Some(prev)) = (last, self.mode, &self.previous) {
+            if prev.ver != self.ver {
+                // Recorded in the switch itself: a writer killed right after
+                // it leaves the old version listed for a later run to delete.
+                update.insert("$addToSet", doc! {OLD_VERSIONS: prev.ver});
+            }
+        }
+        if last && self.mode == WriteMode::Replace {
+            // Switch only if this write's version is still the pending one:
+            // a later writer that took over (and listed this version in
+            // old_vers, to be deleted) must never see it served.
+            let r = self
+                .store
+                .zones
+                .update_one(doc! {"_id": &zone_id, "pending_ver": self.ver}, update)
+                .await?;
+            if r.matched_count != 1 {
+                return Err(StoreError::Database(mongodb::error::Error::custom(format!(
+                    "zone {zone_id}: another writer took over version {} before the switch; nothing was published",
+                    self.ver
+                ))));
+            }
+        } else {
+            self.store
+                .zones
+                .update_one(doc! {"_id": &zone_id}, update)
+                .upsert(true)
+                .await?;
+        }
         Ok((serial, gen))
     }
 }

@@ -2,8 +2,10 @@
 //!
 //! ```text
 //!  secure_zone ─► keys (generate, store) ─► read served ver ─► plan (sign on
-//!      every core, NSEC/NSEC3 chain) ─► insert into ver+1 ─► switch (ZoneWriter)
-//!      ─► zones.dnssec.secured = true
+//!      every core, NSEC/NSEC3 chain) ─► insert into ver+1 (unordered bulk
+//!      inserts, 4 in flight, like the importer) ─► switch (ZoneWriter, one
+//!      update; old ver listed in old_vers) ─► zones.dnssec.secured = true
+//!      ─► cleanup: old ver deleted after the grace (batched, restartable)
 //!  resign_version(ver) ─► read ver ─► plan (reuses signatures still good) ─►
 //!      diff ─► field-level updates in place (never overwrites records) ─►
 //!      SOA serial + 1, re-signed ─► new generation (when ver is served)
@@ -22,7 +24,7 @@ pub mod plan;
 
 use backend_mongo::dnssec::{FullNode, KeyState, NodeChange, Nsec3Config, StoredKey};
 use backend_mongo::writer::serial_gt;
-use backend_mongo::{Name, RType, Store, StoreError, WriteMode};
+use backend_mongo::{Collected, Name, RType, Store, StoreError, WriteMode};
 use futures::stream::{FuturesUnordered, StreamExt};
 use plan::{KeySet, PlanError, PlanStats, SignOptions};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -102,6 +104,41 @@ pub struct Report {
     pub serial: u32,
     /// Version of the zone that was signed.
     pub ver: i64,
+    /// The version this run replaced, if it switched to a new one.
+    pub old_ver: Option<i64>,
+    /// How long each step took, in order (`read`, `sign`, `write`,
+    /// `switch`, `cleanup`).
+    pub timings: Vec<(&'static str, Duration)>,
+    /// Old versions deleted after the switch (by [`secure_zone`] and
+    /// [`unsecure_zone`]; the `_switch` variants leave them to [`cleanup`]).
+    pub cleanup: Collected,
+}
+
+/// Times the steps of a run.
+struct Steps {
+    at: std::time::Instant,
+    done: Vec<(&'static str, Duration)>,
+}
+
+impl Steps {
+    fn new() -> Steps {
+        Steps {
+            at: std::time::Instant::now(),
+            done: Vec::new(),
+        }
+    }
+
+    /// `name` ended now.
+    fn end(&mut self, name: &'static str) {
+        let now = std::time::Instant::now();
+        self.done.push((name, now - self.at));
+        tracing::info!(
+            step = name,
+            secs = (now - self.at).as_secs_f64(),
+            "signer step done"
+        );
+        self.at = now;
+    }
 }
 
 /// Options of `secure-zone`.
@@ -198,14 +235,37 @@ async fn run_plan(
 }
 
 /// Secures `zone`: makes keys if it has none, signs every authoritative
-/// RRset, builds the chain, and publishes it all at once as a new version.
-/// Re-running after a failure reuses the stored keys and completes.
+/// RRset, builds the chain, and publishes it all at once as a new version;
+/// then deletes the version it replaced ([`cleanup`]). Re-running after a
+/// failure reuses the stored keys and completes.
 pub async fn secure_zone(
     store: &Store,
     zone: &Name,
     options: &SecureOptions,
     progress: &dyn Progress,
 ) -> Result<Report, SignError> {
+    let mut report = secure_zone_switch(store, zone, options, progress).await?;
+    let started = std::time::Instant::now();
+    let expected = if report.old_ver.is_some() {
+        report.nodes
+    } else {
+        0
+    };
+    report.cleanup = cleanup(store, zone, options.grace, expected, progress).await?;
+    report.timings.push(("cleanup", started.elapsed()));
+    Ok(report)
+}
+
+/// [`secure_zone`] up to the switch: the signed version is served when
+/// this returns; the version it replaced is listed in the zone's
+/// `old_vers` (never served) for [`cleanup`] or any later writer to delete.
+pub async fn secure_zone_switch(
+    store: &Store,
+    zone: &Name,
+    options: &SecureOptions,
+    progress: &dyn Progress,
+) -> Result<Report, SignError> {
+    let mut steps = Steps::new();
     let mut config = store.dnssec_config(zone).await?;
     let mut keys = store.zone_keys(zone).await?;
     if keys.is_empty() {
@@ -237,7 +297,9 @@ pub async fn secure_zone(
             .await?
             .ok_or_else(|| StoreError::NoSuchZone(zone.to_string()))?;
         let writer = store.begin_zone_write(zone, WriteMode::Replace).await?;
+        progress.phase("reading", 0);
         let current = store.read_version(zone, served.ver).await?;
+        steps.end("read");
         let nodes = current.len() as u64;
         let serial = next_serial(&[
             served.serial,
@@ -252,7 +314,9 @@ pub async fn secure_zone(
         opts.cds = options.cds;
         let (_, desired, stats) =
             run_plan(zone, current, &keys, opts, Some(serial), progress).await?;
-        let written = insert_all(store, zone, writer.ver(), &desired, progress).await?;
+        steps.end("sign");
+        let written = insert_all(store, zone, writer.ver(), desired, progress).await?;
+        steps.end("write");
         let again = store.find_zone(zone).await?;
         if again.as_ref().map(|z| z.gen) != Some(served.gen) {
             last_err = Some(SignError::Usage(format!(
@@ -261,46 +325,89 @@ pub async fn secure_zone(
             continue;
         }
         let ver = writer.ver();
-        let info = writer.finish(options.grace).await?;
+        progress.phase("switching", 0);
+        let switched = writer.switch().await?;
         config.secured = true;
         config.nsec3 = options.nsec3.clone();
         config.cds = options.cds;
         store.set_dnssec_config(zone, Some(&config)).await?;
+        steps.end("switch");
         return Ok(Report {
             nodes,
             stats,
             written,
-            serial: info.serial,
+            serial: switched.zone.serial,
             ver,
+            old_ver: switched.old,
+            timings: steps.done,
+            cleanup: Collected::default(),
         });
     }
     Err(last_err.expect("three attempts failed"))
 }
 
+/// Deletes the old versions of `zone` (replaced by a switch, or left by a
+/// killed run), once `grace` has passed since the last switch: batched,
+/// one command at a time, restartable (`Store::collect_old_versions`).
+/// `expected` (documents, 0 if unknown) is only for progress.
+pub async fn cleanup(
+    store: &Store,
+    zone: &Name,
+    grace: Duration,
+    expected: u64,
+    progress: &dyn Progress,
+) -> Result<Collected, SignError> {
+    if store.find_zone(zone).await?.is_none() {
+        return Err(StoreError::NoSuchZone(zone.to_string()).into());
+    }
+    progress.phase("cleanup", expected);
+    Ok(store
+        .collect_old_versions(zone, grace, &|n| progress.set(n))
+        .await?)
+}
+
+/// Node documents per insert command of the write-back.
+const WRITE_BATCH: usize = 1000;
+/// Insert commands in flight at once (as `mongodns-import --in-flight`).
+const WRITE_IN_FLIGHT: usize = 4;
+
+/// Writes `nodes` into version `ver` (not served yet) the way the importer
+/// writes: unordered bulk inserts of [`WRITE_BATCH`] documents, each built
+/// and sent by a task of its own, [`WRITE_IN_FLIGHT`] at once.
 async fn insert_all(
     store: &Store,
     zone: &Name,
     ver: i64,
-    nodes: &[FullNode],
+    nodes: Vec<FullNode>,
     progress: &dyn Progress,
 ) -> Result<u64, SignError> {
     progress.phase("writing", nodes.len() as u64);
     let mut pending = FuturesUnordered::new();
     let mut done = 0u64;
-    for chunk in nodes.chunks(1000) {
-        pending.push(async move {
-            store.insert_full_nodes(zone, ver, chunk).await?;
+    let mut nodes = nodes.into_iter();
+    let joined = |r: Result<Result<u64, StoreError>, tokio::task::JoinError>| match r {
+        Ok(r) => r.map_err(SignError::from),
+        Err(e) => Err(SignError::Usage(format!("write-back task failed: {e}"))),
+    };
+    loop {
+        let chunk: Vec<FullNode> = nodes.by_ref().take(WRITE_BATCH).collect();
+        if chunk.is_empty() {
+            break;
+        }
+        let (store, zone) = (store.clone(), zone.clone());
+        pending.push(tokio::spawn(async move {
+            store.insert_full_nodes(&zone, ver, &chunk).await?;
             Ok::<u64, StoreError>(chunk.len() as u64)
-        });
-        if pending.len() >= 4 {
+        }));
+        if pending.len() >= WRITE_IN_FLIGHT {
             if let Some(r) = pending.next().await {
-                done += r?;
+                done += joined(r)?;
                 progress.set(done);
             }
         }
     }
     while let Some(r) = pending.next().await {
-        done += r?;
+        done += joined(r)?;
         progress.set(done);
     }
     Ok(done)
@@ -470,6 +577,7 @@ pub async fn resign_version(
         written,
         serial,
         ver,
+        ..Report::default()
     })
 }
 
@@ -572,18 +680,37 @@ pub async fn sign_after_write(
 
 /// Removes every DNSSEC record from `zone` (new version, switched at once)
 /// and forgets its DNSSEC settings. Keys are deleted unless `keep_keys`.
+/// Then deletes the version it replaced, after `grace` ([`cleanup`]).
 pub async fn unsecure_zone(
     store: &Store,
     zone: &Name,
     keep_keys: bool,
     grace: Duration,
 ) -> Result<Report, SignError> {
+    let mut report = unsecure_zone_switch(store, zone, keep_keys, &NoProgress).await?;
+    let started = std::time::Instant::now();
+    report.cleanup = cleanup(store, zone, grace, report.nodes, &NoProgress).await?;
+    report.timings.push(("cleanup", started.elapsed()));
+    Ok(report)
+}
+
+/// [`unsecure_zone`] up to the switch; the replaced version is left for
+/// [`cleanup`].
+pub async fn unsecure_zone_switch(
+    store: &Store,
+    zone: &Name,
+    keep_keys: bool,
+    progress: &dyn Progress,
+) -> Result<Report, SignError> {
+    let mut steps = Steps::new();
     let served = store
         .find_zone(zone)
         .await?
         .ok_or_else(|| StoreError::NoSuchZone(zone.to_string()))?;
     let writer = store.begin_zone_write(zone, WriteMode::Replace).await?;
+    progress.phase("reading", 0);
     let current = store.read_version(zone, served.ver).await?;
+    steps.end("read");
     let nodes = current.len() as u64;
     let serial = next_serial(&[
         served.serial,
@@ -608,21 +735,27 @@ pub async fn unsecure_zone(
             n
         })
         .collect();
-    let written = insert_all(store, zone, writer.ver(), &plain, &NoProgress).await?;
+    let written = insert_all(store, zone, writer.ver(), plain, progress).await?;
+    steps.end("write");
     let ver = writer.ver();
-    let info = writer.finish(grace).await?;
+    progress.phase("switching", 0);
+    let switched = writer.switch().await?;
     store.set_dnssec_config(zone, None).await?;
     if !keep_keys {
         for k in store.zone_keys(zone).await? {
             store.delete_key(&k.id).await?;
         }
     }
+    steps.end("switch");
     Ok(Report {
         nodes,
         stats: PlanStats::default(),
         written,
-        serial: info.serial,
+        serial: switched.zone.serial,
         ver,
+        old_ver: switched.old,
+        timings: steps.done,
+        cleanup: Collected::default(),
     })
 }
 

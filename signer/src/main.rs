@@ -1,11 +1,11 @@
 //! `mongodns-sign`: DNSSEC keys and signing for zones stored in MongoDB.
 
 use backend_mongo::dnssec::{ds_rdata, from_hex, KeyState, Nsec3Config};
-use backend_mongo::{Name, RType, Store};
+use backend_mongo::{Name, ProgressReporter, RType, Store};
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use signer::export::{master_file, rdata_text};
-use signer::{crypto, SecureOptions, SignError, Validity};
+use signer::{crypto, Progress, SecureOptions, SignError, Validity};
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -81,6 +81,19 @@ enum Command {
         /// Seconds the previous version stays readable after the switch.
         #[arg(long, default_value_t = 3)]
         grace: u64,
+        /// Exit after the switch, leaving the replaced version (never
+        /// served) for `cleanup` or the next run to delete.
+        #[arg(long)]
+        no_cleanup: bool,
+    },
+    /// Delete old versions of a zone left by an earlier run (--no-cleanup,
+    /// or a run killed after its switch). Safe to run at any time.
+    Cleanup {
+        /// The zone.
+        zone: String,
+        /// Seconds to wait after the zone's last switch before deleting.
+        #[arg(long, default_value_t = 3)]
+        grace: u64,
     },
     /// Re-sign what changed and what nears expiry (in place).
     Resign {
@@ -108,6 +121,9 @@ enum Command {
         /// Keep the keys in the database.
         #[arg(long)]
         keep_keys: bool,
+        /// Exit after the switch, leaving the replaced version for `cleanup`.
+        #[arg(long)]
+        no_cleanup: bool,
     },
     /// Print the zone as a master file (signed when secured).
     ExportZone {
@@ -151,8 +167,11 @@ enum Command {
     },
 }
 
+/// The terminal bar, and the `progress` document (kind `sign`) that every
+/// server shows on `/metrics` (the importer's mechanism, `ProgressReporter`).
 struct Bar {
     bar: ProgressBar,
+    job: ProgressReporter,
 }
 
 impl signer::Progress for Bar {
@@ -160,19 +179,15 @@ impl signer::Progress for Bar {
         self.bar.set_length(total);
         self.bar.set_position(0);
         self.bar.set_message(name.to_string());
+        self.job.set_phase(name, total);
     }
     fn set(&self, done: u64) {
         self.bar.set_position(done);
+        self.job.set_done(done);
     }
-}
-
-/// Prints each re-signing done by `--follow`.
-struct Shown;
-
-impl signer::Progress for Shown {
-    fn phase(&self, _: &str, _: u64) {}
-    fn set(&self, _: u64) {}
     fn resigned(&self, zone: &Name, report: &signer::Report, elapsed: Duration) {
+        // `--follow`: the job's count is signatures made since it started.
+        self.job.add_done(report.stats.signed);
         if report.written > 0 {
             eprintln!(
                 "resigned {zone}: {} signatures made, {} changes written, serial {}, {:.2} s",
@@ -185,19 +200,42 @@ impl signer::Progress for Shown {
     }
 }
 
-fn bar(quiet: bool) -> Bar {
-    let bar = ProgressBar::new(0);
-    if quiet {
-        bar.set_draw_target(ProgressDrawTarget::hidden());
-    } else {
-        bar.set_draw_target(ProgressDrawTarget::stderr());
-        bar.set_style(
-            ProgressStyle::with_template("{msg:>8} [{bar:40}] {pos}/{len} {per_sec} {eta}")
-                .expect("valid template")
-                .progress_chars("=> "),
+impl Bar {
+    /// Starts the bar (hidden when `quiet`) and the job's progress reports.
+    fn start(store: &Store, zone: &Name, quiet: bool) -> Bar {
+        let bar = ProgressBar::new(0);
+        if quiet {
+            bar.set_draw_target(ProgressDrawTarget::hidden());
+        } else {
+            bar.set_draw_target(ProgressDrawTarget::stderr());
+            bar.set_style(
+                ProgressStyle::with_template("{msg:>9} [{bar:40}] {pos}/{len} {per_sec} {eta}")
+                    .expect("valid template")
+                    .progress_chars("=> "),
+            );
+        }
+        let job = ProgressReporter::start(
+            store.clone(),
+            "sign",
+            &zone.to_string(),
+            Duration::from_secs(1),
         );
+        Bar { bar, job }
     }
-    Bar { bar }
+
+    /// Clears the bar and records the job's final state.
+    async fn finish<T>(self, result: &Result<T, SignError>) {
+        self.bar.finish_and_clear();
+        self.job.finish(result.is_ok()).await;
+    }
+}
+
+fn steps(r: &signer::Report) -> String {
+    r.timings
+        .iter()
+        .map(|(name, d)| format!("{name} {:.2} s", d.as_secs_f64()))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn parse_zone(text: &str) -> Result<Name, SignError> {
@@ -257,6 +295,7 @@ async fn run(cli: Cli) -> Result<(), SignError> {
             csk,
             cds,
             grace,
+            no_cleanup,
         } => {
             let zone = parse_zone(&zone)?;
             let nsec3 = if nsec3 {
@@ -285,21 +324,43 @@ async fn run(cli: Cli) -> Result<(), SignError> {
                 grace: Duration::from_secs(grace),
             };
             let started = Instant::now();
-            let b = bar(cli.quiet);
-            let r = signer::secure_zone(&store, &zone, &options, &b).await?;
-            b.bar.finish_and_clear();
-            let secs = started.elapsed().as_secs_f64();
-            eprintln!(
-                "secured {zone}: {} nodes, {} signatures, chain of {}, {} documents written, serial {}, {:.2} s ({:.0} signatures/s)",
-                r.nodes,
-                r.stats.signed,
-                r.stats.chain,
-                r.written,
-                r.serial,
-                secs,
-                r.stats.signed as f64 / secs.max(1e-9)
-            );
+            let b = Bar::start(&store, &zone, cli.quiet);
+            let result = async {
+                let r = signer::secure_zone_switch(&store, &zone, &options, &b).await?;
+                b.bar.suspend(|| {
+                    let secs = started.elapsed().as_secs_f64();
+                    eprintln!(
+                        "secured {zone}: {} nodes, {} signatures, chain of {}, {} documents written, serial {}, published after {:.2} s ({:.0} signatures/s; {})",
+                        r.nodes,
+                        r.stats.signed,
+                        r.stats.chain,
+                        r.written,
+                        r.serial,
+                        secs,
+                        r.stats.signed as f64 / secs.max(1e-9),
+                        steps(&r)
+                    )
+                });
+                if !no_cleanup {
+                    let expected = if r.old_ver.is_some() { r.nodes } else { 0 };
+                    let t = Instant::now();
+                    let c = signer::cleanup(&store, &zone, options.grace, expected, &b).await?;
+                    report_cleanup(&zone, &c, t, started);
+                }
+                Ok(())
+            }
+            .await;
+            b.finish(&result).await;
+            result?;
             show_zone(&store, &zone).await?;
+        }
+        Command::Cleanup { zone, grace } => {
+            let zone = parse_zone(&zone)?;
+            let started = Instant::now();
+            let b = Bar::start(&store, &zone, cli.quiet);
+            let result = signer::cleanup(&store, &zone, Duration::from_secs(grace), 0, &b).await;
+            b.finish(&result).await;
+            report_cleanup(&zone, &result?, started, started);
         }
         Command::Resign {
             zone,
@@ -309,37 +370,62 @@ async fn run(cli: Cli) -> Result<(), SignError> {
         } => {
             let zone = parse_zone(&zone)?;
             let validity = Validity::default();
-            let b = bar(cli.quiet || follow);
+            let b = Bar::start(&store, &zone, cli.quiet || follow);
             let started = Instant::now();
-            let r = signer::resign(&store, &zone, full, &validity, threads, &b).await?;
-            b.bar.finish_and_clear();
-            report_resign(&zone, &r, started);
-            if follow {
-                let shown = Shown;
-                signer::follow(
-                    &store,
-                    &zone,
-                    &validity,
-                    threads,
-                    Duration::from_secs_f64(interval.max(0.05)),
-                    &shown,
-                )
-                .await?;
+            let r = signer::resign(&store, &zone, full, &validity, threads, &b).await;
+            if !follow {
+                b.finish(&r).await;
+                report_resign(&zone, &r?, started);
+                return Ok(());
             }
+            report_resign(&zone, &r?, started);
+            b.phase("follow", 0);
+            let result = signer::follow(
+                &store,
+                &zone,
+                &validity,
+                threads,
+                Duration::from_secs_f64(interval.max(0.05)),
+                &b,
+            )
+            .await;
+            b.finish(&result).await;
+            result?;
         }
         Command::ShowZone { zone } => {
             let zone = parse_zone(&zone)?;
             show_zone(&store, &zone).await?;
         }
-        Command::UnsecureZone { zone, keep_keys } => {
+        Command::UnsecureZone {
+            zone,
+            keep_keys,
+            no_cleanup,
+        } => {
             let zone = parse_zone(&zone)?;
-            let r = signer::unsecure_zone(&store, &zone, keep_keys, Duration::from_secs(3)).await?;
-            eprintln!(
-                "unsecured {zone}: {} documents written, serial {}{}",
-                r.written,
-                r.serial,
-                if keep_keys { "" } else { ", keys deleted" }
-            );
+            let started = Instant::now();
+            let b = Bar::start(&store, &zone, cli.quiet);
+            let result = async {
+                let r = signer::unsecure_zone_switch(&store, &zone, keep_keys, &b).await?;
+                b.bar.suspend(|| {
+                    eprintln!(
+                        "unsecured {zone}: {} documents written, serial {}{}, published after {:.2} s",
+                        r.written,
+                        r.serial,
+                        if keep_keys { "" } else { ", keys deleted" },
+                        started.elapsed().as_secs_f64()
+                    )
+                });
+                if !no_cleanup {
+                    let t = Instant::now();
+                    let c =
+                        signer::cleanup(&store, &zone, Duration::from_secs(3), r.nodes, &b).await?;
+                    report_cleanup(&zone, &c, t, started);
+                }
+                Ok(())
+            }
+            .await;
+            b.finish(&result).await;
+            result?;
             eprintln!(
                 "remove the DS records for {zone} from the parent zone first, if there are any"
             );
@@ -408,6 +494,20 @@ async fn run(cli: Cli) -> Result<(), SignError> {
         }
     }
     Ok(())
+}
+
+fn report_cleanup(zone: &Name, c: &backend_mongo::Collected, t: Instant, started: Instant) {
+    if c.versions.is_empty() {
+        eprintln!("cleanup {zone}: no old versions");
+    } else {
+        eprintln!(
+            "cleanup {zone}: old version(s) {:?} deleted, {} documents, {:.2} s (whole run {:.2} s)",
+            c.versions,
+            c.deleted,
+            t.elapsed().as_secs_f64(),
+            started.elapsed().as_secs_f64()
+        );
+    }
 }
 
 fn report_resign(zone: &Name, r: &signer::Report, started: Instant) {
