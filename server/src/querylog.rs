@@ -1149,7 +1149,7 @@ mod tests {
         while batch.push(&head[..len], name) {
             n += 1;
         }
-        assert!(n < 4 && n >= 1, "{n}");
+        assert!((1..4).contains(&n), "{n}");
         assert_eq!(batch.bytes.capacity(), capacity_small);
         let mut full = Batch::new(10);
         while full.push(&head[..len], name) {}
