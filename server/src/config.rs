@@ -340,8 +340,8 @@ options! {
         log_format: LogFormat = LogFormat::Text, [env = "MONGODNS_LOG_FORMAT", value_name = "FORMAT"];
         /// Log one query in N (1 logs every query).
         query_log_sample: u32 = 1, [env = "MONGODNS_QUERY_LOG_SAMPLE", value_name = "N"];
-        /// Query-log lines waiting for the writer thread; when it is full, lines
-        /// are dropped and counted (mongodns_query_log_dropped_total).
+        /// Query-log lines each answering thread queues for the writer thread;
+        /// when full, lines are dropped and counted (mongodns_query_log_dropped).
         query_log_buffer: usize = 8192, [env = "MONGODNS_QUERY_LOG_BUFFER", value_name = "LINES"];
         /// Rotate the query-log file when it reaches this many MiB (0: only on
         /// SIGHUP, for logrotate).

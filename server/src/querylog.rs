@@ -1,16 +1,24 @@
-//! The query log: one line per query, written by a thread of its own.
+//! The query log: one line per query, formatted and written by a thread of
+//! its own.
 //!
 //! ```text
-//!  answer path (UDP loop, tasks)            writer thread
-//!  record(): sample 1 in N ─► copy query ─► bounded channel ─► format ─► file (buffered)
-//!            (full: drop, count)                                  └─► or syslog socket
+//!  answer path (any runtime thread)                 writer thread (wakes every 1-10 ms)
+//!  record(): sample 1 in N? ─► encode ≈40 bytes ─►  this thread's batch ──swap──► decode, format
+//!            (batch full: drop, count)  (try_lock: never waits)              ├─► file (256 KiB buffer)
+//!                                                                            └─► or syslog socket
 //!  SIGHUP ─► reopen() ─► the writer reopens the file (logrotate) or reconnects
 //!  file above query_log_max_mb ─► FILE.1 … FILE.keep shifted, FILE started again
 //! ```
 //!
-//! Nothing on the answer path formats, allocates, locks or waits: it copies
-//! the query's first bytes and the reply's header into a fixed-size entry and
-//! offers it to the channel. All parsing and formatting happens in the writer.
+//! Nothing on the answer path formats, allocates, waits or shares a cache
+//! line with another answering thread: each thread appends a small binary
+//! record (time, client, flags, sizes, the question name's wire bytes) to a
+//! batch of its own, preallocated, behind a lock only that thread and the
+//! writer take (`try_lock`; if the writer holds it for its swap, a second
+//! small batch takes the record). The writer swaps each batch for an empty
+//! one, then decodes and formats the lines. A full batch means the writer is
+//! behind: the line is dropped and counted. Lines of different threads may be
+//! out of time order by up to a batch (a few milliseconds).
 //!
 //! Line format (fields separated by one space):
 //!
@@ -27,21 +35,37 @@
 
 use crate::config::SyslogFormat;
 use crate::pipeline::Transport;
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// Bytes of the query kept per entry: the header and a question with the
-/// longest name, plus the start of an OPT record.
-const QUERY_BYTES: usize = 12 + 255 + 4 + 11;
+/// Bytes reserved per queued line (a record is 20 to 40 bytes plus the
+/// name's wire length); a batch never grows past its reservation.
+const BYTES_PER_LINE: usize = 96;
+/// Lines the second batch of a thread holds (used only while the writer
+/// swaps the first).
+const SPARE_LINES: usize = 256;
+/// Longest fixed part of a record: time, bits, reply flags and size, port,
+/// name length, an IPv6 address, qtype and qclass.
+const MAX_HEAD: usize = 16 + 16 + 4;
+/// The writer flushes the file at least this often under steady load.
+const FLUSH_EVERY: Duration = Duration::from_millis(500);
+
+// Record bits.
+const TCP: u8 = 1;
+const V6: u8 = 2;
+const REPLIED: u8 = 4;
+const EDNS: u8 = 8;
+const DNSSEC_OK: u8 = 16;
+const RD: u8 = 32;
+const QUESTION: u8 = 64;
 
 /// Where lines go.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -72,7 +96,7 @@ pub struct QueryLogConfig {
     pub destination: Destination,
     /// Log one query in this many.
     pub sample: u32,
-    /// Entries waiting for the writer at most.
+    /// Lines each answering thread queues for the writer at most.
     pub buffer: usize,
     /// Rotate the file at this size (0: never by size).
     pub max_bytes: u64,
@@ -80,19 +104,6 @@ pub struct QueryLogConfig {
     pub keep: usize,
     /// Syslog line format.
     pub syslog_format: SyslogFormat,
-}
-
-/// One logged query, as copied on the answer path.
-struct Entry {
-    unix_us: u64,
-    peer: SocketAddr,
-    tcp: bool,
-    /// Reply header bytes 2..4 (flags and rcode).
-    reply_flags: [u8; 2],
-    /// Reply length; `None` when nothing was sent.
-    reply_len: Option<u16>,
-    query_len: u16,
-    query: [u8; QUERY_BYTES],
 }
 
 /// Counters of the query log.
@@ -108,22 +119,117 @@ pub struct QueryLogStats {
     pub rotations: AtomicU64,
 }
 
+/// Encoded records waiting for the writer.
+struct Batch {
+    bytes: Vec<u8>,
+    lines: usize,
+    limit: usize,
+}
+
+impl Batch {
+    fn new(lines: usize) -> Batch {
+        Batch {
+            bytes: Vec::with_capacity((lines * BYTES_PER_LINE).max(512)),
+            lines: 0,
+            limit: lines,
+        }
+    }
+
+    /// Appends one record if it fits without growing.
+    #[inline]
+    fn push(&mut self, head: &[u8], name: &[u8]) -> bool {
+        if self.lines >= self.limit
+            || self.bytes.len() + head.len() + name.len() > self.bytes.capacity()
+        {
+            return false;
+        }
+        self.bytes.extend_from_slice(head);
+        self.bytes.extend_from_slice(name);
+        self.lines += 1;
+        true
+    }
+
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.lines = 0;
+    }
+}
+
+/// One answering thread's batches: the main one, and a small one for the
+/// moments the writer holds the main one.
+struct Slot {
+    batches: [Mutex<Batch>; 2],
+    /// Set when the thread exits: the writer forgets the slot once drained.
+    abandoned: AtomicBool,
+}
+
+impl Slot {
+    fn new(lines: usize) -> Slot {
+        Slot {
+            batches: [
+                Mutex::new(Batch::new(lines)),
+                Mutex::new(Batch::new(lines.min(SPARE_LINES))),
+            ],
+            abandoned: AtomicBool::new(false),
+        }
+    }
+
+    /// Queues one record; false when it must be dropped. Never waits.
+    #[inline]
+    fn push(&self, head: &[u8], name: &[u8]) -> bool {
+        for batch in &self.batches {
+            match batch.try_lock() {
+                Ok(mut b) => return b.push(head, name),
+                Err(TryLockError::WouldBlock) => continue,
+                Err(TryLockError::Poisoned(_)) => return false,
+            }
+        }
+        false
+    }
+
+    fn is_empty(&self) -> bool {
+        self.batches.iter().all(|b| lock(b).lines == 0)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A thread's handle on its slot in one query log.
+struct Local {
+    log: usize,
+    slot: Arc<Slot>,
+    tick: u32,
+}
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        self.slot.abandoned.store(true, Ordering::Release);
+    }
+}
+
+thread_local! {
+    static LOCALS: RefCell<Vec<Local>> = const { RefCell::new(Vec::new()) };
+}
+
+static NEXT_LOG_ID: AtomicUsize = AtomicUsize::new(0);
+
 struct Shared {
     stats: QueryLogStats,
     reopen: AtomicBool,
     closing: AtomicBool,
+    /// Slots of threads that logged for the first time, for the writer.
+    new_slots: Mutex<Vec<Arc<Slot>>>,
 }
 
 /// The answer path's handle on the query log.
 pub struct QueryLog {
-    tx: SyncSender<Entry>,
+    id: usize,
+    lines: usize,
     sample: AtomicU32,
     shared: Arc<Shared>,
     writer: Mutex<Option<JoinHandle<()>>>,
-}
-
-thread_local! {
-    static TICK: Cell<u32> = const { Cell::new(0) };
 }
 
 impl QueryLog {
@@ -131,18 +237,20 @@ impl QueryLog {
     /// the writer thread.
     pub fn open(config: &QueryLogConfig) -> io::Result<QueryLog> {
         let sink = Sink::open(config)?;
-        let (tx, rx) = mpsc::sync_channel(config.buffer.max(1));
         let shared = Arc::new(Shared {
             stats: QueryLogStats::default(),
             reopen: AtomicBool::new(false),
             closing: AtomicBool::new(false),
+            new_slots: Mutex::new(Vec::new()),
         });
         let writer_shared = shared.clone();
+        let lines = config.buffer.max(1);
         let writer = std::thread::Builder::new()
             .name("query-log".into())
-            .spawn(move || write_loop(rx, sink, writer_shared))?;
+            .spawn(move || write_loop(sink, writer_shared, lines))?;
         Ok(QueryLog {
-            tx,
+            id: NEXT_LOG_ID.fetch_add(1, Ordering::Relaxed),
+            lines,
             sample: AtomicU32::new(config.sample.max(1)),
             shared,
             writer: Mutex::new(Some(writer)),
@@ -160,44 +268,54 @@ impl QueryLog {
         transport: Transport,
     ) {
         let n = self.sample.load(Ordering::Relaxed);
-        if n > 1 {
-            let skip = TICK.with(|t| {
-                let v = t.get().wrapping_add(1);
-                t.set(v);
-                v % n != 0
-            });
-            if skip {
-                return;
-            }
+        let queued = LOCALS
+            .try_with(|locals| {
+                let Ok(mut locals) = locals.try_borrow_mut() else {
+                    return false;
+                };
+                let i = match locals.iter().position(|l| l.log == self.id) {
+                    Some(i) => i,
+                    None => self.register(&mut locals),
+                };
+                let local = &mut locals[i];
+                if n > 1 {
+                    local.tick = local.tick.wrapping_add(1);
+                    if local.tick % n != 0 {
+                        return true;
+                    }
+                }
+                let unix_us = SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |d| d.as_micros() as u64);
+                let (head, len, name) =
+                    encode_head(query, reply, peer, transport == Transport::Tcp, unix_us);
+                local.slot.push(&head[..len], name)
+            })
+            .unwrap_or(false);
+        if !queued {
+            self.shared.stats.dropped.fetch_add(1, Ordering::Relaxed);
         }
-        let unix_us = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_micros() as u64);
-        let take = query.len().min(QUERY_BYTES);
-        let mut entry = Entry {
-            unix_us,
-            peer,
-            tcp: transport == Transport::Tcp,
-            reply_flags: [0, 0],
-            reply_len: reply.map(|r| r.len().min(usize::from(u16::MAX)) as u16),
-            query_len: take as u16,
-            query: [0; QUERY_BYTES],
-        };
-        entry.query[..take].copy_from_slice(&query[..take]);
-        if let Some(r) = reply.filter(|r| r.len() >= 4) {
-            entry.reply_flags = [r[2], r[3]];
-        }
-        match self.tx.try_send(entry) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
-                self.shared.stats.dropped.fetch_add(1, Ordering::Relaxed);
-            }
-        }
+    }
+
+    /// First record from this thread: a slot of its own, handed to the
+    /// writer. Returns its index in `locals`.
+    #[cold]
+    fn register(&self, locals: &mut Vec<Local>) -> usize {
+        // Forget slots of query logs that are gone (only we hold them).
+        locals.retain(|l| Arc::strong_count(&l.slot) > 1);
+        let slot = Arc::new(Slot::new(self.lines));
+        lock(&self.shared.new_slots).push(slot.clone());
+        locals.push(Local {
+            log: self.id,
+            slot,
+            tick: 0,
+        });
+        locals.len() - 1
     }
 
     /// Asks the writer to reopen its file or socket (SIGHUP).
     pub fn reopen(&self) {
-        self.shared.reopen.store(true, Ordering::Relaxed);
+        self.shared.reopen.store(true, Ordering::Release);
     }
 
     /// Changes the sampling rate (SIGHUP).
@@ -218,7 +336,7 @@ impl QueryLog {
     /// Writes what is queued, flushes, and stops the writer; waits at most
     /// `timeout`.
     pub fn close(&self, timeout: Duration) {
-        self.shared.closing.store(true, Ordering::Relaxed);
+        self.shared.closing.store(true, Ordering::Release);
         let Some(handle) = self.writer.lock().ok().and_then(|mut w| w.take()) else {
             return;
         };
@@ -234,6 +352,370 @@ impl QueryLog {
     }
 }
 
+impl Drop for QueryLog {
+    fn drop(&mut self) {
+        // The writer drains what is queued and stops.
+        self.shared.closing.store(true, Ordering::Release);
+    }
+}
+
+/// The fixed part of a record and the question name's wire bytes:
+///
+/// ```text
+/// 0..8 time µs (LE) │ 8 bits │ 9..11 reply flags │ 11..13 reply size (LE) │ 13..15 port (LE)
+/// 15 name length │ 16.. address (4 or 16) │ qtype, qclass (wire order; if QUESTION) │ name
+/// ```
+#[inline]
+fn encode_head<'q>(
+    query: &'q [u8],
+    reply: Option<&[u8]>,
+    peer: SocketAddr,
+    tcp: bool,
+    unix_us: u64,
+) -> ([u8; MAX_HEAD], usize, &'q [u8]) {
+    let mut h = [0u8; MAX_HEAD];
+    h[0..8].copy_from_slice(&unix_us.to_le_bytes());
+    let mut bits = 0;
+    if tcp {
+        bits |= TCP;
+    }
+    if query.len() > 2 && query[2] & 0x01 != 0 {
+        bits |= RD;
+    }
+    if let Some(r) = reply {
+        bits |= REPLIED;
+        if r.len() >= 4 {
+            h[9] = r[2];
+            h[10] = r[3];
+        }
+        let size = r.len().min(usize::from(u16::MAX)) as u16;
+        h[11..13].copy_from_slice(&size.to_le_bytes());
+    }
+    h[13..15].copy_from_slice(&peer.port().to_le_bytes());
+    let mut at = match peer.ip() {
+        IpAddr::V4(a) => {
+            h[16..20].copy_from_slice(&a.octets());
+            20
+        }
+        IpAddr::V6(a) => {
+            bits |= V6;
+            h[16..32].copy_from_slice(&a.octets());
+            32
+        }
+    };
+    let mut name: &[u8] = &[];
+    let end = question_name_end(query).filter(|&e| e + 4 <= query.len() && e - 12 <= 255);
+    if let Some(end) = end {
+        bits |= QUESTION;
+        h[at..at + 4].copy_from_slice(&query[end..end + 4]);
+        at += 4;
+        name = &query[12..end];
+        h[15] = name.len() as u8;
+        // An OPT record right after the question (the common shape: no
+        // answer or authority records in a query).
+        let o = end + 4;
+        let counts_plain = query[6..10] == [0, 0, 0, 0] && query[10..12] != [0, 0];
+        if counts_plain && query.len() >= o + 9 && query[o] == 0 && query[o + 1..o + 3] == [0, 41] {
+            bits |= EDNS;
+            if query[o + 7] & 0x80 != 0 {
+                bits |= DNSSEC_OK;
+            }
+        }
+    }
+    h[8] = bits;
+    (h, at, name)
+}
+
+/// One record, decoded by the writer.
+struct Record<'a> {
+    unix_us: u64,
+    bits: u8,
+    reply_flags: [u8; 2],
+    size: u16,
+    port: u16,
+    addr: IpAddr,
+    qtype: u16,
+    qclass: u16,
+    /// The question name's wire bytes, root label included.
+    name: &'a [u8],
+}
+
+/// Decodes the record at the start of `bytes`; returns it and its length.
+fn decode(bytes: &[u8]) -> (Record<'_>, usize) {
+    let u16_le = |at: usize| u16::from_le_bytes([bytes[at], bytes[at + 1]]);
+    let mut time = [0u8; 8];
+    time.copy_from_slice(&bytes[0..8]);
+    let bits = bytes[8];
+    let (addr, mut at) = if bits & V6 != 0 {
+        let mut o = [0u8; 16];
+        o.copy_from_slice(&bytes[16..32]);
+        (IpAddr::from(o), 32)
+    } else {
+        (
+            IpAddr::from([bytes[16], bytes[17], bytes[18], bytes[19]]),
+            20,
+        )
+    };
+    let (mut qtype, mut qclass, mut name) = (0, 0, &bytes[0..0]);
+    if bits & QUESTION != 0 {
+        qtype = u16::from_be_bytes([bytes[at], bytes[at + 1]]);
+        qclass = u16::from_be_bytes([bytes[at + 2], bytes[at + 3]]);
+        at += 4;
+        let len = usize::from(bytes[15]);
+        name = &bytes[at..at + len];
+        at += len;
+    }
+    let record = Record {
+        unix_us: u64::from_le_bytes(time),
+        bits,
+        reply_flags: [bytes[9], bytes[10]],
+        size: u16_le(11),
+        port: u16_le(13),
+        addr,
+        qtype,
+        qclass,
+        name,
+    };
+    (record, at)
+}
+
+/// The line without its time: `CLIENT#PORT PROTO QNAME CLASS TYPE RCODE FLAGS SIZE`.
+fn format_body(r: &Record, out: &mut Vec<u8>) {
+    push_ip(out, r.addr);
+    out.push(b'#');
+    push_u64(out, u64::from(r.port));
+    out.extend_from_slice(if r.bits & TCP != 0 {
+        b" tcp "
+    } else {
+        b" udp "
+    });
+    if r.bits & QUESTION != 0 {
+        push_name(out, r.name);
+        out.push(b' ');
+        match r.qclass {
+            1 => out.extend_from_slice(b"IN"),
+            3 => out.extend_from_slice(b"CH"),
+            4 => out.extend_from_slice(b"HS"),
+            255 => out.extend_from_slice(b"ANY"),
+            c => {
+                out.extend_from_slice(b"CLASS");
+                push_u64(out, u64::from(c));
+            }
+        }
+        out.push(b' ');
+        out.extend_from_slice(backend_mongo::RType(r.qtype).mnemonic().as_bytes());
+        out.push(b' ');
+    } else {
+        out.extend_from_slice(b"- - - ");
+    }
+    let rd = r.bits & RD != 0;
+    if r.bits & REPLIED == 0 {
+        out.extend_from_slice(if rd { b"DROPPED rd 0" } else { b"DROPPED - 0" });
+        return;
+    }
+    out.extend_from_slice(rcode_name(r.reply_flags[1] & 0x0f).as_bytes());
+    out.push(b' ');
+    let flags = [
+        (rd, &b"rd"[..]),
+        (r.bits & EDNS != 0, b"e"),
+        (r.bits & DNSSEC_OK != 0, b"do"),
+        (r.reply_flags[0] & 0x04 != 0, b"aa"),
+        (r.reply_flags[0] & 0x02 != 0, b"tc"),
+    ];
+    let mut any = false;
+    for (on, text) in flags {
+        if on {
+            if any {
+                out.push(b',');
+            }
+            out.extend_from_slice(text);
+            any = true;
+        }
+    }
+    if !any {
+        out.push(b'-');
+    }
+    out.push(b' ');
+    push_u64(out, u64::from(r.size));
+}
+
+fn push_u64(out: &mut Vec<u8>, mut v: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+fn push_ip(out: &mut Vec<u8>, addr: IpAddr) {
+    match addr {
+        IpAddr::V4(a) => {
+            for (i, o) in a.octets().into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b'.');
+                }
+                push_u64(out, u64::from(o));
+            }
+        }
+        IpAddr::V6(a) => {
+            let _ = write!(out, "{a}");
+        }
+    }
+}
+
+/// The end of the question name (offset after its root label), if well formed.
+pub fn question_name_end(query: &[u8]) -> Option<usize> {
+    let mut at = 12;
+    loop {
+        let len = *query.get(at)? as usize;
+        if len == 0 {
+            return Some(at + 1);
+        }
+        if len > 63 {
+            return None;
+        }
+        at += 1 + len;
+    }
+}
+
+/// A name in presentation form from its wire bytes (no compression),
+/// letter case kept, special characters escaped.
+fn push_name(out: &mut Vec<u8>, name: &[u8]) {
+    if name.len() <= 1 {
+        out.push(b'.');
+        return;
+    }
+    let mut at = 0;
+    while at + 1 < name.len() {
+        let len = usize::from(name[at]);
+        let label = &name[at + 1..(at + 1 + len).min(name.len())];
+        if label
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            out.extend_from_slice(label);
+        } else {
+            for &b in label {
+                match b {
+                    b'.' | b'\\' | b'"' | b';' | b'(' | b')' | b'@' | b'$' => {
+                        out.push(b'\\');
+                        out.push(b);
+                    }
+                    0x21..=0x7e => out.push(b),
+                    _ => {
+                        out.push(b'\\');
+                        out.extend_from_slice(&[b'0' + b / 100, b'0' + b / 10 % 10, b'0' + b % 10]);
+                    }
+                }
+            }
+        }
+        out.push(b'.');
+        at += 1 + len;
+    }
+}
+
+/// Rcode mnemonic.
+pub fn rcode_name(rcode: u8) -> &'static str {
+    match rcode {
+        0 => "NOERROR",
+        1 => "FORMERR",
+        2 => "SERVFAIL",
+        3 => "NXDOMAIN",
+        4 => "NOTIMP",
+        5 => "REFUSED",
+        6 => "YXDOMAIN",
+        7 => "YXRRSET",
+        8 => "NXRRSET",
+        9 => "NOTAUTH",
+        10 => "NOTZONE",
+        _ => "RCODE_OTHER",
+    }
+}
+
+/// Days since 1970-01-01 ─► (year, month, day), proleptic Gregorian.
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    // Eras of 400 years (146097 days) starting on 0000-03-01.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+fn push_rfc3339(out: &mut Vec<u8>, unix_us: u64) {
+    use std::io::Write as _;
+    let secs = (unix_us / 1_000_000) as i64;
+    let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
+    let s = secs.rem_euclid(86_400);
+    let _ = write!(
+        out,
+        "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}.{:06}Z",
+        s / 3600,
+        s / 60 % 60,
+        s % 60,
+        unix_us % 1_000_000
+    );
+}
+
+fn push_rfc3164_time(out: &mut Vec<u8>, unix_us: u64) {
+    use std::io::Write as _;
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let secs = (unix_us / 1_000_000) as i64;
+    let (_, mo, d) = civil_from_days(secs.div_euclid(86_400));
+    let s = secs.rem_euclid(86_400);
+    let _ = write!(
+        out,
+        "{} {d:>2} {:02}:{:02}:{:02}",
+        MONTHS[(mo - 1) as usize],
+        s / 3600,
+        s / 60 % 60,
+        s % 60
+    );
+}
+
+/// The RFC 3339 time of a line, the part up to the second cached (lines
+/// come in thousands per second).
+#[derive(Default)]
+struct Clock {
+    second: Option<u64>,
+    /// `YYYY-MM-DDTHH:MM:SS.`
+    prefix: Vec<u8>,
+}
+
+impl Clock {
+    fn push(&mut self, out: &mut Vec<u8>, unix_us: u64) {
+        let second = unix_us / 1_000_000;
+        if self.second != Some(second) {
+            self.prefix.clear();
+            push_rfc3339(&mut self.prefix, second * 1_000_000);
+            self.prefix.truncate(20);
+            self.second = Some(second);
+        }
+        out.extend_from_slice(&self.prefix);
+        let mut micros = unix_us % 1_000_000;
+        let mut digits = [0u8; 6];
+        for d in digits.iter_mut().rev() {
+            *d = b'0' + (micros % 10) as u8;
+            micros /= 10;
+        }
+        out.extend_from_slice(&digits);
+        out.push(b'Z');
+    }
+}
+
 enum Sink {
     File {
         path: PathBuf,
@@ -246,8 +728,8 @@ enum Sink {
         path: PathBuf,
         socket: Option<UnixDatagram>,
         format: SyslogFormat,
-        host: String,
-        pid: u32,
+        /// RFC 3164: ` mongodns[PID]: `; RFC 5424: ` HOST mongodns PID query - `.
+        tag: Vec<u8>,
     },
 }
 
@@ -285,88 +767,94 @@ impl Sink {
                 let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
                     .map(|h| h.trim().to_string())
                     .unwrap_or_else(|_| "-".into());
+                let pid = std::process::id();
+                let tag = match config.syslog_format {
+                    SyslogFormat::Rfc3164 => format!(" mongodns[{pid}]: "),
+                    SyslogFormat::Rfc5424 => format!(" {host} mongodns {pid} query - "),
+                };
                 Ok(Sink::Syslog {
                     path: path.clone(),
                     socket: Some(socket),
                     format: config.syslog_format,
-                    host,
-                    pid: std::process::id(),
+                    tag: tag.into_bytes(),
                 })
             }
         }
     }
 
-    /// Writes one line (`time` and `body` without newline).
-    fn write(&mut self, unix_us: u64, body: &[u8], stats: &QueryLogStats) {
-        match self {
-            Sink::File {
-                path,
-                out,
-                size,
-                max_bytes,
-                keep,
-            } => {
-                let mut line = Vec::with_capacity(body.len() + 40);
-                push_rfc3339(&mut line, unix_us);
-                line.push(b' ');
-                line.extend_from_slice(body);
-                line.push(b'\n');
-                if *max_bytes > 0 && *size > 0 && *size + line.len() as u64 > *max_bytes {
-                    match rotate(path, out, *keep) {
-                        Ok(()) => {
-                            *size = 0;
-                            stats.rotations.fetch_add(1, Ordering::Relaxed);
+    /// Formats and writes every record of a batch; `line` is scratch space.
+    fn write_batch(
+        &mut self,
+        mut bytes: &[u8],
+        clock: &mut Clock,
+        line: &mut Vec<u8>,
+        stats: &QueryLogStats,
+    ) {
+        let (mut written, mut errors) = (0u64, 0u64);
+        while !bytes.is_empty() {
+            let (record, len) = decode(bytes);
+            bytes = &bytes[len..];
+            line.clear();
+            let ok = match self {
+                Sink::File {
+                    path,
+                    out,
+                    size,
+                    max_bytes,
+                    keep,
+                } => {
+                    clock.push(line, record.unix_us);
+                    line.push(b' ');
+                    format_body(&record, line);
+                    line.push(b'\n');
+                    if *max_bytes > 0 && *size > 0 && *size + line.len() as u64 > *max_bytes {
+                        match rotate(path, out, *keep) {
+                            Ok(()) => {
+                                *size = 0;
+                                stats.rotations.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Err(e) => tracing::warn!(error = %e, "query log rotation failed"),
                         }
-                        Err(e) => tracing::warn!(error = %e, "query log rotation failed"),
                     }
-                }
-                match out.write_all(&line) {
-                    Ok(()) => {
+                    let ok = out.write_all(line).is_ok();
+                    if ok {
                         *size += line.len() as u64;
-                        stats.written.fetch_add(1, Ordering::Relaxed);
                     }
-                    Err(_) => {
-                        stats.write_errors.fetch_add(1, Ordering::Relaxed);
-                    }
+                    ok
                 }
+                Sink::Syslog {
+                    socket,
+                    format,
+                    tag,
+                    ..
+                } => {
+                    // facility daemon (3), severity info (6)
+                    match format {
+                        SyslogFormat::Rfc3164 => {
+                            line.extend_from_slice(b"<30>");
+                            push_rfc3164_time(line, record.unix_us);
+                        }
+                        SyslogFormat::Rfc5424 => {
+                            line.extend_from_slice(b"<30>1 ");
+                            clock.push(line, record.unix_us);
+                        }
+                    }
+                    line.extend_from_slice(tag);
+                    format_body(&record, line);
+                    socket.as_ref().is_some_and(|s| s.send(line).is_ok())
+                }
+            };
+            if ok {
+                written += 1;
+            } else {
+                errors += 1;
             }
-            Sink::Syslog {
-                socket,
-                format,
-                host,
-                pid,
-                ..
-            } => {
-                let Some(s) = socket else {
-                    stats.write_errors.fetch_add(1, Ordering::Relaxed);
-                    return;
-                };
-                // facility daemon (3), severity info (6)
-                let mut msg = Vec::with_capacity(body.len() + 64);
-                match format {
-                    SyslogFormat::Rfc3164 => {
-                        msg.extend_from_slice(b"<30>");
-                        push_rfc3164_time(&mut msg, unix_us);
-                        msg.extend_from_slice(format!(" mongodns[{pid}]: ").as_bytes());
-                    }
-                    SyslogFormat::Rfc5424 => {
-                        msg.extend_from_slice(b"<30>1 ");
-                        push_rfc3339(&mut msg, unix_us);
-                        msg.extend_from_slice(
-                            format!(" {host} mongodns {pid} query - ").as_bytes(),
-                        );
-                    }
-                }
-                msg.extend_from_slice(body);
-                match s.send(&msg) {
-                    Ok(_) => {
-                        stats.written.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Err(_) => {
-                        stats.write_errors.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-            }
+        }
+        if written > 0 {
+            stats.written.fetch_add(written, Ordering::Relaxed);
+        }
+        if errors > 0 {
+            stats.write_errors.fetch_add(errors, Ordering::Relaxed);
         }
     }
 
@@ -431,229 +919,91 @@ fn rotate(path: &Path, out: &mut BufWriter<File>, keep: usize) -> io::Result<()>
     Ok(())
 }
 
-/// The writer polls the channel instead of blocking on it: a blocked
-/// receiver makes every send on the answer path wake it (a futex call, and
-/// on a busy core a context switch per query). Polling, the answer path only
-/// ever writes into the ring; the writer sleeps 1 ms when it finds the ring
-/// empty (20 ms after a second of silence), which the ring covers easily:
-/// 8192 slots are 80 ms at 100,000 queries per second.
-fn write_loop(rx: Receiver<Entry>, mut sink: Sink, shared: Arc<Shared>) {
+/// A slot the writer drains, with an empty batch of the same size for each
+/// of its two batches to swap in.
+struct Adopted {
+    slot: Arc<Slot>,
+    spares: [Batch; 2],
+}
+
+/// The writer naps instead of being woken: a wake-up per query would cost
+/// the answer path a futex call, and on a busy core a context switch. It
+/// naps 10 ms (50 ms after a second without lines), 1 ms while some thread's
+/// batch was a quarter full: 8192 lines per thread are 40 ms at 200,000
+/// queries per second. (Waking every millisecond cost a third of the
+/// writer's CPU in syscalls at 20,000 queries per second.)
+fn write_loop(mut sink: Sink, shared: Arc<Shared>, lines_limit: usize) {
     let stats = &shared.stats;
-    let mut body = Vec::with_capacity(512);
+    let mut slots: Vec<Adopted> = Vec::new();
+    let mut clock = Clock::default();
+    let mut line = Vec::with_capacity(512);
     let mut last_flush = Instant::now();
     let mut idle_rounds = 0u32;
     let mut dirty = false;
     loop {
-        match rx.try_recv() {
-            Ok(entry) => {
-                body.clear();
-                format_entry(&entry, &mut body);
-                sink.write(entry.unix_us, &body, stats);
-                idle_rounds = 0;
-                dirty = true;
-                // Under steady load, flush at least twice a second.
-                if last_flush.elapsed() >= Duration::from_millis(500) {
-                    sink.flush(stats);
-                    last_flush = Instant::now();
-                    dirty = false;
+        let closing = shared.closing.load(Ordering::Acquire);
+        for slot in lock(&shared.new_slots).drain(..) {
+            let spares = [0, 1].map(|i| {
+                let b = lock(&slot.batches[i]);
+                Batch {
+                    bytes: Vec::with_capacity(b.bytes.capacity()),
+                    lines: 0,
+                    limit: b.limit,
                 }
-            }
-            Err(TryRecvError::Empty) => {
-                if dirty {
-                    // Caught up: what was written reaches the file now.
-                    sink.flush(stats);
-                    last_flush = Instant::now();
-                    dirty = false;
-                }
-                if shared.closing.load(Ordering::Relaxed) {
-                    break;
-                }
-                idle_rounds = idle_rounds.saturating_add(1);
-                let nap = if idle_rounds < 1000 { 1 } else { 20 };
-                std::thread::sleep(Duration::from_millis(nap));
-            }
-            Err(TryRecvError::Disconnected) => break,
+            });
+            slots.push(Adopted { slot, spares });
         }
-        if shared.reopen.load(Ordering::Relaxed) {
-            shared.reopen.store(false, Ordering::Relaxed);
+        let mut got = 0;
+        // The fullest batch: a quarter full means the next nap is short.
+        let mut busiest = 0;
+        for adopted in &mut slots {
+            for (batch, spare) in adopted.slot.batches.iter().zip(adopted.spares.iter_mut()) {
+                {
+                    let mut b = lock(batch);
+                    if b.lines == 0 {
+                        continue;
+                    }
+                    std::mem::swap(&mut *b, spare);
+                }
+                got += spare.lines;
+                busiest = busiest.max(spare.lines);
+                sink.write_batch(&spare.bytes, &mut clock, &mut line, stats);
+                spare.clear();
+            }
+        }
+        // Threads that exited: forget their slots once drained.
+        slots.retain(|a| !(a.slot.abandoned.load(Ordering::Acquire) && a.slot.is_empty()));
+        if got > 0 {
+            dirty = true;
+            idle_rounds = 0;
+        }
+        // Caught up (nothing new since the last round), or long enough
+        // under load: what was written reaches the file now.
+        if dirty && (got == 0 || last_flush.elapsed() >= FLUSH_EVERY) {
+            sink.flush(stats);
+            last_flush = Instant::now();
+            dirty = false;
+        }
+        if shared.reopen.swap(false, Ordering::AcqRel) {
             sink.reopen(stats);
         }
+        if closing {
+            if got == 0 {
+                break;
+            }
+            continue;
+        }
+        idle_rounds = idle_rounds.saturating_add(u32::from(got == 0));
+        let nap = if busiest * 4 >= lines_limit {
+            1
+        } else if idle_rounds < 100 {
+            10
+        } else {
+            50
+        };
+        std::thread::sleep(Duration::from_millis(nap));
     }
     sink.flush(stats);
-}
-
-/// The end of the question name (offset after its root label), if well formed.
-pub fn question_name_end(query: &[u8]) -> Option<usize> {
-    let mut at = 12;
-    loop {
-        let len = *query.get(at)? as usize;
-        if len == 0 {
-            return Some(at + 1);
-        }
-        if len > 63 {
-            return None;
-        }
-        at += 1 + len;
-    }
-}
-
-fn push_name(out: &mut Vec<u8>, query: &[u8], end: usize) {
-    let mut at = 12;
-    if end == 13 {
-        out.push(b'.');
-        return;
-    }
-    while at + 1 < end {
-        let len = query[at] as usize;
-        for &b in &query[at + 1..at + 1 + len] {
-            match b {
-                b'.' | b'\\' | b'"' | b';' | b'(' | b')' | b'@' | b'$' => {
-                    out.push(b'\\');
-                    out.push(b);
-                }
-                0x21..=0x7e => out.push(b),
-                _ => out.extend_from_slice(format!("\\{b:03}").as_bytes()),
-            }
-        }
-        out.push(b'.');
-        at += 1 + len;
-    }
-}
-
-/// Rcode mnemonic.
-pub fn rcode_name(rcode: u8) -> &'static str {
-    match rcode {
-        0 => "NOERROR",
-        1 => "FORMERR",
-        2 => "SERVFAIL",
-        3 => "NXDOMAIN",
-        4 => "NOTIMP",
-        5 => "REFUSED",
-        6 => "YXDOMAIN",
-        7 => "YXRRSET",
-        8 => "NXRRSET",
-        9 => "NOTAUTH",
-        10 => "NOTZONE",
-        _ => "RCODE_OTHER",
-    }
-}
-
-fn format_entry(e: &Entry, out: &mut Vec<u8>) {
-    use std::io::Write as _;
-    let q = &e.query[..usize::from(e.query_len)];
-    let _ = write!(
-        out,
-        "{}#{} {} ",
-        e.peer.ip(),
-        e.peer.port(),
-        if e.tcp { "tcp" } else { "udp" }
-    );
-    let end = question_name_end(q).filter(|end| end + 4 <= q.len());
-    let Some(end) = end else {
-        out.extend_from_slice(b"- - - ");
-        finish(e, out, false, false);
-        return;
-    };
-    push_name(out, q, end);
-    let qtype = u16::from_be_bytes([q[end], q[end + 1]]);
-    let qclass = u16::from_be_bytes([q[end + 2], q[end + 3]]);
-    let class = match qclass {
-        1 => "IN".to_string(),
-        3 => "CH".to_string(),
-        4 => "HS".to_string(),
-        255 => "ANY".to_string(),
-        c => format!("CLASS{c}"),
-    };
-    let _ = write!(out, " {class} {} ", backend_mongo::RType(qtype).mnemonic());
-    // An OPT record right after the question (the common shape: no answer
-    // or authority records in a query).
-    let o = end + 4;
-    let counts_plain = q.len() >= 12 && q[6..10] == [0, 0, 0, 0] && q[10..12] != [0, 0];
-    let edns = counts_plain && q.len() >= o + 9 && q[o] == 0 && q[o + 1..o + 3] == [0, 41];
-    let dnssec_ok = edns && q[o + 7] & 0x80 != 0;
-    finish(e, out, edns, dnssec_ok);
-}
-
-fn finish(e: &Entry, out: &mut Vec<u8>, edns: bool, dnssec_ok: bool) {
-    use std::io::Write as _;
-    let q = &e.query[..usize::from(e.query_len)];
-    let rd = q.len() > 2 && q[2] & 0x01 != 0;
-    let Some(size) = e.reply_len else {
-        let _ = write!(out, "DROPPED {} 0", if rd { "rd" } else { "-" });
-        return;
-    };
-    out.extend_from_slice(rcode_name(e.reply_flags[1] & 0x0f).as_bytes());
-    out.push(b' ');
-    let mut flags: Vec<&str> = Vec::with_capacity(5);
-    if rd {
-        flags.push("rd");
-    }
-    if edns {
-        flags.push("e");
-    }
-    if dnssec_ok {
-        flags.push("do");
-    }
-    if e.reply_flags[0] & 0x04 != 0 {
-        flags.push("aa");
-    }
-    if e.reply_flags[0] & 0x02 != 0 {
-        flags.push("tc");
-    }
-    if flags.is_empty() {
-        out.push(b'-');
-    } else {
-        out.extend_from_slice(flags.join(",").as_bytes());
-    }
-    let _ = write!(out, " {size}");
-}
-
-/// Days since 1970-01-01 ─► (year, month, day), proleptic Gregorian.
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    // Eras of 400 years (146097 days) starting on 0000-03-01.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
-fn push_rfc3339(out: &mut Vec<u8>, unix_us: u64) {
-    use std::io::Write as _;
-    let secs = (unix_us / 1_000_000) as i64;
-    let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
-    let s = secs.rem_euclid(86_400);
-    let _ = write!(
-        out,
-        "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}.{:06}Z",
-        s / 3600,
-        s / 60 % 60,
-        s % 60,
-        unix_us % 1_000_000
-    );
-}
-
-fn push_rfc3164_time(out: &mut Vec<u8>, unix_us: u64) {
-    use std::io::Write as _;
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let secs = (unix_us / 1_000_000) as i64;
-    let (_, mo, d) = civil_from_days(secs.div_euclid(86_400));
-    let s = secs.rem_euclid(86_400);
-    let _ = write!(
-        out,
-        "{} {d:>2} {:02}:{:02}:{:02}",
-        MONTHS[(mo - 1) as usize],
-        s / 3600,
-        s / 60 % 60,
-        s % 60
-    );
 }
 
 #[cfg(test)]
@@ -674,6 +1024,18 @@ mod tests {
         assert_eq!(String::from_utf8(v).unwrap(), "Feb 29 12:34:56");
         assert_eq!(civil_from_days(-1), (1969, 12, 31));
         assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        // The cached clock gives the same text, across a second boundary.
+        let mut clock = Clock::default();
+        for us in [
+            1_709_210_096_789_000,
+            1_709_210_096_999_999,
+            1_709_210_097_000_042,
+        ] {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            clock.push(&mut a, us);
+            push_rfc3339(&mut b, us);
+            assert_eq!(a, b);
+        }
     }
 
     fn query(name: &[u8], qtype: u16, edns_do: Option<bool>) -> Vec<u8> {
@@ -700,41 +1062,281 @@ mod tests {
         q
     }
 
-    fn entry(q: &[u8], reply: Option<(u8, u8, u16)>) -> Entry {
-        let mut e = Entry {
-            unix_us: 0,
-            peer: "192.0.2.7:53124".parse().unwrap(),
-            tcp: false,
-            reply_flags: reply.map_or([0, 0], |r| [r.0, r.1]),
-            reply_len: reply.map(|r| r.2),
-            query_len: q.len() as u16,
-            query: [0; QUERY_BYTES],
-        };
-        e.query[..q.len()].copy_from_slice(q);
-        e
+    /// The line body for one query, through encode, batch and decode.
+    fn body(q: &[u8], reply: Option<&[u8]>, peer: &str, tcp: bool) -> String {
+        let (head, len, name) = encode_head(q, reply, peer.parse().unwrap(), tcp, 7);
+        let mut batch = Batch::new(4);
+        assert!(batch.push(&head[..len], name));
+        let (record, used) = decode(&batch.bytes);
+        assert_eq!(used, batch.bytes.len(), "the record's length");
+        assert_eq!(record.unix_us, 7);
+        let mut out = Vec::new();
+        format_body(&record, &mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    fn reply(flags: u8, rcode: u8, len: usize) -> Vec<u8> {
+        let mut r = vec![0u8; len];
+        r[2] = flags;
+        r[3] = rcode;
+        r
     }
 
     #[test]
     fn lines() {
+        let peer = "192.0.2.7:53124";
         let q = query(b"\x03www\x07Example\x03com\x00", 1, Some(true));
-        let mut out = Vec::new();
-        format_entry(&entry(&q, Some((0x85, 0x00, 56))), &mut out);
         assert_eq!(
-            String::from_utf8(out).unwrap(),
+            body(&q, Some(&reply(0x85, 0, 56)), peer, false),
             "192.0.2.7#53124 udp www.Example.com. IN A NOERROR rd,e,do,aa 56"
         );
         let q = query(b"\x02a.\x00", 28, None);
-        let mut out = Vec::new();
-        format_entry(&entry(&q, Some((0x84, 0x03, 90))), &mut out);
         assert_eq!(
-            String::from_utf8(out).unwrap(),
+            body(&q, Some(&reply(0x84, 0x03, 90)), peer, false),
             "192.0.2.7#53124 udp a\\.. IN AAAA NXDOMAIN rd,aa 90"
         );
-        let mut out = Vec::new();
-        format_entry(&entry(&[1, 2, 0], None), &mut out);
         assert_eq!(
-            String::from_utf8(out).unwrap(),
+            body(&[1, 2, 0], None, peer, false),
             "192.0.2.7#53124 udp - - - DROPPED - 0"
         );
+        // IPv6, TCP, the root, an unknown class and type, odd bytes, no flags.
+        let mut q = query(b"\x00", 65280, None);
+        q[2] = 0;
+        let n = q.len();
+        q[n - 1] = 9;
+        assert_eq!(
+            body(&q, Some(&reply(0x80, 0x05, 12)), "[2001:db8::1]:53", true),
+            "2001:db8::1#53 tcp . CLASS9 TYPE65280 REFUSED - 12"
+        );
+        let q = query(b"\x03a b\x02\x01\xff\x00", 16, Some(false));
+        assert_eq!(
+            body(&q, Some(&reply(0x83, 0x02, 30)), peer, false),
+            "192.0.2.7#53124 udp a\\032b.\\001\\255. IN TXT SERVFAIL rd,e,tc 30"
+        );
+        // A query without a reply keeps its name.
+        let q = query(b"\x01x\x00", 1, None);
+        assert_eq!(
+            body(&q, None, peer, false),
+            "192.0.2.7#53124 udp x. IN A DROPPED rd 0"
+        );
+    }
+
+    #[test]
+    fn a_batch_holds_its_limit_in_lines_and_never_grows() {
+        let q = query(b"\x03www\x07example\x03com\x00", 1, None);
+        let (head, len, name) = encode_head(&q, None, "192.0.2.1:1".parse().unwrap(), false, 1);
+        let mut batch = Batch::new(10);
+        let capacity = batch.bytes.capacity();
+        for _ in 0..10 {
+            assert!(batch.push(&head[..len], name));
+        }
+        assert!(!batch.push(&head[..len], name), "the 11th line");
+        assert_eq!(batch.lines, 10);
+        // Long names fill the bytes before the lines: refused, not grown.
+        // The longest name: 255 bytes on the wire.
+        let mut long = Vec::new();
+        for len in [63u8, 63, 63, 61] {
+            long.push(len);
+            long.extend(std::iter::repeat_n(b'a', usize::from(len)));
+        }
+        long.push(0);
+        let q = query(&long, 1, None);
+        let (head, len, name) = encode_head(&q, None, "192.0.2.1:1".parse().unwrap(), false, 1);
+        assert_eq!(name.len(), 255);
+        let mut batch = Batch::new(4);
+        let capacity_small = batch.bytes.capacity();
+        let mut n = 0;
+        while batch.push(&head[..len], name) {
+            n += 1;
+        }
+        assert!((1..4).contains(&n), "{n}");
+        assert_eq!(batch.bytes.capacity(), capacity_small);
+        let mut full = Batch::new(10);
+        while full.push(&head[..len], name) {}
+        assert_eq!(full.bytes.capacity(), capacity);
+    }
+
+    #[test]
+    fn a_slot_uses_its_second_batch_while_the_writer_holds_the_first() {
+        let slot = Slot::new(8);
+        let held = slot.batches[0].lock().unwrap();
+        assert!(slot.push(b"0123456789abcdef0123", b""));
+        assert_eq!(held.lines, 0);
+        drop(held);
+        assert_eq!(slot.batches[1].lock().unwrap().lines, 1);
+        assert!(slot.push(b"0123456789abcdef0123", b""));
+        assert_eq!(slot.batches[0].lock().unwrap().lines, 1);
+        // Both held: dropped, not waited for.
+        let _a = slot.batches[0].lock().unwrap();
+        let _b = slot.batches[1].lock().unwrap();
+        assert!(!slot.push(b"0123456789abcdef0123", b""));
+    }
+
+    fn scratch(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("mdql_{tag}_{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn config(destination: Destination, buffer: usize) -> QueryLogConfig {
+        QueryLogConfig {
+            destination,
+            sample: 1,
+            buffer,
+            max_bytes: 0,
+            keep: 5,
+            syslog_format: SyslogFormat::Rfc3164,
+        }
+    }
+
+    fn numbered_query(i: usize) -> Vec<u8> {
+        let label = format!("n{i}");
+        let mut name = vec![label.len() as u8];
+        name.extend_from_slice(label.as_bytes());
+        name.extend_from_slice(b"\x04test\x00");
+        query(&name, 1, None)
+    }
+
+    #[test]
+    fn every_line_from_every_thread_reaches_the_file_in_order() {
+        let dir = scratch("threads");
+        let path = dir.join("q.log");
+        let log = Arc::new(QueryLog::open(&config(Destination::File(path.clone()), 8192)).unwrap());
+        let ok = reply(0x84, 0, 40);
+        let threads: Vec<_> = (0..3)
+            .map(|t| {
+                let log = log.clone();
+                let ok = ok.clone();
+                std::thread::spawn(move || {
+                    let peer: SocketAddr = format!("10.0.0.{t}:53").parse().unwrap();
+                    for i in 0..2000 {
+                        log.record(&numbered_query(i), Some(&ok), peer, Transport::Udp);
+                        if i % 500 == 0 {
+                            std::thread::sleep(Duration::from_millis(3));
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        log.close(Duration::from_secs(10));
+        assert_eq!(log.stats().dropped.load(Ordering::Relaxed), 0);
+        assert_eq!(log.stats().written.load(Ordering::Relaxed), 6000);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 6000);
+        for t in 0..3 {
+            let client = format!(" 10.0.0.{t}#53 udp ");
+            let seen: Vec<usize> = text
+                .lines()
+                .filter(|l| l.contains(&client))
+                .map(|l| {
+                    let name = l.split(' ').nth(3).unwrap();
+                    name[1..name.find('.').unwrap()].parse().unwrap()
+                })
+                .collect();
+            assert_eq!(seen, (0..2000).collect::<Vec<_>>(), "thread {t}");
+        }
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn sampling_logs_one_in_n() {
+        let dir = scratch("sample");
+        let path = dir.join("q.log");
+        let mut c = config(Destination::File(path.clone()), 64);
+        c.sample = 10;
+        let log = QueryLog::open(&c).unwrap();
+        let peer = "192.0.2.1:5".parse().unwrap();
+        for i in 0..100 {
+            log.record(&numbered_query(i), None, peer, Transport::Tcp);
+        }
+        log.set_sample(1);
+        log.record(&numbered_query(7777), None, peer, Transport::Tcp);
+        log.close(Duration::from_secs(10));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 11, "{text}");
+        assert!(text.lines().last().unwrap().contains(" tcp n7777.test. "));
+        assert_eq!(log.stats().dropped.load(Ordering::Relaxed), 0);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_stuck_writer_makes_the_answer_path_drop_and_count() {
+        let dir = scratch("stuck");
+        let socket_path = dir.join("log.sock");
+        // A syslog socket nobody reads: the writer blocks once its queue is full.
+        let reader = UnixDatagram::bind(&socket_path).unwrap();
+        let log = QueryLog::open(&config(Destination::Syslog(socket_path), 4)).unwrap();
+        let peer = "192.0.2.1:5".parse().unwrap();
+        let started = Instant::now();
+        for i in 0..2000 {
+            log.record(&numbered_query(i), None, peer, Transport::Udp);
+            if i % 100 == 0 {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        // (no timing assertion: the loop returning at all shows nothing waited)
+        let elapsed = started.elapsed();
+        let dropped = log.stats().dropped.load(Ordering::Relaxed);
+        let written = log.stats().written.load(Ordering::Relaxed);
+        assert!(
+            dropped > 0,
+            "nothing dropped (written {written}, {elapsed:?})"
+        );
+        // Unaccounted at most: the thread's two batches and the writer's.
+        assert!(
+            dropped + written >= 2000 - 12,
+            "dropped {dropped} written {written}"
+        );
+        let mut buf = [0u8; 512];
+        let n = reader.recv(&mut buf).unwrap();
+        let msg = String::from_utf8_lossy(&buf[..n]).into_owned();
+        assert!(
+            msg.starts_with("<30>") && msg.contains(" mongodns["),
+            "{msg}"
+        );
+        assert!(msg.ends_with(" udp n0.test. IN A DROPPED rd 0"), "{msg}");
+        // The reader goes away: the writer's sends fail, it drains and stops.
+        drop(reader);
+        log.close(Duration::from_secs(10));
+        assert!(log.writer.lock().unwrap().is_none());
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn the_file_rotates_by_size_keeping_n() {
+        let dir = scratch("rotate");
+        let path = dir.join("q.log");
+        let mut c = config(Destination::File(path.clone()), 1024);
+        c.max_bytes = 1000;
+        c.keep = 2;
+        let log = QueryLog::open(&c).unwrap();
+        let peer = "192.0.2.1:5".parse().unwrap();
+        for i in 0..100 {
+            log.record(&numbered_query(i), None, peer, Transport::Udp);
+        }
+        log.close(Duration::from_secs(10));
+        let rotations = log.stats().rotations.load(Ordering::Relaxed);
+        assert!(rotations >= 5, "{rotations}");
+        let numbered = |n: usize| dir.join(format!("q.log.{n}"));
+        assert!(numbered(1).exists() && numbered(2).exists());
+        assert!(!numbered(3).exists(), "only 2 kept");
+        for p in [path.clone(), numbered(1), numbered(2)] {
+            let len = std::fs::metadata(&p).unwrap().len();
+            assert!(len > 0 && len <= 1000, "{}: {len}", p.display());
+        }
+        // The newest line is in the live file, the ones before it in .1.
+        let live = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            live.lines().last().unwrap().contains(" n99.test. "),
+            "{live}"
+        );
+        let one = std::fs::read_to_string(numbered(1)).unwrap();
+        let last_of_one: usize = one.lines().count();
+        assert!(last_of_one > 0);
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

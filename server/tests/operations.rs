@@ -543,3 +543,80 @@ fn sighup_applies_sampling_and_survives_a_broken_file() {
     let _ = std::fs::remove_dir_all(dir);
     block_on(db.drop_db());
 }
+
+/// Starts the server with `extra` flags, waits for its start-up log to show
+/// the UDP binding, and returns that log (JSON lines).
+fn start_up_log(db: &str, tag: &str, extra: &[&str]) -> String {
+    let dir = scratch(tag);
+    let err = dir.join("stderr.log");
+    let port = free_tcp_port();
+    let mut child = Command::new(server_bin())
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .args(["--mongodb-uri", &database_uri(), "--database", db])
+        .args(["--workers", "1", "--log-format", "json"])
+        .args(extra)
+        .env_remove("MONGODB_URI")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let text = || std::fs::read_to_string(&err).unwrap_or_default();
+    wait_for("the server to bind UDP", || {
+        text().contains("serving DNS on UDP and TCP") || child.try_wait().ok().flatten().is_some()
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    let log = text();
+    let _ = std::fs::remove_dir_all(dir);
+    log
+}
+
+/// The start-up log line about one socket buffer option.
+fn buffer_line<'a>(log: &'a str, option: &str) -> &'a str {
+    log.lines()
+        .find(|l| l.contains(&format!("\"option\":\"{option}\"")))
+        .unwrap_or_else(|| panic!("no {option} line in:\n{log}"))
+}
+
+#[test]
+fn the_server_logs_the_socket_buffers_granted_and_warns_when_capped() {
+    let db = with_zone("bufs");
+    // Sizes under the limits: granted as asked, logged at info.
+    let log = start_up_log(
+        &db.name,
+        "bufs_ok",
+        &["--udp-rcvbuf", "65536", "--udp-sndbuf", "32768"],
+    );
+    let rcv = buffer_line(&log, "SO_RCVBUF");
+    assert!(
+        rcv.contains("\"bytes\":65536") && rcv.contains("INFO"),
+        "{rcv}"
+    );
+    let snd = buffer_line(&log, "SO_SNDBUF");
+    assert!(
+        snd.contains("\"bytes\":32768") && snd.contains("INFO"),
+        "{snd}"
+    );
+    // Above net.core.rmem_max / wmem_max: capped by the kernel, a warning
+    // naming the limit and what was granted.
+    let limit = |f: &str| -> usize { std::fs::read_to_string(f).unwrap().trim().parse().unwrap() };
+    let rmem_max = limit("/proc/sys/net/core/rmem_max");
+    let wmem_max = limit("/proc/sys/net/core/wmem_max");
+    let (rcv_ask, snd_ask) = ((rmem_max * 4).to_string(), (wmem_max * 4).to_string());
+    let log = start_up_log(
+        &db.name,
+        "bufs_capped",
+        &["--udp-rcvbuf", &rcv_ask, "--udp-sndbuf", &snd_ask],
+    );
+    for (option, asked, max, file) in [
+        ("SO_RCVBUF", &rcv_ask, rmem_max, "rmem_max"),
+        ("SO_SNDBUF", &snd_ask, wmem_max, "wmem_max"),
+    ] {
+        let line = buffer_line(&log, option);
+        assert!(line.contains("WARN") && line.contains("capped"), "{line}");
+        assert!(line.contains(&format!("\"asked\":{asked}")), "{line}");
+        assert!(line.contains(&format!("\"granted\":{max}")), "{line}");
+        assert!(line.contains(file), "{line}");
+    }
+    block_on(db.drop_db());
+}
