@@ -1309,8 +1309,9 @@ impl Report {
                 o,
                 "\nThe steady import merges into {BIG_APEX}, the zone the three clients ask, and \
                  publishes what it wrote every 200 ms; each publish voids the server's cached \
-                 answers for that zone (docs/caches.md), so most answers of the run are database \
-                 reads, not cache hits. `--import-into small` puts the import into another zone."
+                 replies for that zone, which are rebuilt from its record cache: only the names \
+                 the import wrote are read again (change records, docs/caches.md). \
+                 `--import-into small` puts the import into another zone."
             );
         }
         o
