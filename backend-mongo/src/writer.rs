@@ -480,6 +480,13 @@ impl ZoneWriter {
         Ok(())
     }
 
+    /// Makes the next change record say "all": for writes made around
+    /// [`ZoneWriter::write_nodes`] (a signed merge relinks the NSEC/NSEC3
+    /// chain and re-signs the apex through its own path).
+    pub fn mark_all_changed(&self) {
+        *self.changed.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
     /// Remembers names written (stored already) for the next change record.
     fn note_changed<'a>(&self, names: impl Iterator<Item = &'a Name>) {
         let mut changed = self.changed.lock().unwrap_or_else(|p| p.into_inner());
@@ -505,10 +512,15 @@ impl ZoneWriter {
             WriteMode::Replace => None,
         };
         let gen = self.store.next_seq().await?;
-        if let Some(mut names) = names {
-            names.sort();
-            names.dedup();
-            let record = schema::change_doc(gen, &self.zone, Some(&names));
+        // A publish with no names written through this writer: something
+        // else wrote, so say "all" (slower for servers, never wrong).
+        if self.mode == WriteMode::Merge {
+            let names = names.filter(|n| !n.is_empty()).map(|mut n| {
+                n.sort();
+                n.dedup();
+                n
+            });
+            let record = schema::change_doc(gen, &self.zone, names.as_deref());
             if let Err(e) = self.store.changes.insert_one(record).await {
                 // Without the record, servers drop the whole zone: slower,
                 // never wrong.

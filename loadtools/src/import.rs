@@ -596,6 +596,9 @@ pub async fn import_file_with(
         // Signed merges go batch by batch, in input order: each batch relinks
         // the NSEC/NSEC3 chain around the names it adds.
         Some(signer) => {
+            // The signer relinks the chain and re-signs around the names it
+            // adds: servers must drop the whole zone, not just those names.
+            writer.mark_all_changed();
             let mut stats = WriteStats::default();
             let mut written = skip;
             let mut failed = None;
