@@ -9,6 +9,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod civil;
 pub mod dnssec;
 pub mod name;
 pub mod progress;

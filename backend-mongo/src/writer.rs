@@ -373,6 +373,24 @@ fn merge_update(zone: &Name, ver: i64, node: &NodeWrite) -> Document {
     doc! {"q": {"_id": id}, "u": update, "upsert": true}
 }
 
+/// Inserts node documents in one unordered command; returns the indexes of
+/// those that already existed (to be merged), and fails on any other error.
+async fn insert_nodes(
+    db: &mongodb::Database,
+    docs: Vec<Document>,
+) -> Result<Vec<usize>, StoreError> {
+    let reply = db
+        .run_command(doc! {"insert": schema::NODES, "documents": docs, "ordered": false})
+        .await?;
+    let (dups, other): (Vec<_>, Vec<_>) = command_errors(&reply)
+        .into_iter()
+        .partition(|(_, code, _)| *code == DUPLICATE_KEY);
+    if !other.is_empty() {
+        return Err(write_failure("insert", &other));
+    }
+    Ok(dups.into_iter().map(|(i, _, _)| i).collect())
+}
+
 fn command_errors(reply: &Document) -> Vec<(usize, i32, String)> {
     let mut out = Vec::new();
     if let Ok(errors) = reply.get_array("writeErrors") {
@@ -430,18 +448,9 @@ impl ZoneWriter {
             .iter()
             .map(|n| schema::node_doc(&self.zone, self.ver, &n.name, &n.rrsets))
             .collect();
-        let reply = db
-            .run_command(doc! {"insert": schema::NODES, "documents": docs, "ordered": false})
-            .await?;
-        let errors = command_errors(&reply);
-        let (dups, other): (Vec<_>, Vec<_>) = errors
-            .into_iter()
-            .partition(|(_, code, _)| *code == DUPLICATE_KEY);
-        if !other.is_empty() {
-            return Err(write_failure("insert", &other));
-        }
+        let dups = insert_nodes(db, docs).await?;
         stats.inserted = (batch.len() - dups.len()) as u64;
-        let to_merge: Vec<&NodeWrite> = dups.iter().filter_map(|(i, _, _)| batch.get(*i)).collect();
+        let to_merge: Vec<&NodeWrite> = dups.iter().filter_map(|i| batch.get(*i)).collect();
         if !to_merge.is_empty() {
             let _serial = self.merge_lock.lock().await;
             let updates: Vec<Document> = to_merge
@@ -818,22 +827,13 @@ impl Store {
                 owners.push((&z.apex, *ver, n));
             }
         }
-        let reply = db
-            .run_command(doc! {"insert": schema::NODES, "documents": node_docs, "ordered": false})
-            .await?;
-        let errors = command_errors(&reply);
-        let (dups, other): (Vec<_>, Vec<_>) = errors
-            .into_iter()
-            .partition(|(_, code, _)| *code == DUPLICATE_KEY);
-        if !other.is_empty() {
-            return Err(write_failure("insert", &other));
-        }
+        let dups = insert_nodes(db, node_docs).await?;
         stats.inserted += (owners.len() - dups.len()) as u64;
         if !dups.is_empty() {
             // Left by a killed run of the same input: merge, which changes nothing.
             let updates: Vec<Document> = dups
                 .iter()
-                .filter_map(|(i, _, _)| owners.get(*i))
+                .filter_map(|i| owners.get(*i))
                 .map(|(apex, ver, n)| merge_update(apex, *ver, n))
                 .collect();
             stats.merged += updates.len() as u64;

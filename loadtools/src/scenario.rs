@@ -1031,16 +1031,7 @@ fn utc_now() -> String {
         .map(|d| d.as_secs())
         .unwrap_or(0);
     let (days, rem) = (secs / 86400, secs % 86400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
+    let (y, m, d) = backend_mongo::civil::civil_from_days(days as i64);
     format!(
         "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
         rem / 3600,

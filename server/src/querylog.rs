@@ -35,6 +35,7 @@
 
 use crate::config::SyslogFormat;
 use crate::pipeline::Transport;
+use backend_mongo::civil::civil_from_days;
 use std::cell::RefCell;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
@@ -636,21 +637,6 @@ pub fn rcode_name(rcode: u8) -> &'static str {
         10 => "NOTZONE",
         _ => "RCODE_OTHER",
     }
-}
-
-/// Days since 1970-01-01 ─► (year, month, day), proleptic Gregorian.
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    // Eras of 400 years (146097 days) starting on 0000-03-01.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
 }
 
 fn push_rfc3339(out: &mut Vec<u8>, unix_us: u64) {
