@@ -330,6 +330,9 @@ options! {
         /// Milliseconds between checks for changed zones (writes are seen
         /// within about this long).
         freshness_ms: u64 = 250, [env = "MONGODNS_FRESHNESS_MS", value_name = "MS"];
+        /// UDP datagrams read and sent per system call (recvmmsg/sendmmsg on
+        /// Linux), 1 to 32; 1 reads and answers one query at a time.
+        udp_batch: usize = 32, [env = "MONGODNS_UDP_BATCH", value_name = "N"];
         /// Turn every cache off (each query reads the database): for measuring.
         no_cache: bool = false,
             [env = "MONGODNS_NO_CACHE", num_args = 0..=1, require_equals = true,
@@ -355,7 +358,8 @@ options! {
     optional {
         /// File of TSIG keys, one `hmac-sha256:NAME:BASE64SECRET` a line.
         tsig_keyfile: String, [env = "MONGODNS_TSIG_KEYFILE", value_name = "FILE"];
-        /// SO_RCVBUF for UDP sockets, in bytes (kernel default if unset).
+        /// SO_RCVBUF for UDP sockets, in bytes (1 MiB if unset; forced past
+        /// net.core.rmem_max when the process has CAP_NET_ADMIN).
         udp_rcvbuf: usize, [env = "MONGODNS_UDP_RCVBUF", value_name = "BYTES"];
         /// SO_SNDBUF for UDP sockets, in bytes (kernel default if unset).
         udp_sndbuf: usize, [env = "MONGODNS_UDP_SNDBUF", value_name = "BYTES"];
@@ -509,6 +513,12 @@ impl Config {
         }
         if self.db_timeout_ms == 0 {
             p.push("db_timeout_ms: must be above 0".into());
+        }
+        if !(1..=32).contains(&self.udp_batch) {
+            p.push(format!(
+                "udp_batch: {} is not between 1 and 32",
+                self.udp_batch
+            ));
         }
         if self.freshness_ms < 10 {
             p.push(format!(

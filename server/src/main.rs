@@ -254,6 +254,7 @@ async fn run(
                 socket,
                 handler.clone(),
                 rrl.clone(),
+                args.udp_batch,
             )));
         }
         let listener = tokio::net::TcpListener::bind(addr)

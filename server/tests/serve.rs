@@ -368,3 +368,70 @@ fn tcp_pipelines_several_queries_on_one_connection() {
     assert_eq!(ids, vec![100, 101, 102, 103]);
     f.done();
 }
+
+/// Sends every query in `queries` from one socket at once, then collects
+/// the replies by ID (the burst makes the server read many per system call).
+fn burst(port: u16, queries: &[Vec<u8>]) -> std::collections::HashMap<u16, Vec<u8>> {
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket
+        .set_read_timeout(Some(std::time::Duration::from_secs(3)))
+        .unwrap();
+    for q in queries {
+        socket.send_to(q, ("127.0.0.1", port)).unwrap();
+    }
+    let mut replies = std::collections::HashMap::new();
+    let mut buf = vec![0u8; 65535];
+    while replies.len() < queries.len() {
+        let Ok((len, _)) = socket.recv_from(&mut buf) else {
+            break;
+        };
+        replies.insert(u16::from_be_bytes([buf[0], buf[1]]), buf[..len].to_vec());
+    }
+    replies
+}
+
+#[test]
+fn batched_udp_answers_a_burst_exactly_like_one_at_a_time() {
+    let f = fixture("udpbatch");
+    let single = ServerProcess::start(&f.db.name, &["--udp-batch", "1"]);
+    let names = [
+        "www.example.com.",
+        "WWW.example.com.",
+        "mail.example.com.",
+        "nothing.example.com.",
+        "x.wild.example.com.",
+        "foo.sub.example.com.",
+        "alias.example.com.",
+        "big.example.com.",
+    ];
+    // Four rounds of every name and type: the first round misses the
+    // caches (spawned tasks), the later ones are answered in the loop.
+    let mut queries = Vec::new();
+    for round in 0..4u16 {
+        for (i, name) in names.iter().enumerate() {
+            for (j, qtype) in [1u16, 28, 16].iter().enumerate() {
+                let id = round * 100 + (i as u16) * 3 + j as u16;
+                queries.push(build_query(id, name, *qtype, Some((1232, false)), false));
+            }
+        }
+    }
+    let batched = burst(f.server.port, &queries);
+    let one_by_one = burst(single.port, &queries);
+    assert_eq!(batched.len(), queries.len(), "batched loop lost replies");
+    assert_eq!(one_by_one.len(), queries.len(), "single loop lost replies");
+    for q in &queries {
+        let id = u16::from_be_bytes([q[0], q[1]]);
+        assert_eq!(batched[&id], one_by_one[&id], "reply to query {id} differs");
+        let reply = Message::from_vec(&batched[&id]).expect("reply parses");
+        assert_eq!(reply.metadata.id, id);
+    }
+    // A datagram longer than any DNS query (over 4096 bytes) is dropped,
+    // while the loop goes on answering.
+    let mut huge = build_query(7777, "www.example.com.", 1, None, false);
+    huge.resize(5000, 0);
+    assert!(udp_exchange(f.server.port, &huge, std::time::Duration::from_millis(500)).is_none());
+    let after = ask_udp(f.server.port, "www.example.com.", 1, None);
+    assert_eq!(rcode(&after), ResponseCode::NoError);
+    drop(single);
+    f.done();
+}

@@ -1,13 +1,16 @@
 //! Sockets and framing; no DNS logic lives here.
 //!
 //! ```text
-//!  UDP: one SO_REUSEPORT socket per worker ─► recv ─► task: respond ─► send_to
+//!  UDP: one SO_REUSEPORT socket per worker ─► recvmmsg (a batch) ─► cache
+//!       hits answered in the loop, sendmmsg ─ misses ─► task: respond ─► send_to
 //!  TCP: accept (bounded) ─► per connection: read 2-byte-framed queries,
 //!       answer each in its own task, write replies as they finish
 //!       (out of order, RFC 7766 §6.2.1.1), close when idle; a zone
 //!       transfer's messages are written back to back
 //! ```
 
+#[cfg(target_os = "linux")]
+pub mod mmsg;
 pub mod tcp;
 pub mod udp;
 
