@@ -115,8 +115,8 @@ fn bad_configuration_is_a_clear_error_with_status_2() {
         ("wrokers = 2\n", &["wrokers"]),
         ("workers = \"many\"\n", &["workers", "line 1"]),
         (
-            "max_udp_size = 100\nread_preference = \"sometimes\"\naxfr_allow = [\"10.0.0.0/99\"]\n",
-            &["max_udp_size", "read_preference", "axfr_allow"],
+            "max_udp_size = 100\nread_preference = \"sometimes\"\naxfr_allow = [\"10.0.0.0/99\"]\nudp_batch = 40\n",
+            &["max_udp_size", "read_preference", "axfr_allow", "udp_batch"],
         ),
         ("listen = [\"not an address\"]\n", &["listen"]),
     ];
