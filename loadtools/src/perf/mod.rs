@@ -405,7 +405,11 @@ async fn client(shared: Arc<Shared>, index: usize, window_size: usize) -> Stats 
                     break;
                 }
             };
-            let id = window.open(q, now, config.timeout);
+            // Each query is stamped as it leaves, not with the loop's start:
+            // in a burst the last query would otherwise be charged the time
+            // this client spent sending the ones before it.
+            let sent_at = Instant::now();
+            let id = window.open(q, sent_at, config.timeout);
             let msg = &queries.messages[q];
             out.clear();
             if config.tcp {
@@ -419,7 +423,7 @@ async fn client(shared: Arc<Shared>, index: usize, window_size: usize) -> Stats 
                 Conn::Tcp { stream, .. } => stream.write_all(&out).await,
             };
             match result {
-                Ok(()) => stats.sent(msg.len(), now),
+                Ok(()) => stats.sent(msg.len(), sent_at),
                 Err(_) if !config.tcp => {
                     // ECONNREFUSED from an earlier ICMP and the like: counts as
                     // sent, and will be lost.
@@ -461,9 +465,10 @@ async fn client(shared: Arc<Shared>, index: usize, window_size: usize) -> Stats 
                         if let Ok(n) = r {
                             let now = Instant::now();
                             take_reply(&mut window, &queries, &rbuf[..n], now, &mut stats);
-                            // Drain what else is waiting without another wakeup.
+                            // Drain what else is waiting without another
+                            // wakeup, each reply stamped as it is read.
                             while let Ok(n) = s.try_recv(&mut rbuf) {
-                                take_reply(&mut window, &queries, &rbuf[..n], now, &mut stats);
+                                take_reply(&mut window, &queries, &rbuf[..n], Instant::now(), &mut stats);
                             }
                         }
                     }
