@@ -316,7 +316,14 @@ impl QueryLog {
                     record,
                     ..
                 } = local;
-                let len = encode(record, query, reply, peer, transport == Transport::Tcp, unix_us);
+                let len = encode(
+                    record,
+                    query,
+                    reply,
+                    peer,
+                    transport == Transport::Tcp,
+                    unix_us,
+                );
                 ring.push(tail, head, &record[..len])
             })
             .unwrap_or(false);
@@ -1187,13 +1194,19 @@ mod tests {
         for _ in 0..10 {
             assert!(ring.push(&mut tail, &mut head, &rec[..len]));
         }
-        assert!(!ring.push(&mut tail, &mut head, &rec[..len]), "the 11th line");
+        assert!(
+            !ring.push(&mut tail, &mut head, &rec[..len]),
+            "the 11th line"
+        );
         assert_eq!(tail, 60);
         // The writer takes all ten; the thread sees the room only when it
         // looks full, and the next records wrap past the end.
         let mut bytes = Vec::new();
         assert_eq!(ring.drain_into(&mut bytes), 60);
-        assert_eq!(head, 0, "the thread's view of the head is stale until needed");
+        assert_eq!(
+            head, 0,
+            "the thread's view of the head is stale until needed"
+        );
         for i in 0..10u64 {
             let mut r = rec;
             r[0..8].copy_from_slice(&(100 + i).to_le_bytes());
@@ -1265,7 +1278,10 @@ mod tests {
             assert_eq!(bytes.len() % 24, 0);
             for r in bytes.chunks_exact(24) {
                 let word = |k: usize| u64::from_le_bytes(r[k * 8..k * 8 + 8].try_into().unwrap());
-                assert_eq!((word(0), word(1), word(2)), (next, !next, next.wrapping_mul(7)));
+                assert_eq!(
+                    (word(0), word(1), word(2)),
+                    (next, !next, next.wrapping_mul(7))
+                );
                 next += 1;
             }
             std::thread::yield_now();
