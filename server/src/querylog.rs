@@ -784,28 +784,7 @@ fn open_append(path: &Path) -> io::Result<(File, u64)> {
 fn connect_syslog(path: &Path) -> io::Result<UnixDatagram> {
     let socket = UnixDatagram::unbound()?;
     socket.connect(path)?;
-    // Never blocked in `send`: see `send_syslog`.
-    socket.set_nonblocking(true)?;
     Ok(socket)
-}
-
-/// How long the writer naps when the syslog socket's queue is full.
-const SYSLOG_FULL_NAP: Duration = Duration::from_micros(100);
-
-/// Sends one message; when the daemon's queue is full, naps and tries
-/// again until it has room. (A blocking `send` would wake the writer for
-/// every message the daemon reads — two context switches per line, most of
-/// the writer's time in the first measurements; a nap lets the daemon empty
-/// the whole queue, which is then refilled in one go.) False on an error.
-fn send_syslog(socket: &UnixDatagram, message: &[u8]) -> bool {
-    loop {
-        match socket.send(message) {
-            Ok(_) => return true,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(SYSLOG_FULL_NAP),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return false,
-        }
-    }
 }
 
 /// Writes `bytes` (`lines` lines) to `file`, counting them as written or lost.
@@ -932,7 +911,7 @@ impl Sink {
                     }
                     line.extend_from_slice(tag);
                     format_body(&record, line);
-                    if socket.as_ref().is_some_and(|s| send_syslog(s, line)) {
+                    if socket.as_ref().is_some_and(|s| s.send(line).is_ok()) {
                         written += 1;
                     } else {
                         errors += 1;
