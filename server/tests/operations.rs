@@ -562,10 +562,10 @@ fn start_up_log_via(wrapper: &[&str], db: &str, tag: &str, extra: &[&str]) -> St
     let mut command = match wrapper.split_first() {
         Some((program, args)) => {
             let mut c = Command::new(program);
-            c.args(args).arg(&server);
+            c.args(args).arg(server);
             c
         }
-        None => Command::new(&server),
+        None => Command::new(server),
     };
     let mut child = command
         .args(["--listen", &format!("127.0.0.1:{port}")])
