@@ -290,6 +290,11 @@ options! {
         /// tsig_keyfile: a command line is visible to other local users.
         tsig_key: Vec<String> = Vec::new(),
             [env = "MONGODNS_TSIG_KEY", value_name = "KEY"];
+        /// Shortest truncated TSIG MAC accepted, in bytes (16 to 32): a
+        /// valid MAC shorter than this gets NOTAUTH/BADTRUNC; under 16
+        /// (RFC 8945's floor for hmac-sha256) is FORMERR whatever this says.
+        tsig_min_mac_bytes: usize = 16,
+            [env = "MONGODNS_TSIG_MIN_MAC_BYTES", value_name = "BYTES"];
         /// On SIGTERM, milliseconds to wait for queries in flight before exiting.
         shutdown_grace_ms: u64 = 5000, [env = "MONGODNS_SHUTDOWN_GRACE_MS", value_name = "MS"];
         /// MongoDB connection string.

@@ -112,8 +112,14 @@ async fn run(
         max_udp_size: args.max_udp_size,
         query_timeout: Duration::from_millis(args.query_timeout_ms),
         axfr_allow: args.axfr_networks(),
+        tsig_min_mac: args.tsig_min_mac_bytes,
         ..PipelineConfig::default()
     };
+    if !(mongodns_server::tsig::MIN_MAC_LEN..=mongodns_server::tsig::MAC_LEN)
+        .contains(&config.tsig_min_mac)
+    {
+        return Err("tsig_min_mac_bytes: between 16 and 32".into());
+    }
     for key in &args.tsig_key {
         config
             .tsig_keys
