@@ -308,6 +308,12 @@ options! {
             [env = "MONGODNS_READ_PREFERENCE", value_name = "MODE"];
         /// Milliseconds to wait for the database at start and per operation.
         db_timeout_ms: u64 = 1500, [env = "MONGODNS_DB_TIMEOUT_MS", value_name = "MS"];
+        /// Milliseconds one database health check (every 500 ms) may take
+        /// before the database is declared down, its connections closed and
+        /// every read in flight failed; keep it above what a busy database
+        /// takes to answer (a frozen one is noticed this long after it froze).
+        db_check_timeout_ms: u64 = 5000,
+            [env = "MONGODNS_DB_CHECK_TIMEOUT_MS", value_name = "MS"];
         /// Database reads at once (cache misses); more wait in a queue.
         db_max_inflight: usize = 64, [env = "MONGODNS_DB_MAX_INFLIGHT", value_name = "N"];
         /// Database reads allowed to wait; a miss beyond that is answered at
@@ -514,6 +520,9 @@ impl Config {
         }
         if self.db_timeout_ms == 0 {
             p.push("db_timeout_ms: must be above 0".into());
+        }
+        if self.db_check_timeout_ms == 0 {
+            p.push("db_check_timeout_ms: must be above 0".into());
         }
         if self.freshness_ms < 10 {
             p.push(format!(
