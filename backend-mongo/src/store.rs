@@ -109,6 +109,10 @@ pub struct ReadFrom {
     /// How often the driver checks each server, unless the URI sets
     /// `heartbeatFrequencyMS`; `None`: the driver's default (10 s).
     pub heartbeat: Option<Duration>,
+    /// How long one check (and a new connection's connect) may take before
+    /// the server is declared down, unless the URI sets `connectTimeoutMS`;
+    /// `None`: the connect timeout given to [`Store::connect_with`].
+    pub check_timeout: Option<Duration>,
 }
 
 fn read_preference(
@@ -172,16 +176,21 @@ impl Store {
             .clone()
             .unwrap_or(SelectionCriteria::ReadPreference(ReadPreference::Primary));
         options.server_selection_timeout = Some(timeout);
-        options.connect_timeout = Some(timeout);
+        if options.connect_timeout.is_none() {
+            options.connect_timeout = Some(read.check_timeout.unwrap_or(timeout));
+        }
         // The server checks every 500 ms (`ReadFrom::heartbeat`; the
         // driver's default is 10 s): a frozen database (SIGSTOP, a long GC or
-        // VM pause) is then marked unknown within about `timeout`, which
-        // clears the pool and its queue of requests abandoned by timed-out
-        // queries, and found again within 500 ms of coming back. With 10 s
-        // checks, a pause of a few seconds left every read hanging for tens
-        // of seconds after the database resumed (docs/reliability.md,
-        // "Recovery after a pause"). Writers keep the default: a check that
-        // times out interrupts operations in progress, long writes included.
+        // VM pause) is then marked unknown within about the check timeout
+        // (the driver's connect timeout bounds each check), which clears the
+        // pool and its queue of requests abandoned by timed-out queries, and
+        // found again within 500 ms of coming back. With 10 s checks, a pause
+        // of a few seconds left every read hanging for tens of seconds after
+        // the database resumed (docs/reliability.md, "Recovery after a
+        // pause"). A check that times out interrupts every operation in
+        // progress, so the check timeout must stay above what a busy but
+        // healthy database takes to answer `hello` (docs/reliability.md,
+        // "Recovery under load"). Writers keep the default frequency.
         if options.heartbeat_freq.is_none() {
             options.heartbeat_freq = read.heartbeat;
         }

@@ -290,6 +290,11 @@ options! {
         /// tsig_keyfile: a command line is visible to other local users.
         tsig_key: Vec<String> = Vec::new(),
             [env = "MONGODNS_TSIG_KEY", value_name = "KEY"];
+        /// Shortest truncated TSIG MAC accepted, in bytes (16 to 32): a
+        /// valid MAC shorter than this gets NOTAUTH/BADTRUNC; under 16
+        /// (RFC 8945's floor for hmac-sha256) is FORMERR whatever this says.
+        tsig_min_mac_bytes: usize = 16,
+            [env = "MONGODNS_TSIG_MIN_MAC_BYTES", value_name = "BYTES"];
         /// On SIGTERM, milliseconds to wait for queries in flight before exiting.
         shutdown_grace_ms: u64 = 5000, [env = "MONGODNS_SHUTDOWN_GRACE_MS", value_name = "MS"];
         /// MongoDB connection string.
@@ -303,6 +308,12 @@ options! {
             [env = "MONGODNS_READ_PREFERENCE", value_name = "MODE"];
         /// Milliseconds to wait for the database at start and per operation.
         db_timeout_ms: u64 = 1500, [env = "MONGODNS_DB_TIMEOUT_MS", value_name = "MS"];
+        /// Milliseconds one database health check (every 500 ms) may take
+        /// before the database is declared down, its connections closed and
+        /// every read in flight failed; keep it above what a busy database
+        /// takes to answer (a frozen one is noticed this long after it froze).
+        db_check_timeout_ms: u64 = 5000,
+            [env = "MONGODNS_DB_CHECK_TIMEOUT_MS", value_name = "MS"];
         /// Database reads at once (cache misses); more wait in a queue.
         db_max_inflight: usize = 64, [env = "MONGODNS_DB_MAX_INFLIGHT", value_name = "N"];
         /// Database reads allowed to wait; a miss beyond that is answered at
@@ -519,6 +530,9 @@ impl Config {
                 "udp_batch: {} is not between 1 and 32",
                 self.udp_batch
             ));
+        }
+        if self.db_check_timeout_ms == 0 {
+            p.push("db_check_timeout_ms: must be above 0".into());
         }
         if self.freshness_ms < 10 {
             p.push(format!(

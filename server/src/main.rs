@@ -96,9 +96,12 @@ async fn run(
     let read = ReadFrom {
         preference: canonical_read_preference(&args.read_preference).map(str::to_string),
         max_staleness: args.read_max_staleness_s.map(Duration::from_secs),
-        // Notice a frozen database within about --db-timeout-ms and find it
-        // again at once (docs/reliability.md, "Recovery after a pause").
+        // Notice a frozen database within about --db-check-timeout-ms and
+        // find it again at once (docs/reliability.md, "Recovery after a
+        // pause"); a check slower than that interrupts every read in flight,
+        // so it is not --db-timeout-ms ("Recovery under load").
         heartbeat: Some(Duration::from_millis(500)),
+        check_timeout: Some(Duration::from_millis(args.db_check_timeout_ms)),
     };
     let store = Store::connect_with(&args.mongodb_uri, &args.database, db_timeout, &read)
         .await
@@ -112,8 +115,14 @@ async fn run(
         max_udp_size: args.max_udp_size,
         query_timeout: Duration::from_millis(args.query_timeout_ms),
         axfr_allow: args.axfr_networks(),
+        tsig_min_mac: args.tsig_min_mac_bytes,
         ..PipelineConfig::default()
     };
+    if !(mongodns_server::tsig::MIN_MAC_LEN..=mongodns_server::tsig::MAC_LEN)
+        .contains(&config.tsig_min_mac)
+    {
+        return Err("tsig_min_mac_bytes: between 16 and 32".into());
+    }
     for key in &args.tsig_key {
         config
             .tsig_keys

@@ -1,11 +1,16 @@
 //! TSIG (RFC 8945) with HMAC-SHA256, for zone transfers and ordinary queries.
 //!
 //! ```text
-//!  request: last additional record TSIG? ── no ──► Unsigned (access list decides)
+//!  request: no TSIG record anywhere ──► Unsigned (access list decides)
+//!    a TSIG that is not the last additional record, or one of several,
+//!      or with malformed rdata ──► FORMERR (§5.1)
 //!    key name + algorithm known? ── no ──► NOTAUTH, TSIG error BADKEY
-//!    MAC over (message without TSIG, original ID, ARCOUNT−1) + variables
-//!        ── wrong ──► NOTAUTH, BADSIG
+//!    MAC size > 32 or < max(10, 32/2) = 16 ──► FORMERR (§5.2.2.1)
+//!    MAC over (message without TSIG, original ID, ARCOUNT−1) + variables,
+//!      truncated to the MAC size received ── wrong ──► NOTAUTH, BADSIG
 //!    |now − time signed| > fudge ──► NOTAUTH, BADTIME (signed)
+//!    MAC size < local minimum (--tsig-min-mac-bytes) ──► NOTAUTH, BADTRUNC
+//!      (signed, §5.2.4)
 //!    ok ──► Signed(signer): the transfer is allowed whatever the access list
 //!  reply messages: first  MAC(request MAC, message, all variables)
 //!                  next   MAC(previous MAC, message, timers) (§5.3.1)
@@ -33,6 +38,13 @@ pub const BADSIG: u16 = 16;
 pub const BADKEY: u16 = 17;
 /// TSIG error: time outside the fudge.
 pub const BADTIME: u16 = 18;
+/// TSIG error: a MAC truncated below the local minimum.
+pub const BADTRUNC: u16 = 22;
+/// HMAC-SHA256 output length (bytes).
+pub const MAC_LEN: usize = 32;
+/// The shortest truncated MAC RFC 8945 §5.2.2.1 allows for HMAC-SHA256:
+/// the larger of 10 bytes and half the hash.
+pub const MIN_MAC_LEN: usize = if MAC_LEN / 2 > 10 { MAC_LEN / 2 } else { 10 };
 
 fn hmac_sha256_name() -> Name {
     Name::parse("hmac-sha256.", None).expect("a valid name")
@@ -147,19 +159,61 @@ fn u16_at(p: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_be_bytes([*p.get(at)?, *p.get(at + 1)?]))
 }
 
-/// Finds a TSIG record as the last record of the additional section.
-fn find_tsig(p: &[u8]) -> Option<TsigRecord> {
-    let qd = u16_at(p, 4)?;
-    let total = u32::from(u16_at(p, 6)?) + u32::from(u16_at(p, 8)?) + u32::from(u16_at(p, 10)?);
-    if u16_at(p, 10)? == 0 {
-        return None;
+/// Where a message's TSIG record is.
+enum Found {
+    /// No TSIG record (or a message too broken to tell: the query parser
+    /// answers those).
+    None,
+    /// A TSIG record that is not the last of the additional section, one of
+    /// several, or with rdata that does not parse: FORMERR (§5.1).
+    Misplaced,
+    /// One TSIG record, the last of the additional section.
+    Last(TsigRecord),
+}
+
+/// Walks every record of `p` and finds its TSIG record.
+fn find_tsig(p: &[u8]) -> Found {
+    let Some(walk) = walk_records(p) else {
+        return Found::None;
+    };
+    let tsigs = walk.records.iter().filter(|r| r.2 == TYPE_TSIG).count();
+    let Some(&(start, ref key_name, rtype, rdata, end)) = walk.records.last() else {
+        return Found::None;
+    };
+    if tsigs == 0 {
+        return Found::None;
     }
+    if tsigs > 1 || rtype != TYPE_TSIG || start < walk.additional_start || end != p.len() {
+        return Found::Misplaced;
+    }
+    match parse_tsig_rdata(p, start, key_name.clone(), rdata, end) {
+        Some(record) => Found::Last(record),
+        None => Found::Misplaced,
+    }
+}
+
+/// The records of a message: (start, owner, type, rdata offset, end).
+struct Records {
+    records: Vec<(usize, Name, u16, usize, usize)>,
+    /// Offset where the additional section starts.
+    additional_start: usize,
+}
+
+fn walk_records(p: &[u8]) -> Option<Records> {
+    let qd = u16_at(p, 4)?;
+    let (an, ns, ar) = (u16_at(p, 6)?, u16_at(p, 8)?, u16_at(p, 10)?);
+    let before_additional = u32::from(an) + u32::from(ns);
+    let total = before_additional + u32::from(ar);
     let mut pos = 12;
     for _ in 0..qd {
         pos = read_name(p, pos)?.1 + 4;
     }
-    let mut last = None;
-    for _ in 0..total {
+    let mut records = Vec::new();
+    let mut additional_start = usize::MAX;
+    for index in 0..total {
+        if index == before_additional {
+            additional_start = pos;
+        }
         let start = pos;
         let (owner, after) = read_name(p, pos)?;
         let rtype = u16_at(p, after)?;
@@ -169,12 +223,21 @@ fn find_tsig(p: &[u8]) -> Option<TsigRecord> {
         if pos > p.len() {
             return None;
         }
-        last = Some((start, owner, rtype, rdata, pos));
+        records.push((start, owner, rtype, rdata, pos));
     }
-    let (start, key_name, rtype, rdata, end) = last?;
-    if rtype != TYPE_TSIG || end != p.len() {
-        return None;
-    }
+    Some(Records {
+        records,
+        additional_start,
+    })
+}
+
+fn parse_tsig_rdata(
+    p: &[u8],
+    start: usize,
+    key_name: Name,
+    rdata: usize,
+    end: usize,
+) -> Option<TsigRecord> {
     let (algorithm, at) = read_name(p, rdata)?;
     let time_bytes = p.get(at..at + 6)?;
     let time = time_bytes
@@ -208,7 +271,9 @@ fn find_tsig(p: &[u8]) -> Option<TsigRecord> {
 /// what an ordinary signed query is answered as. `None` when the message
 /// does not end with a TSIG record.
 pub fn without_tsig(p: &[u8]) -> Option<Vec<u8>> {
-    let t = find_tsig(p)?;
+    let Found::Last(t) = find_tsig(p) else {
+        return None;
+    };
     let mut m = p[..t.start].to_vec();
     let ar = u16::from_be_bytes([m[10], m[11]]) - 1;
     m[10..12].copy_from_slice(&ar.to_be_bytes());
@@ -267,6 +332,9 @@ pub enum Verified {
     /// A TSIG that fails: reply NOTAUTH and append this with
     /// [`TsigFailure::append_to`].
     Failed(TsigFailure),
+    /// A TSIG record out of place or with a MAC size RFC 8945 forbids:
+    /// reply FORMERR, unsigned.
+    Malformed,
 }
 
 /// Signs the messages of one reply stream.
@@ -281,20 +349,24 @@ pub struct TsigSigner {
 
 /// A TSIG error to report.
 pub struct TsigFailure {
-    /// The TSIG error code (BADKEY, BADSIG, BADTIME).
+    /// The TSIG error code (BADKEY, BADSIG, BADTIME, BADTRUNC).
     pub error: u16,
     key_name: Name,
     algorithm: Name,
     /// Our time, put in the unsigned error's TSIG record.
     now: u64,
-    /// For BADTIME: a signer (the reply is signed, §5.2.3).
+    /// For BADTIME and BADTRUNC: a signer (the reply is signed, §5.3.2).
     signer: Option<TsigSigner>,
 }
 
-/// Checks the TSIG of `packet` against `keys` at Unix time `now`.
-pub fn verify_request(packet: &[u8], keys: &[TsigKey], now: u64) -> Verified {
-    let Some(t) = find_tsig(packet) else {
-        return Verified::Unsigned;
+/// Checks the TSIG of `packet` against `keys` at Unix time `now`;
+/// `min_mac` is the shortest truncated MAC accepted (local policy, from
+/// [`MIN_MAC_LEN`] to [`MAC_LEN`]).
+pub fn verify_request(packet: &[u8], keys: &[TsigKey], now: u64, min_mac: usize) -> Verified {
+    let t = match find_tsig(packet) {
+        Found::None => return Verified::Unsigned,
+        Found::Misplaced => return Verified::Malformed,
+        Found::Last(t) => t,
     };
     let fail = |error, signer| {
         Verified::Failed(TsigFailure {
@@ -311,6 +383,11 @@ pub fn verify_request(packet: &[u8], keys: &[TsigKey], now: u64) -> Verified {
     if t.algorithm != hmac_sha256_name() {
         return fail(BADKEY, None);
     }
+    // §5.2.2.1: longer than the hash, or shorter than the larger of 10
+    // bytes and half the hash, is a malformed message.
+    if t.mac.len() > MAC_LEN || t.mac.len() < MIN_MAC_LEN {
+        return Verified::Malformed;
+    }
     let mut ctx = hmac::Context::with_key(&key.key);
     ctx.update(&unsigned_message(packet, &t));
     push_variables(
@@ -323,10 +400,12 @@ pub fn verify_request(packet: &[u8], keys: &[TsigKey], now: u64) -> Verified {
         &t.other,
     );
     let expected = ctx.sign();
-    // Constant-time comparison; truncated MACs are not accepted.
-    if !same_bytes(expected.as_ref(), &t.mac) {
+    // Constant-time comparison of the first MAC-size bytes (a truncated
+    // MAC is the leading bytes of the full one, §5.2.2.1 rule 4).
+    if !same_bytes(&expected.as_ref()[..t.mac.len()], &t.mac) {
         return fail(BADSIG, None);
     }
+    // The reply's MAC covers the request MAC as received (truncated).
     let signer = TsigSigner {
         key: key.clone(),
         algorithm: t.algorithm.clone(),
@@ -336,6 +415,10 @@ pub fn verify_request(packet: &[u8], keys: &[TsigKey], now: u64) -> Verified {
     };
     if now.abs_diff(t.time) > u64::from(t.fudge) {
         return fail(BADTIME, Some(signer));
+    }
+    // §5.2.4: a valid MAC shorter than local policy allows.
+    if t.mac.len() < min_mac {
+        return fail(BADTRUNC, Some(signer));
     }
     Verified::Signed(signer)
 }
@@ -416,13 +499,15 @@ impl TsigSigner {
 
 impl TsigFailure {
     /// Appends the TSIG record reporting the error to `reply` (a NOTAUTH
-    /// reply without TSIG): unsigned, except BADTIME which is signed and
-    /// carries our time.
+    /// reply without TSIG): unsigned, except BADTIME (which carries our
+    /// time) and BADTRUNC, which are signed.
     pub fn append_to(mut self, reply: &mut Vec<u8>) {
         match self.signer.take() {
             Some(mut signer) => {
                 let mut other = Vec::with_capacity(6);
-                push_u48(&mut other, signer.now);
+                if self.error == BADTIME {
+                    push_u48(&mut other, signer.now);
+                }
                 signer.sign_with(reply, self.error, &other);
             }
             None => append_record(
@@ -438,13 +523,21 @@ impl TsigFailure {
     }
 }
 
-/// Signs a request (for tests and tools): appends a TSIG record to `msg`.
+/// Signs a request (for tests and tools): appends a TSIG record to `msg`
+/// and returns its MAC.
 pub fn sign_request(msg: &mut Vec<u8>, key: &TsigKey, now: u64) -> Vec<u8> {
+    sign_request_truncated(msg, key, now, MAC_LEN)
+}
+
+/// Signs a request with its MAC cut to the first `len` bytes (RFC 8945
+/// §5.2.2.1), as a client that truncates does; returns the MAC sent.
+pub fn sign_request_truncated(msg: &mut Vec<u8>, key: &TsigKey, now: u64, len: usize) -> Vec<u8> {
     let alg = hmac_sha256_name();
     let mut ctx = hmac::Context::with_key(&key.key);
     ctx.update(msg);
     push_variables(&mut ctx, &key.name, &alg, now, FUDGE, 0, &[]);
-    let mac = ctx.sign().as_ref().to_vec();
+    let mut mac = ctx.sign().as_ref().to_vec();
+    mac.truncate(len);
     append_record(msg, &key.name, &alg, now, &mac, 0, &[]);
     mac
 }
@@ -457,6 +550,13 @@ mod tests {
         "hmac-sha256:xfr-key:c2VjcmV0LXNlY3JldC1zZWNyZXQ="
             .parse()
             .unwrap()
+    }
+
+    fn last(p: &[u8]) -> TsigRecord {
+        match find_tsig(p) {
+            Found::Last(t) => t,
+            _ => panic!("no TSIG at the end"),
+        }
     }
 
     fn axfr() -> Vec<u8> {
@@ -487,34 +587,34 @@ mod tests {
         let mut p = axfr();
         sign_request(&mut p, &key(), now);
         assert!(matches!(
-            verify_request(&p, &[key()], now + 10),
+            verify_request(&p, &[key()], now + 10, MIN_MAC_LEN),
             Verified::Signed(_)
         ));
         assert!(matches!(
-            verify_request(&axfr(), &[key()], now),
+            verify_request(&axfr(), &[key()], now, MIN_MAC_LEN),
             Verified::Unsigned
         ));
         // One byte of the question changed.
         let mut bad = p.clone();
         bad[13] ^= 0x20;
         assert!(matches!(
-            verify_request(&bad, &[key()], now),
+            verify_request(&bad, &[key()], now, MIN_MAC_LEN),
             Verified::Failed(TsigFailure { error: BADSIG, .. })
         ));
         // Another key of the same name.
         let other: TsigKey = "xfr-key:b3RoZXI=".parse().unwrap();
         assert!(matches!(
-            verify_request(&p, &[other], now),
+            verify_request(&p, &[other], now, MIN_MAC_LEN),
             Verified::Failed(TsigFailure { error: BADSIG, .. })
         ));
         // Unknown key.
         assert!(matches!(
-            verify_request(&p, &[], now),
+            verify_request(&p, &[], now, MIN_MAC_LEN),
             Verified::Failed(TsigFailure { error: BADKEY, .. })
         ));
         // Too late.
         assert!(matches!(
-            verify_request(&p, &[key()], now + 301),
+            verify_request(&p, &[key()], now + 301, MIN_MAC_LEN),
             Verified::Failed(TsigFailure { error: BADTIME, .. })
         ));
     }
@@ -524,7 +624,7 @@ mod tests {
         let now = 1_700_000_000;
         let mut p = axfr();
         let request_mac = sign_request(&mut p, &key(), now);
-        let Verified::Signed(mut signer) = verify_request(&p, &[key()], now) else {
+        let Verified::Signed(mut signer) = verify_request(&p, &[key()], now, MIN_MAC_LEN) else {
             panic!("not verified");
         };
         let mut reply = axfr();
@@ -532,7 +632,7 @@ mod tests {
         let plain = reply.clone();
         signer.sign(&mut reply);
         // Check the first reply's MAC the way a client does.
-        let t = find_tsig(&reply).unwrap();
+        let t = last(&reply);
         assert_eq!(u16::from_be_bytes([reply[10], reply[11]]), 1);
         let mut ctx = hmac::Context::with_key(&key().key);
         ctx.update(&(request_mac.len() as u16).to_be_bytes());
@@ -543,7 +643,7 @@ mod tests {
         // The second uses the first's MAC and the timers only.
         let mut second = plain.clone();
         signer.sign(&mut second);
-        let t2 = find_tsig(&second).unwrap();
+        let t2 = last(&second);
         let mut ctx = hmac::Context::with_key(&key().key);
         ctx.update(&(t.mac.len() as u16).to_be_bytes());
         ctx.update(&t.mac);
@@ -553,5 +653,87 @@ mod tests {
         timers.extend_from_slice(&t2.fudge.to_be_bytes());
         ctx.update(&timers);
         assert_eq!(ctx.sign().as_ref(), &t2.mac[..]);
+    }
+
+    fn truncated(mut p: Vec<u8>, len: usize, now: u64) -> Vec<u8> {
+        sign_request_truncated(&mut p, &key(), now, len);
+        p
+    }
+
+    #[test]
+    fn truncated_macs_follow_rfc_8945() {
+        let now = 1_700_000_000;
+        assert_eq!(MIN_MAC_LEN, 16);
+        // 16..=31 bytes: accepted by the default policy, signed reply.
+        for len in [16, 20, 31] {
+            let p = truncated(axfr(), len, now);
+            assert_eq!(last(&p).mac.len(), len);
+            assert!(
+                matches!(
+                    verify_request(&p, &[key()], now, MIN_MAC_LEN),
+                    Verified::Signed(_)
+                ),
+                "{len}"
+            );
+            // A stricter local policy: BADTRUNC, signed.
+            assert!(matches!(
+                verify_request(&p, &[key()], now, MAC_LEN),
+                Verified::Failed(TsigFailure {
+                    error: BADTRUNC,
+                    signer: Some(_),
+                    ..
+                })
+            ));
+            // A wrong truncated MAC is still BADSIG.
+            let mut bad = p.clone();
+            bad[13] ^= 0x20;
+            assert!(matches!(
+                verify_request(&bad, &[key()], now, MIN_MAC_LEN),
+                Verified::Failed(TsigFailure { error: BADSIG, .. })
+            ));
+        }
+        // Under max(10, 16) bytes, or empty: FORMERR.
+        for len in [0, 1, 10, 15] {
+            let p = truncated(axfr(), len, now);
+            assert!(
+                matches!(
+                    verify_request(&p, &[key()], now, MIN_MAC_LEN),
+                    Verified::Malformed
+                ),
+                "{len}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_tsig_that_is_not_last_is_malformed() {
+        let now = 1_700_000_000;
+        let mut p = axfr();
+        sign_request(&mut p, &key(), now);
+        // An OPT record after the TSIG.
+        let mut after = p.clone();
+        after.extend_from_slice(&[0, 0, 41, 4, 0xD0, 0, 0, 0, 0, 0, 0]);
+        after[11] += 1;
+        assert!(matches!(
+            verify_request(&after, &[key()], now, MIN_MAC_LEN),
+            Verified::Malformed
+        ));
+        assert!(without_tsig(&after).is_none());
+        // The same record in the answer section (ANCOUNT 1, ARCOUNT 0).
+        let mut answer = p.clone();
+        answer[6..12].copy_from_slice(&[0, 1, 0, 0, 0, 0]);
+        assert!(matches!(
+            verify_request(&answer, &[key()], now, MIN_MAC_LEN),
+            Verified::Malformed
+        ));
+        // Two TSIG records.
+        let mut twice = p.clone();
+        let record = p[last(&p).start..].to_vec();
+        twice.extend_from_slice(&record);
+        twice[11] += 1;
+        assert!(matches!(
+            verify_request(&twice, &[key()], now, MIN_MAC_LEN),
+            Verified::Malformed
+        ));
     }
 }

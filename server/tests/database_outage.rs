@@ -11,16 +11,18 @@ use common::*;
 use hickory_proto::op::{Message, ResponseCode};
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// A TCP relay to the database that can be cut and restored, or frozen
-/// and thawed (bytes held, connections open: a SIGSTOPped database).
+/// A TCP relay to the database that can be cut and restored, frozen and
+/// thawed (bytes held, connections open: a SIGSTOPped database), or slowed
+/// (every reply held for a while: a database busy but alive).
 struct Relay {
     port: u16,
     up: Arc<AtomicBool>,
     frozen: Arc<AtomicBool>,
+    delay_ms: Arc<AtomicU64>,
     streams: Arc<Mutex<Vec<TcpStream>>>,
 }
 
@@ -30,8 +32,10 @@ impl Relay {
         let port = listener.local_addr().unwrap().port();
         let up = Arc::new(AtomicBool::new(true));
         let frozen = Arc::new(AtomicBool::new(false));
+        let delay_ms = Arc::new(AtomicU64::new(0));
         let streams: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
         let (up2, frozen2, streams2) = (up.clone(), frozen.clone(), streams.clone());
+        let delay2 = delay_ms.clone();
         std::thread::spawn(move || {
             for client in listener.incoming() {
                 let Ok(client) = client else { continue };
@@ -44,20 +48,28 @@ impl Relay {
                 };
                 streams2.lock().unwrap().push(client.try_clone().unwrap());
                 streams2.lock().unwrap().push(server.try_clone().unwrap());
+                let no_delay = Arc::new(AtomicU64::new(0));
                 pump(
                     client.try_clone().unwrap(),
                     server.try_clone().unwrap(),
                     frozen2.clone(),
+                    no_delay,
                 );
-                pump(server, client, frozen2.clone());
+                pump(server, client, frozen2.clone(), delay2.clone());
             }
         });
         Relay {
             port,
             up,
             frozen,
+            delay_ms,
             streams,
         }
+    }
+
+    /// Holds every reply from the database for `ms` milliseconds.
+    fn slow(&self, ms: u64) {
+        self.delay_ms.store(ms, Ordering::SeqCst);
     }
 
     fn freeze(&self, frozen: bool) {
@@ -76,13 +88,14 @@ impl Relay {
     }
 }
 
-fn pump(mut from: TcpStream, mut to: TcpStream, frozen: Arc<AtomicBool>) {
+fn pump(mut from: TcpStream, mut to: TcpStream, frozen: Arc<AtomicBool>, delay: Arc<AtomicU64>) {
     std::thread::spawn(move || {
         let mut buf = [0u8; 16384];
         loop {
             match from.read(&mut buf) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
+                    std::thread::sleep(Duration::from_millis(delay.load(Ordering::SeqCst)));
                     while frozen.load(Ordering::SeqCst) {
                         std::thread::sleep(Duration::from_millis(5));
                     }
@@ -226,6 +239,64 @@ fn recovery_after_a_frozen_database() {
         "fresh answers {:?} after the thaw ({probe} probes)",
         thawed.elapsed()
     );
+    drop(server);
+    block_on(db.drop_db());
+}
+
+/// A database that is slow but alive: every reply, the driver's health
+/// checks (`hello`) included, takes 1.2 s, more than `--db-timeout-ms`.
+/// When a check's timeout was `--db-timeout-ms`, every check failed, the
+/// driver declared the database down, closed its connections and failed
+/// every read in flight, again and again: no read ever finished and a new
+/// name was SERVFAIL for as long as the database stayed slow (the cause of
+/// the SERVFAIL storms under load, docs/reliability.md "Recovery under
+/// load"). With `--db-check-timeout-ms` (5 s) above the delay, the reads
+/// finish (detached from the queries that time out) and the name resolves.
+#[test]
+fn a_slow_database_is_not_declared_down() {
+    let db = block_on(async {
+        let db = TestZoneDb::new("slow").await;
+        db.import(
+            "slow.test.",
+            "$ORIGIN slow.test.\n@ 300 IN SOA ns admin 1 1 1 1 60\n@ 300 IN NS ns\nns 300 IN A 192.0.2.1\n",
+            false,
+        )
+        .await;
+        db
+    });
+    let relay = Relay::start(host_port(&database_uri()));
+    let uri = format!("mongodb://127.0.0.1:{}/?directConnection=true", relay.port);
+    let mut args = vec!["--query-timeout-ms", "1000", "--db-timeout-ms", "500"];
+    // SLOW_DB_CHECK_TIMEOUT_MS=500 shows the old behaviour (the test fails).
+    let check = std::env::var("SLOW_DB_CHECK_TIMEOUT_MS").unwrap_or_default();
+    if !check.is_empty() {
+        args.extend(["--db-check-timeout-ms", &check]);
+    }
+    let server = ServerProcess::start_with_uri(&uri, &db.name, &args);
+    let m = ask_udp(server.port, "ns.slow.test.", 1, None);
+    assert_eq!(m.answers.len(), 1);
+
+    relay.slow(1200);
+    // Every query times out (1 s < 1.2 s a read); the reads it started go
+    // on and are cached, so asking again gets further, until the answer.
+    let slowed = Instant::now();
+    let mut asked = 0;
+    loop {
+        asked += 1;
+        let q = build_query(asked, "new.slow.test.", 1, None, false);
+        let rcode = udp_exchange(server.port, &q, Duration::from_secs(5)).map(|r| r[3] & 0x0F);
+        if rcode == Some(3) {
+            break;
+        }
+        assert!(
+            slowed.elapsed() < Duration::from_secs(30),
+            "new.slow.test. still rcode {rcode:?} after {:?} ({asked} queries): reads never finish",
+            slowed.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    println!("NXDOMAIN after {:?} ({asked} queries)", slowed.elapsed());
+    relay.slow(0);
     drop(server);
     block_on(db.drop_db());
 }

@@ -4,13 +4,16 @@
 //! packet cache; a reply too big for UDP with its TSIG is the question, TC
 //! and the TSIG; unknown keys, wrong MACs and times outside the fudge get
 //! NOTAUTH with BADKEY, BADSIG and BADTIME; unsigned queries never get a
-//! TSIG from the cache.
+//! TSIG from the cache. RFC 8945 §5.1 and §5.2.2.1: a TSIG that is not the
+//! last record is FORMERR; a MAC truncated to 16..31 bytes is accepted
+//! (dig's `hmac-sha256-128`), one under 16 bytes is FORMERR, and one under
+//! `--tsig-min-mac-bytes` gets NOTAUTH/BADTRUNC.
 
 mod common;
 
 use common::*;
 use hickory_proto::op::Message;
-use mongodns_server::tsig::{sign_request, unix_now, TsigKey};
+use mongodns_server::tsig::{sign_request, sign_request_truncated, unix_now, TsigKey};
 use std::process::Command;
 use std::time::Duration;
 
@@ -166,6 +169,148 @@ fn signed_queries_get_signed_replies() {
     let m = Message::from_vec(&reply).expect("the signed reply parses");
     assert_eq!(m.answers.len(), 1);
     assert_eq!(reply[3] & 0x0F, 0);
+
+    drop(server);
+    block_on(db.drop_db());
+}
+
+/// The rcode of a raw reply (header only).
+fn rcode(reply: &[u8]) -> u8 {
+    reply[3] & 0x0F
+}
+
+/// The TSIG error of a reply whose last record is a TSIG without other data.
+fn tsig_error(reply: &[u8]) -> u16 {
+    let n = reply.len();
+    assert_eq!(&reply[n - 2..], &[0, 0], "no other data");
+    u16::from_be_bytes([reply[n - 4], reply[n - 3]])
+}
+
+/// ARCOUNT of a raw reply.
+fn arcount(reply: &[u8]) -> u16 {
+    u16::from_be_bytes([reply[10], reply[11]])
+}
+
+#[test]
+fn misplaced_tsig_and_truncated_macs() {
+    let db = block_on(async {
+        let db = TestZoneDb::new("tsigt").await;
+        db.import("tsigq.test.", &zone(), false).await;
+        db
+    });
+    let key = format!("hmac-sha256:qkey:{SECRET}");
+    let tsig_key: TsigKey = key.parse().unwrap();
+    let server = ServerProcess::start(&db.name, &["--tsig-key", &key]);
+    let port = server.port;
+    let signed = |id: u16, edns: bool| {
+        let mut q = build_query(id, "www.tsigq.test.", 1, None, false);
+        sign_request(&mut q, &tsig_key, unix_now());
+        if edns {
+            // An OPT record after the TSIG: the TSIG is no longer last.
+            q.extend_from_slice(&[0, 0, 41, 4, 0xD0, 0, 0, 0, 0, 0, 0]);
+            q[11] += 1;
+        }
+        q
+    };
+
+    // A TSIG followed by an OPT record: FORMERR, unsigned, over UDP and TCP.
+    let q = signed(0x5101, true);
+    let reply = udp_exchange(port, &q, Duration::from_secs(5)).expect("a reply");
+    Message::from_vec(&reply).expect("the FORMERR reply parses");
+    assert_eq!(rcode(&reply), 1, "FORMERR");
+    assert_eq!(&reply[0..2], &[0x51, 0x01], "ID echoed");
+    assert_eq!(arcount(&reply), 1, "the OPT only: no TSIG");
+    assert_eq!(
+        &reply[32..35],
+        &[0, 0, 41],
+        "the additional record is an OPT"
+    );
+    let reply = tcp_exchange(port, &q);
+    assert_eq!(rcode(&reply), 1, "FORMERR over TCP");
+    // The TSIG record moved into the answer section: FORMERR.
+    let mut q = signed(0x5102, false);
+    q[6..12].copy_from_slice(&[0, 1, 0, 0, 0, 0]);
+    let reply = udp_exchange(port, &q, Duration::from_secs(5)).expect("a reply");
+    assert_eq!(rcode(&reply), 1, "TSIG in the answer section: FORMERR");
+    // Two TSIG records.
+    let mut q = signed(0x5103, false);
+    let question_end = 12 + "www.tsigq.test.".len() + 1 + 4;
+    let record = q[question_end..].to_vec();
+    q.extend_from_slice(&record);
+    q[11] += 1;
+    let reply = udp_exchange(port, &q, Duration::from_secs(5)).expect("a reply");
+    assert_eq!(rcode(&reply), 1, "two TSIG records: FORMERR");
+    // A transfer request with a misplaced TSIG: FORMERR, not NOTAUTH.
+    let mut q = build_query(0x5104, "tsigq.test.", 252, None, false);
+    sign_request(&mut q, &tsig_key, unix_now());
+    q.extend_from_slice(&[0, 0, 41, 4, 0xD0, 0, 0, 0, 0, 0, 0]);
+    q[11] += 1;
+    let reply = tcp_exchange(port, &q);
+    assert_eq!(rcode(&reply), 1, "AXFR with a misplaced TSIG: FORMERR");
+    // The well-placed query is still answered, signed.
+    let reply = udp_exchange(port, &signed(0x5105, false), Duration::from_secs(5)).unwrap();
+    assert_eq!(rcode(&reply), 0);
+    assert_eq!(Message::from_vec(&reply).unwrap().answers.len(), 1);
+
+    // Truncated MACs (RFC 8945 §5.2.2.1): 16..=31 bytes accepted, and the
+    // reply is signed (TSIG error 0).
+    for len in [16, 24, 31] {
+        let mut q = build_query(0x5200 + len as u16, "www.tsigq.test.", 1, None, false);
+        sign_request_truncated(&mut q, &tsig_key, unix_now(), len);
+        let reply = udp_exchange(port, &q, Duration::from_secs(5)).expect("a reply");
+        let m = Message::from_vec(&reply).expect("the reply parses");
+        assert_eq!(rcode(&reply), 0, "MAC of {len} bytes accepted");
+        assert_eq!(m.answers.len(), 1);
+        assert_eq!(tsig_error(&reply), 0);
+    }
+    // dig with a 128-bit MAC verifies our reply (it covers the truncated
+    // request MAC).
+    let out = dig(
+        port,
+        Some(&format!("hmac-sha256-128:qkey:{SECRET}")),
+        &[],
+        "www.tsigq.test",
+        "A",
+    );
+    assert_verified(&out, "NOERROR");
+    assert!(out.contains("192.0.2.2"), "{out}");
+    // Under max(10 bytes, half the hash) = 16: FORMERR, whatever the MAC.
+    for len in [10, 15] {
+        let mut q = build_query(0x5300 + len as u16, "www.tsigq.test.", 1, None, false);
+        sign_request_truncated(&mut q, &tsig_key, unix_now(), len);
+        let reply = udp_exchange(port, &q, Duration::from_secs(5)).expect("a reply");
+        Message::from_vec(&reply).expect("the reply parses");
+        assert_eq!(rcode(&reply), 1, "MAC of {len} bytes: FORMERR");
+        assert_eq!(arcount(&reply), 0, "unsigned");
+    }
+    drop(server);
+
+    // A local policy of full MACs: 16 bytes is valid but too short, BADTRUNC
+    // (NOTAUTH, signed); 32 bytes is answered.
+    let server = ServerProcess::start(
+        &db.name,
+        &["--tsig-key", &key, "--tsig-min-mac-bytes", "32"],
+    );
+    let mut q = build_query(0x5401, "www.tsigq.test.", 1, None, false);
+    sign_request_truncated(&mut q, &tsig_key, unix_now(), 16);
+    let reply = udp_exchange(server.port, &q, Duration::from_secs(5)).expect("a reply");
+    let m = Message::from_vec(&reply).expect("the BADTRUNC reply parses");
+    assert_eq!(rcode(&reply), 9, "NOTAUTH");
+    assert!(m.answers.is_empty());
+    assert_eq!(tsig_error(&reply), 22, "BADTRUNC");
+    let n = reply.len();
+    let mac_len = u16::from_be_bytes([reply[n - 40], reply[n - 39]]);
+    assert_eq!(mac_len, 32, "the BADTRUNC reply is signed");
+    let out = dig(
+        server.port,
+        Some(&format!("hmac-sha256-128:qkey:{SECRET}")),
+        &[],
+        "www.tsigq.test",
+        "A",
+    );
+    assert!(out.contains("NOTAUTH") || out.contains("BADTRUNC"), "{out}");
+    let reply = udp_exchange(server.port, &signed(0x5402, false), Duration::from_secs(5)).unwrap();
+    assert_eq!(rcode(&reply), 0, "a full MAC is answered");
 
     drop(server);
     block_on(db.drop_db());

@@ -48,6 +48,9 @@ pub struct PipelineConfig {
     /// TSIG keys: a transfer request signed with one of them is allowed
     /// from anywhere, and its reply is signed (RFC 8945).
     pub tsig_keys: Vec<crate::tsig::TsigKey>,
+    /// Shortest truncated TSIG MAC accepted, in bytes (RFC 8945 §5.2.4:
+    /// shorter but still within the RFC gets BADTRUNC).
+    pub tsig_min_mac: usize,
 }
 
 impl Default for PipelineConfig {
@@ -57,6 +60,7 @@ impl Default for PipelineConfig {
             query_timeout: Duration::from_secs(2),
             axfr_allow: transfer::Cidr::loopback(),
             tsig_keys: Vec::new(),
+            tsig_min_mac: tsig::MIN_MAC_LEN,
         }
     }
 }
@@ -164,8 +168,17 @@ impl<B: Backend> Responder<B> {
     async fn transfer(&self, packet: &[u8], query: &Query, peer: SocketAddr) -> Vec<Vec<u8>> {
         let max_udp = self.config.max_udp_size;
         let now = tsig::unix_now();
-        let (allow, mut signer) = match tsig::verify_request(packet, &self.config.tsig_keys, now) {
+        let keys = &self.config.tsig_keys;
+        let (allow, mut signer) = match tsig::verify_request(
+            packet,
+            keys,
+            now,
+            self.config.tsig_min_mac,
+        ) {
             tsig::Verified::Unsigned => (self.config.axfr_allow.clone(), None),
+            tsig::Verified::Malformed => {
+                return vec![render::rcode_only(packet, query, Rcode::FORMERR, max_udp)];
+            }
             tsig::Verified::Signed(signer) => (transfer::Cidr::everything(), Some(signer)),
             tsig::Verified::Failed(failure) => {
                 tracing::info!(%peer, zone = %query.qname, error = failure.error, "zone transfer with a bad TSIG: NOTAUTH");
@@ -407,45 +420,64 @@ impl<B: Backend> Responder<B> {
         }
     }
 
-    /// A query ending in a TSIG record (RFC 8945): verified, answered as the
+    /// A query with a TSIG record (RFC 8945): verified, answered as the
     /// same query without it (so the packet cache only ever holds and serves
     /// unsigned replies), then the reply signed. A bad TSIG gets NOTAUTH with
-    /// BADKEY, BADSIG or BADTIME. `None`: the query has no TSIG.
+    /// BADKEY, BADSIG, BADTIME or BADTRUNC; one that is not the last record,
+    /// or whose MAC size the RFC forbids, FORMERR. `None`: no TSIG.
     async fn respond_signed(&self, packet: &[u8], transport: Transport) -> Option<Option<Vec<u8>>> {
-        let unsigned = tsig::without_tsig(packet)?;
-        let max_udp = self.config.max_udp_size;
+        let config = &self.config;
+        let verified = tsig::verify_request(
+            packet,
+            &config.tsig_keys,
+            tsig::unix_now(),
+            config.tsig_min_mac,
+        );
+        if matches!(verified, tsig::Verified::Unsigned) {
+            return None;
+        }
+        // Misplaced TSIG: the message as it came (its records are skipped).
+        let unsigned = tsig::without_tsig(packet).unwrap_or_else(|| packet.to_vec());
+        let max_udp = config.max_udp_size;
         let Ok(query) = parse_query(&unsigned) else {
             // Not a query we can answer: the error reply, unsigned.
             return Some(self.respond_uncached(&unsigned, transport, None).await);
         };
         let limit = render::size_limit(&query, transport, max_udp);
-        Some(
-            match tsig::verify_request(packet, &self.config.tsig_keys, tsig::unix_now()) {
-                tsig::Verified::Unsigned => return None,
-                tsig::Verified::Failed(failure) => {
-                    tracing::debug!(qname = %query.qname, error = failure.error, "query with a bad TSIG: NOTAUTH");
-                    let mut reply = render::rcode_only(&unsigned, &query, Rcode::NOTAUTH, max_udp);
-                    failure.append_to(&mut reply);
-                    if reply.len() > limit {
-                        reply = render::rcode_only(&unsigned, &query, Rcode::NOTAUTH, max_udp);
-                        // TC: the whole error comes over TCP.
-                        reply[2] |= (crate::wire::flags::TC >> 8) as u8;
-                    }
-                    Some(reply)
+        Some(match verified {
+            tsig::Verified::Unsigned => return None,
+            tsig::Verified::Malformed => {
+                tracing::debug!(qname = %query.qname, "query with a misplaced or malformed TSIG: FORMERR");
+                Some(render::rcode_only(
+                    &unsigned,
+                    &query,
+                    Rcode::FORMERR,
+                    max_udp,
+                ))
+            }
+            tsig::Verified::Failed(failure) => {
+                tracing::debug!(qname = %query.qname, error = failure.error, "query with a bad TSIG: NOTAUTH");
+                let mut reply = render::rcode_only(&unsigned, &query, Rcode::NOTAUTH, max_udp);
+                failure.append_to(&mut reply);
+                if reply.len() > limit {
+                    reply = render::rcode_only(&unsigned, &query, Rcode::NOTAUTH, max_udp);
+                    // TC: the whole error comes over TCP.
+                    reply[2] |= (crate::wire::flags::TC >> 8) as u8;
                 }
-                tsig::Verified::Signed(mut signer) => {
-                    let reply = Box::pin(self.respond(&unsigned, transport)).await?;
-                    Some(render::sign_reply(
-                        reply,
-                        &unsigned,
-                        &query,
-                        &mut signer,
-                        limit,
-                        max_udp,
-                    ))
-                }
-            },
-        )
+                Some(reply)
+            }
+            tsig::Verified::Signed(mut signer) => {
+                let reply = Box::pin(self.respond(&unsigned, transport)).await?;
+                Some(render::sign_reply(
+                    reply,
+                    &unsigned,
+                    &query,
+                    &mut signer,
+                    limit,
+                    max_udp,
+                ))
+            }
+        })
     }
 
     /// Runs the stages; `None` when no served zone holds the name.
