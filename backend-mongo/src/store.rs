@@ -205,19 +205,28 @@ impl Store {
             uri: redact(uri),
             reason: e.to_string(),
         };
-        db.run_command(doc! {"ping": 1})
-            .selection_criteria(criteria.clone())
-            .await
-            .map_err(unreachable)?;
-        let info = client
-            .database("admin")
-            .run_command(doc! {"buildInfo": 1})
-            .selection_criteria(criteria)
-            .await
-            .map_err(unreachable)?;
-        let version = info.get_str("version").unwrap_or("0.0").to_string();
-        if !version_at_least(&version, MIN_SERVER_VERSION) {
-            return Err(StoreError::TooOld(version));
+        let checked = async {
+            db.run_command(doc! {"ping": 1})
+                .selection_criteria(criteria.clone())
+                .await
+                .map_err(unreachable)?;
+            let info = client
+                .database("admin")
+                .run_command(doc! {"buildInfo": 1})
+                .selection_criteria(criteria)
+                .await
+                .map_err(unreachable)?;
+            let version = info.get_str("version").unwrap_or("0.0").to_string();
+            if !version_at_least(&version, MIN_SERVER_VERSION) {
+                return Err(StoreError::TooOld(version));
+            }
+            Ok(())
+        }
+        .await;
+        if let Err(e) = checked {
+            // The caller usually exits next: stop the client's tasks now.
+            client.shutdown().immediate(true).await;
+            return Err(e);
         }
         Ok(Store {
             zones: db.collection(ZONES),
@@ -226,6 +235,17 @@ impl Store {
             changes: db.collection(CHANGES),
             db,
         })
+    }
+
+    /// Ends the client's server sessions and stops its background tasks
+    /// (monitors, connection pool). Command-line tools call it last, before
+    /// the runtime ends: a client that is merely dropped at exit schedules
+    /// that work on a runtime already shutting down, where the driver
+    /// panics (mongodb 3.9, `connection_requester.rs`: `SendError`), which
+    /// printed a backtrace after successful runs. Every clone of this
+    /// `Store` fails afterwards.
+    pub async fn shutdown(&self) {
+        self.db.client().clone().shutdown().immediate(true).await;
     }
 
     /// The database handle, for tools that need a raw command.

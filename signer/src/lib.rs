@@ -312,11 +312,21 @@ pub async fn secure_zone_switch(
             true,
         );
         opts.cds = options.cds;
-        let (_, desired, stats) =
-            run_plan(zone, current, &keys, opts, Some(serial), progress).await?;
-        steps.end("sign");
-        let written = insert_all(store, zone, writer.ver(), desired, progress).await?;
-        steps.end("write");
+        let keyset = KeySet::load(zone, &keys)?;
+        let prepared = plan::prepare(zone, &current, &keyset, &opts, Some(serial))?;
+        drop(current);
+        steps.end("chain");
+        let (written, stats) = sign_and_insert(
+            store,
+            zone,
+            writer.ver(),
+            prepared,
+            &keyset,
+            &opts,
+            progress,
+        )
+        .await?;
+        steps.end("sign+write");
         let again = store.find_zone(zone).await?;
         if again.as_ref().map(|z| z.gen) != Some(served.gen) {
             last_err = Some(SignError::Usage(format!(
@@ -371,29 +381,63 @@ const WRITE_BATCH: usize = 1000;
 /// Insert commands in flight at once (as `mongodns-import --in-flight`).
 const WRITE_IN_FLIGHT: usize = 4;
 
-/// Writes `nodes` into version `ver` (not served yet) the way the importer
-/// writes: unordered bulk inserts of [`WRITE_BATCH`] documents, each built
-/// and sent by a task of its own, [`WRITE_IN_FLIGHT`] at once.
-async fn insert_all(
+/// Signs `prepared` and writes it into version `ver` (not served yet), one
+/// batch of [`WRITE_BATCH`] nodes at a time: while the database stores a
+/// batch (unordered bulk insert, a task of its own, [`WRITE_IN_FLIGHT`] at
+/// once, as the importer writes), the next batch is signed on every core.
+/// The database's work (decoding and storing documents) and the signing
+/// overlap instead of following each other. Returns the documents written
+/// and the plan's counts.
+async fn sign_and_insert(
     store: &Store,
     zone: &Name,
     ver: i64,
-    nodes: Vec<FullNode>,
+    prepared: plan::Prepared,
+    keys: &KeySet,
+    options: &SignOptions,
     progress: &dyn Progress,
-) -> Result<u64, SignError> {
-    progress.phase("writing", nodes.len() as u64);
+) -> Result<(u64, PlanStats), SignError> {
+    let (batches, mut stats) = prepared.into_batches(WRITE_BATCH);
+    let (written, signed) =
+        insert_batches(store, zone, ver, batches, Some((keys, options)), progress).await?;
+    stats.signed = signed;
+    Ok((written, stats))
+}
+
+/// Writes `batches` into version `ver`, signing each first when `signer`
+/// is given (see [`sign_and_insert`]). Returns the documents written and
+/// the signatures made.
+async fn insert_batches(
+    store: &Store,
+    zone: &Name,
+    ver: i64,
+    batches: Vec<plan::Batch>,
+    signer: Option<(&KeySet, &SignOptions)>,
+    progress: &dyn Progress,
+) -> Result<(u64, u64), SignError> {
+    progress.phase(
+        "writing",
+        batches.iter().map(|b| b.nodes.len() as u64).sum(),
+    );
+    let multi = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
     let mut pending = FuturesUnordered::new();
     let mut done = 0u64;
-    let mut nodes = nodes.into_iter();
     let joined = |r: Result<Result<u64, StoreError>, tokio::task::JoinError>| match r {
         Ok(r) => r.map_err(SignError::from),
         Err(e) => Err(SignError::Usage(format!("write-back task failed: {e}"))),
     };
-    loop {
-        let chunk: Vec<FullNode> = nodes.by_ref().take(WRITE_BATCH).collect();
-        if chunk.is_empty() {
-            break;
+    let mut signed = 0;
+    for mut batch in batches {
+        if let Some((keys, options)) = signer {
+            let mut sign = || batch.sign(keys, options);
+            signed += if multi {
+                tokio::task::block_in_place(sign)
+            } else {
+                sign()
+            };
         }
+        let chunk = batch.nodes;
         let (store, zone) = (store.clone(), zone.clone());
         pending.push(tokio::spawn(async move {
             store.insert_full_nodes(&zone, ver, &chunk).await?;
@@ -410,7 +454,7 @@ async fn insert_all(
         done += joined(r)?;
         progress.set(done);
     }
-    Ok(done)
+    Ok((done, signed))
 }
 
 /// Field-level changes that turn `current` into `desired`.
@@ -735,7 +779,13 @@ pub async fn unsecure_zone_switch(
             n
         })
         .collect();
-    let written = insert_all(store, zone, writer.ver(), plain, progress).await?;
+    let (batches, _) = plan::Prepared {
+        nodes: plain,
+        jobs: Vec::new(),
+        stats: PlanStats::default(),
+    }
+    .into_batches(WRITE_BATCH);
+    let (written, _) = insert_batches(store, zone, writer.ver(), batches, None, progress).await?;
     steps.end("write");
     let ver = writer.ver();
     progress.phase("switching", 0);

@@ -282,6 +282,13 @@ async fn run(cli: Cli) -> Result<(), SignError> {
         Duration::from_millis(cli.db_timeout_ms),
     )
     .await?;
+    let result = run_command(&store, cli).await;
+    // Before the runtime ends, or the driver panics at exit (`Store::shutdown`).
+    store.shutdown().await;
+    result
+}
+
+async fn run_command(store: &Store, cli: Cli) -> Result<(), SignError> {
     store.ensure_dnssec_indexes().await?;
     let threads = cli.threads;
     match cli.command {
@@ -324,9 +331,9 @@ async fn run(cli: Cli) -> Result<(), SignError> {
                 grace: Duration::from_secs(grace),
             };
             let started = Instant::now();
-            let b = Bar::start(&store, &zone, cli.quiet);
+            let b = Bar::start(store, &zone, cli.quiet);
             let result = async {
-                let r = signer::secure_zone_switch(&store, &zone, &options, &b).await?;
+                let r = signer::secure_zone_switch(store, &zone, &options, &b).await?;
                 b.bar.suspend(|| {
                     let secs = started.elapsed().as_secs_f64();
                     eprintln!(
@@ -344,7 +351,7 @@ async fn run(cli: Cli) -> Result<(), SignError> {
                 if !no_cleanup {
                     let expected = if r.old_ver.is_some() { r.nodes } else { 0 };
                     let t = Instant::now();
-                    let c = signer::cleanup(&store, &zone, options.grace, expected, &b).await?;
+                    let c = signer::cleanup(store, &zone, options.grace, expected, &b).await?;
                     report_cleanup(&zone, &c, t, started);
                 }
                 Ok(())
@@ -352,13 +359,13 @@ async fn run(cli: Cli) -> Result<(), SignError> {
             .await;
             b.finish(&result).await;
             result?;
-            show_zone(&store, &zone).await?;
+            show_zone(store, &zone).await?;
         }
         Command::Cleanup { zone, grace } => {
             let zone = parse_zone(&zone)?;
             let started = Instant::now();
-            let b = Bar::start(&store, &zone, cli.quiet);
-            let result = signer::cleanup(&store, &zone, Duration::from_secs(grace), 0, &b).await;
+            let b = Bar::start(store, &zone, cli.quiet);
+            let result = signer::cleanup(store, &zone, Duration::from_secs(grace), 0, &b).await;
             b.finish(&result).await;
             report_cleanup(&zone, &result?, started, started);
         }
@@ -370,9 +377,9 @@ async fn run(cli: Cli) -> Result<(), SignError> {
         } => {
             let zone = parse_zone(&zone)?;
             let validity = Validity::default();
-            let b = Bar::start(&store, &zone, cli.quiet || follow);
+            let b = Bar::start(store, &zone, cli.quiet || follow);
             let started = Instant::now();
-            let r = signer::resign(&store, &zone, full, &validity, threads, &b).await;
+            let r = signer::resign(store, &zone, full, &validity, threads, &b).await;
             if !follow {
                 b.finish(&r).await;
                 report_resign(&zone, &r?, started);
@@ -381,7 +388,7 @@ async fn run(cli: Cli) -> Result<(), SignError> {
             report_resign(&zone, &r?, started);
             b.phase("follow", 0);
             let result = signer::follow(
-                &store,
+                store,
                 &zone,
                 &validity,
                 threads,
@@ -394,7 +401,7 @@ async fn run(cli: Cli) -> Result<(), SignError> {
         }
         Command::ShowZone { zone } => {
             let zone = parse_zone(&zone)?;
-            show_zone(&store, &zone).await?;
+            show_zone(store, &zone).await?;
         }
         Command::UnsecureZone {
             zone,
@@ -403,9 +410,9 @@ async fn run(cli: Cli) -> Result<(), SignError> {
         } => {
             let zone = parse_zone(&zone)?;
             let started = Instant::now();
-            let b = Bar::start(&store, &zone, cli.quiet);
+            let b = Bar::start(store, &zone, cli.quiet);
             let result = async {
-                let r = signer::unsecure_zone_switch(&store, &zone, keep_keys, &b).await?;
+                let r = signer::unsecure_zone_switch(store, &zone, keep_keys, &b).await?;
                 b.bar.suspend(|| {
                     eprintln!(
                         "unsecured {zone}: {} documents written, serial {}{}, published after {:.2} s",
@@ -418,7 +425,7 @@ async fn run(cli: Cli) -> Result<(), SignError> {
                 if !no_cleanup {
                     let t = Instant::now();
                     let c =
-                        signer::cleanup(&store, &zone, Duration::from_secs(3), r.nodes, &b).await?;
+                        signer::cleanup(store, &zone, Duration::from_secs(3), r.nodes, &b).await?;
                     report_cleanup(&zone, &c, t, started);
                 }
                 Ok(())
@@ -469,28 +476,28 @@ async fn run(cli: Cli) -> Result<(), SignError> {
                 key.tag,
                 state.as_str()
             );
-            resign_if_secured(&store, &zone, threads).await?;
+            resign_if_secured(store, &zone, threads).await?;
         }
         Command::RemoveKey { zone, key } => {
             let zone = parse_zone(&zone)?;
-            let key = signer::find_key(&store, &zone, &key).await?;
+            let key = signer::find_key(store, &zone, &key).await?;
             store.delete_key(&key.id).await?;
             println!("removed {} ({} tag {})", key.id, key.role(), key.tag);
-            resign_if_secured(&store, &zone, threads).await?;
+            resign_if_secured(store, &zone, threads).await?;
         }
         Command::ActivateKey { zone, key } => {
             let zone = parse_zone(&zone)?;
-            let key = signer::find_key(&store, &zone, &key).await?;
+            let key = signer::find_key(store, &zone, &key).await?;
             store.set_key_state(&key.id, KeyState::Active).await?;
             println!("activated {} ({} tag {})", key.id, key.role(), key.tag);
-            resign_if_secured(&store, &zone, threads).await?;
+            resign_if_secured(store, &zone, threads).await?;
         }
         Command::RetireKey { zone, key } => {
             let zone = parse_zone(&zone)?;
-            let key = signer::find_key(&store, &zone, &key).await?;
+            let key = signer::find_key(store, &zone, &key).await?;
             store.set_key_state(&key.id, KeyState::Retired).await?;
             println!("retired {} ({} tag {})", key.id, key.role(), key.tag);
-            resign_if_secured(&store, &zone, threads).await?;
+            resign_if_secured(store, &zone, threads).await?;
         }
     }
     Ok(())

@@ -224,6 +224,79 @@ pub fn plan(
     serial: Option<u32>,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<(Vec<FullNode>, PlanStats), PlanError> {
+    let mut p = prepare(apex, current, keys, options, serial)?;
+    p.stats.signed = sign_all(&mut p.nodes, &p.jobs, keys, options, progress);
+    Ok((p.nodes, p.stats))
+}
+
+/// A zone ready to be signed: [`plan`] without the signing, so that a
+/// caller can sign and write it piece by piece ([`Prepared::into_batches`]).
+pub struct Prepared {
+    /// The desired nodes, in canonical order; RRsets in `jobs` still lack
+    /// their new signatures.
+    pub nodes: Vec<FullNode>,
+    /// The RRsets to sign, in node order.
+    pub(crate) jobs: Vec<Job>,
+    /// Counts (`signed` stays 0: the signing counts).
+    pub stats: PlanStats,
+}
+
+/// Consecutive nodes of a [`Prepared`] zone with their own signing work.
+pub struct Batch {
+    /// The nodes, in canonical order; signed by [`Batch::sign`].
+    pub nodes: Vec<FullNode>,
+    jobs: Vec<Job>,
+}
+
+impl Batch {
+    /// Makes the batch's signatures (on `options.threads` threads);
+    /// returns how many.
+    pub fn sign(&mut self, keys: &KeySet, options: &SignOptions) -> u64 {
+        sign_all(&mut self.nodes, &self.jobs, keys, options, &|_| {})
+    }
+}
+
+impl Prepared {
+    /// Splits the zone into batches of `size` nodes (the last may be
+    /// smaller), in order, each with its own signing work.
+    pub fn into_batches(self, size: usize) -> (Vec<Batch>, PlanStats) {
+        let size = size.max(1);
+        let mut batches = Vec::with_capacity(self.nodes.len().div_ceil(size));
+        let mut jobs = self.jobs.into_iter().peekable();
+        let mut nodes = self.nodes.into_iter();
+        let mut start = 0;
+        loop {
+            let chunk: Vec<FullNode> = nodes.by_ref().take(size).collect();
+            if chunk.is_empty() {
+                break;
+            }
+            let end = start + chunk.len();
+            let mut own = Vec::new();
+            while let Some(j) = jobs.next_if(|j| j.node < end) {
+                own.push(Job {
+                    node: j.node - start,
+                    ..j
+                });
+            }
+            batches.push(Batch {
+                nodes: chunk,
+                jobs: own,
+            });
+            start = end;
+        }
+        (batches, self.stats)
+    }
+}
+
+/// Everything [`plan`] does but signing: the nodes in canonical order with
+/// the chain, and the list of RRsets to sign.
+pub fn prepare(
+    apex: &Name,
+    current: &[FullNode],
+    keys: &KeySet,
+    options: &SignOptions,
+    serial: Option<u32>,
+) -> Result<Prepared, PlanError> {
     // Ordinary nodes only: NSEC3 nodes are rebuilt.
     let ordinary: Vec<&FullNode> = current.iter().filter(|n| !n.nsec3).collect();
     let owned: Vec<FullNode> = ordinary.iter().map(|n| (*n).clone()).collect();
@@ -388,6 +461,11 @@ pub fn plan(
             nodes.extend(extra);
         }
     }
+    // Canonical order (NSEC3 nodes sort among the apex's children), kinds
+    // moved along.
+    let mut order: Vec<(FullNode, Kind)> = nodes.into_iter().zip(node_kinds).collect();
+    order.sort_by(|a, b| a.0.name.cmp(&b.0.name).then(a.0.nsec3.cmp(&b.0.nsec3)));
+    let (mut nodes, node_kinds): (Vec<FullNode>, Vec<Kind>) = order.into_iter().unzip();
     // What must be signed, and with which keys.
     let mut jobs = Vec::new();
     let zsk_tags: Vec<u16> = keys.zsks.iter().map(|k| k.tag).collect();
@@ -421,10 +499,7 @@ pub fn plan(
             });
         }
     }
-    stats.signed = sign_all(&mut nodes, &jobs, keys, options, progress);
-    // Back to canonical order (NSEC3 nodes sort among the apex's children).
-    nodes.sort_by(|a, b| a.name.cmp(&b.name).then(a.nsec3.cmp(&b.nsec3)));
-    Ok((nodes, stats))
+    Ok(Prepared { nodes, jobs, stats })
 }
 
 fn find_old(ordinary: &[&FullNode], name: &Name, t: RType) -> Option<SignedRRset> {
