@@ -111,9 +111,18 @@ pub struct ReadFrom {
     pub heartbeat: Option<Duration>,
     /// How long one check (and a new connection's connect) may take before
     /// the server is declared down, unless the URI sets `connectTimeoutMS`;
-    /// `None`: the connect timeout given to [`Store::connect_with`].
+    /// `None`: [`WRITER_CHECK_TIMEOUT`] (or the timeout given to
+    /// [`Store::connect_with`], if longer).
     pub check_timeout: Option<Duration>,
 }
+
+/// The check timeout of a handle that does not choose one (the importer,
+/// the signer): a check that times out interrupts every operation in
+/// progress, and a run of the signer failed so, with "interrupted due to
+/// server monitor timeout", when a busy FerretDB took more than its 3-s
+/// timeout to answer a check (docs/reliability.md, "Soak"). A writer would
+/// rather wait for a slow database than lose its work.
+pub const WRITER_CHECK_TIMEOUT: Duration = Duration::from_secs(30);
 
 fn read_preference(
     mode: &str,
@@ -177,7 +186,8 @@ impl Store {
             .unwrap_or(SelectionCriteria::ReadPreference(ReadPreference::Primary));
         options.server_selection_timeout = Some(timeout);
         if options.connect_timeout.is_none() {
-            options.connect_timeout = Some(read.check_timeout.unwrap_or(timeout));
+            options.connect_timeout =
+                Some(read.check_timeout.unwrap_or(timeout.max(WRITER_CHECK_TIMEOUT)));
         }
         // The server checks every 500 ms (`ReadFrom::heartbeat`; the
         // driver's default is 10 s): a frozen database (SIGSTOP, a long GC or
