@@ -715,8 +715,9 @@ impl Store {
         check_write_errors("insert", &reply)
     }
 
-    /// Applies changes to version `ver` of `zone` in one unordered bulk
-    /// update (and one delete). Each change touches only its own fields.
+    /// Applies changes to version `ver` of `zone`: unordered update
+    /// commands of at most `writer::MAX_UPDATES_PER_COMMAND` statements,
+    /// then deletes. Each change touches only its own fields.
     pub async fn apply_changes(
         &self,
         zone: &Name,
@@ -799,13 +800,10 @@ impl Store {
                 }
             }
         }
-        for chunk in updates.chunks(1000) {
-            let reply = self
-                .db
-                .run_command(doc! {"update": NODES, "updates": chunk.to_vec(), "ordered": false})
-                .await?;
-            check_write_errors("update", &reply)?;
-        }
+        // Small update commands, one at a time: FerretDB deadlocks on
+        // ~100 statements in one (`writer::MAX_UPDATES_PER_COMMAND`); this
+        // sent 1,000 and hung `resign` of any zone with that many changes.
+        self.run_updates(updates).await?;
         for chunk in deletes.chunks(1000) {
             let reply = self
                 .db

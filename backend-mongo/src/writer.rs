@@ -894,7 +894,7 @@ impl Store {
 
     /// Runs node updates in commands of at most [`MAX_UPDATES_PER_COMMAND`]
     /// statements.
-    async fn run_updates(&self, updates: Vec<Document>) -> Result<(), StoreError> {
+    pub(crate) async fn run_updates(&self, updates: Vec<Document>) -> Result<(), StoreError> {
         self.run_updates_on(schema::NODES, updates).await
     }
 
