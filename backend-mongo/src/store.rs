@@ -186,8 +186,10 @@ impl Store {
             .unwrap_or(SelectionCriteria::ReadPreference(ReadPreference::Primary));
         options.server_selection_timeout = Some(timeout);
         if options.connect_timeout.is_none() {
-            options.connect_timeout =
-                Some(read.check_timeout.unwrap_or(timeout.max(WRITER_CHECK_TIMEOUT)));
+            options.connect_timeout = Some(
+                read.check_timeout
+                    .unwrap_or(timeout.max(WRITER_CHECK_TIMEOUT)),
+            );
         }
         // The server checks every 500 ms (`ReadFrom::heartbeat`; the
         // driver's default is 10 s): a frozen database (SIGSTOP, a long GC or
