@@ -5,8 +5,10 @@
 //!        │
 //!        ▼                      shared: next line, queries sent (for -Q), stop time
 //!  client 0..c (one UDP socket or TCP connection each, window = ceil(q / c))
-//!     send while window open and rate allows ─► server
-//!     recv ─► match id + question ─► latency into hdrhistogram, rcode, sizes
+//!     send while window open and rate allows (a slot due within 2 ms:
+//!     poll for it, timers are too coarse) ─► server
+//!     recv (UDP: with the kernel's arrival stamp) ─► match id + question
+//!        ─► latency (send → arrival) into hdrhistogram, rcode, sizes
 //!     timeouts: oldest first (send order), counted lost
 //!        │
 //!        ▼
@@ -18,12 +20,14 @@
 //! are reused least-recently-freed first, so a very late reply to a query
 //! already counted lost is not mistaken for a newer query's reply.
 
+pub mod stamp;
 pub mod stats;
 pub mod svg;
 
 use backend_mongo::{Name, RType};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -32,6 +36,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::Instant;
 
 pub use stats::Stats;
+
+/// Rate slots due sooner than this are waited for by polling (timers are
+/// too coarse for them).
+const PACE_SPIN: Duration = Duration::from_millis(2);
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -179,8 +187,7 @@ impl Shared {
             let sent = self.sent.load(Ordering::Relaxed);
             let allowed = (now - self.start).as_secs_f64() * q;
             if sent as f64 >= allowed {
-                let wake = self.start + Duration::from_secs_f64((sent as f64 + 1.0) / q);
-                return Err(wake.max(now + Duration::from_micros(200)));
+                return Err(self.start + Duration::from_secs_f64((sent as f64 + 1.0) / q));
             }
         }
         let i = self.next.fetch_add(1, Ordering::Relaxed);
@@ -199,6 +206,8 @@ struct Slot {
     /// Sequence number of the query in it; 0 when free.
     seq: u64,
     sent: Instant,
+    /// The send time on CLOCK_REALTIME, to compare with kernel stamps.
+    sent_real: u64,
     query: u32,
 }
 
@@ -220,6 +229,7 @@ impl Window {
                 Slot {
                     seq: 0,
                     sent: now,
+                    sent_real: 0,
                     query: 0
                 };
                 65536
@@ -231,13 +241,14 @@ impl Window {
         }
     }
 
-    fn open(&mut self, query: usize, now: Instant, timeout: Duration) -> u16 {
+    fn open(&mut self, query: usize, now: Instant, now_real: u64, timeout: Duration) -> u16 {
         let id = self.free.pop_front().expect("window smaller than 65536");
         let seq = self.next_seq;
         self.next_seq += 1;
         self.slots[id as usize] = Slot {
             seq,
             sent: now,
+            sent_real: now_real,
             query: query as u32,
         };
         self.order.push_back((id, seq, now + timeout));
@@ -245,8 +256,16 @@ impl Window {
         id
     }
 
-    /// The reply `reply` arrived: returns the latency when it matches.
-    fn close(&mut self, reply: &[u8], queries: &Queries, now: Instant) -> Option<Duration> {
+    /// The reply `reply` was read at `now` (and arrived at `arrived`, a
+    /// kernel stamp on CLOCK_REALTIME, when there is one): returns the
+    /// latency when it matches, measured to the arrival when stamped.
+    fn close(
+        &mut self,
+        reply: &[u8],
+        queries: &Queries,
+        now: Instant,
+        arrived: Option<u64>,
+    ) -> Option<Duration> {
         if reply.len() < 12 || reply[2] & 0x80 == 0 {
             return None;
         }
@@ -268,7 +287,11 @@ impl Window {
         self.slots[id as usize].seq = 0;
         self.free.push_back(id);
         self.outstanding -= 1;
-        Some(now - slot.sent)
+        match arrived {
+            // A stamp before the send means the wall clock was stepped.
+            Some(at) if at >= slot.sent_real => Some(Duration::from_nanos(at - slot.sent_real)),
+            _ => Some(now - slot.sent),
+        }
     }
 
     /// Frees queries past their deadline; returns how many were lost.
@@ -326,6 +349,9 @@ fn udp_socket(server: SocketAddr) -> std::io::Result<tokio::net::UdpSocket> {
     // Large buffers so bursts are not dropped by our own socket.
     let _ = s.set_recv_buffer_size(4 << 20);
     let _ = s.set_send_buffer_size(1 << 20);
+    // Without stamps latencies are measured to the read (still correct,
+    // less exact on a busy client).
+    let _ = stamp::enable_rx_timestamps(s.as_raw_fd());
     let any: SocketAddr = if server.is_ipv4() {
         "0.0.0.0:0".parse().expect("literal")
     } else {
@@ -409,7 +435,7 @@ async fn client(shared: Arc<Shared>, index: usize, window_size: usize) -> Stats 
             // in a burst the last query would otherwise be charged the time
             // this client spent sending the ones before it.
             let sent_at = Instant::now();
-            let id = window.open(q, sent_at, config.timeout);
+            let id = window.open(q, sent_at, stamp::realtime_ns(), config.timeout);
             let msg = &queries.messages[q];
             out.clear();
             if config.tcp {
@@ -453,23 +479,31 @@ async fn client(shared: Arc<Shared>, index: usize, window_size: usize) -> Stats 
             until = Some(until.map_or(w, |u| u.min(w)));
         }
         let until = until.unwrap_or_else(|| Instant::now() + Duration::from_millis(50));
+        // Paced sending: a rate slot due within PACE_SPIN is waited for by
+        // polling, not by a timer.
+        let pace = matches!(wake, Some(w) if w < Instant::now() + PACE_SPIN);
         // Wait for replies (or a timeout, or the next rate slot).
         let broken = match conn.as_mut().expect("connected") {
             Conn::Udp(s) => {
+                if pace {
+                    // The next send is due sooner than a timer can wake us
+                    // (tokio's timers tick in milliseconds, which would send
+                    // -Q's queries in 1-ms bursts): read what has arrived and
+                    // come straight back.
+                    if drain_udp(s, &mut rbuf, &mut window, &queries, &mut stats) {
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                    }
+                    tokio::task::yield_now().await;
+                    stats.lost += window.expire(Instant::now());
+                    continue;
+                }
                 tokio::select! {
-                    r = s.recv(&mut rbuf) => {
-                        if r.is_err() {
+                    r = s.readable() => {
+                        let refused = r.is_err()
+                            || drain_udp(s, &mut rbuf, &mut window, &queries, &mut stats);
+                        if refused {
                             // ECONNREFUSED (nothing listens): do not spin.
                             tokio::time::sleep(Duration::from_millis(1)).await;
-                        }
-                        if let Ok(n) = r {
-                            let now = Instant::now();
-                            take_reply(&mut window, &queries, &rbuf[..n], now, &mut stats);
-                            // Drain what else is waiting without another
-                            // wakeup, each reply stamped as it is read.
-                            while let Ok(n) = s.try_recv(&mut rbuf) {
-                                take_reply(&mut window, &queries, &rbuf[..n], Instant::now(), &mut stats);
-                            }
                         }
                     }
                     _ = tokio::time::sleep_until(until) => {}
@@ -494,7 +528,7 @@ async fn client(shared: Arc<Shared>, index: usize, window_size: usize) -> Stats 
                                 if *filled - at < 2 + len {
                                     break;
                                 }
-                                take_reply(&mut window, &queries, &buf[at + 2..at + 2 + len], now, &mut stats);
+                                take_reply(&mut window, &queries, &buf[at + 2..at + 2 + len], now, None, &mut stats);
                                 at += 2 + len;
                             }
                             buf.copy_within(at..*filled, 0);
@@ -515,14 +549,39 @@ async fn client(shared: Arc<Shared>, index: usize, window_size: usize) -> Stats 
     stats
 }
 
+/// Reads every reply waiting on `s`, each timed to the kernel's arrival
+/// stamp (time this client spent elsewhere is not the server's). True when
+/// the socket reported an error (ECONNREFUSED: nothing listens).
+fn drain_udp(
+    s: &tokio::net::UdpSocket,
+    rbuf: &mut [u8],
+    window: &mut Window,
+    queries: &Queries,
+    stats: &mut Stats,
+) -> bool {
+    loop {
+        let got = s.try_io(tokio::io::Interest::READABLE, || {
+            stamp::recv_stamped(s.as_raw_fd(), rbuf)
+        });
+        match got {
+            Ok((n, arrived)) => {
+                take_reply(window, queries, &rbuf[..n], Instant::now(), arrived, stats)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
+            Err(_) => return true,
+        }
+    }
+}
+
 fn take_reply(
     window: &mut Window,
     queries: &Queries,
     reply: &[u8],
     now: Instant,
+    arrived: Option<u64>,
     stats: &mut Stats,
 ) {
-    if let Some(latency) = window.close(reply, queries, now) {
+    if let Some(latency) = window.close(reply, queries, now, arrived) {
         stats.completed(reply, latency, now);
     }
 }
@@ -590,8 +649,8 @@ mod tests {
             Queries::parse("a.example A\nb.example A\n", QueryOptions::default()).unwrap();
         let t0 = Instant::now();
         let mut w = Window::new(t0, 0);
-        let id0 = w.open(0, t0, Duration::from_secs(1));
-        let id1 = w.open(1, t0, Duration::from_secs(1));
+        let id0 = w.open(0, t0, 5_000_000, Duration::from_secs(1));
+        let id1 = w.open(1, t0, 5_000_000, Duration::from_secs(1));
         let mut reply = queries.messages[1].to_vec();
         reply[..2].copy_from_slice(&id1.to_be_bytes());
         reply[2] |= 0x80;
@@ -599,11 +658,37 @@ mod tests {
         let mut wrong = queries.messages[0].to_vec();
         wrong[..2].copy_from_slice(&id1.to_be_bytes());
         wrong[2] |= 0x80;
-        assert!(w.close(&wrong, &queries, t0).is_none());
-        assert!(w
-            .close(&reply, &queries, t0 + Duration::from_millis(3))
-            .is_some());
-        assert!(w.close(&reply, &queries, t0).is_none(), "counted twice");
+        assert!(w.close(&wrong, &queries, t0, None).is_none());
+        // A kernel stamp wins over the (later) read time.
+        assert_eq!(
+            w.close(
+                &reply,
+                &queries,
+                t0 + Duration::from_millis(3),
+                Some(5_250_000)
+            ),
+            Some(Duration::from_micros(250))
+        );
+        assert!(
+            w.close(&reply, &queries, t0, None).is_none(),
+            "counted twice"
+        );
+        assert_eq!(w.outstanding, 1);
+        // A stamp before the send (clock stepped back): the read time.
+        let mut reply0 = queries.messages[0].to_vec();
+        reply0[..2].copy_from_slice(&id0.to_be_bytes());
+        reply0[2] |= 0x80;
+        let id2 = w.open(0, t0, 9_000_000, Duration::from_secs(1));
+        reply0[..2].copy_from_slice(&id2.to_be_bytes());
+        assert_eq!(
+            w.close(
+                &reply0,
+                &queries,
+                t0 + Duration::from_millis(2),
+                Some(1_000)
+            ),
+            Some(Duration::from_millis(2))
+        );
         assert_eq!(w.outstanding, 1);
         assert_eq!(w.expire(t0 + Duration::from_millis(999)), 0);
         assert_eq!(w.expire(t0 + Duration::from_secs(1)), 1);

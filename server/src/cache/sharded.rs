@@ -44,7 +44,7 @@ struct Shard<K, V> {
 /// An LRU map split into independently locked shards.
 pub struct ShardedLru<K, V> {
     shards: Box<[Mutex<Shard<K, V>>]>,
-    hasher: std::collections::hash_map::RandomState,
+    hasher: foldhash::quality::RandomState,
     max_entries_per_shard: usize,
     max_bytes_per_shard: usize,
     evictions: AtomicU64,
