@@ -134,6 +134,20 @@ async fn run(args: Args) -> Result<(), String> {
     let store = Store::connect(&args.mongodb_uri, &args.database, Duration::from_secs(5))
         .await
         .map_err(|e| e.to_string())?;
+    let result = import(&args, zone, is_dir, &store).await;
+    // Before the runtime ends, or the driver may panic at exit
+    // (`Store::shutdown`).
+    store.shutdown().await;
+    result
+}
+
+/// The import itself, on a connected store.
+async fn import(
+    args: &Args,
+    zone: Option<Name>,
+    is_dir: bool,
+    store: &Store,
+) -> Result<(), String> {
     store.ensure_indexes().await.map_err(|e| e.to_string())?;
     let bar = ProgressBar::new(0);
     if std::io::stderr().is_terminal() {
@@ -179,7 +193,7 @@ async fn run(args: Args) -> Result<(), String> {
             Some(_) => BaselineInput::File(args.file.clone()),
             None => BaselineInput::Zones(source),
         };
-        let s = baseline(&store, input, &options, &progress)
+        let s = baseline(store, input, &options, &progress)
             .await
             .map_err(|e| e.to_string())?;
         bar.finish_and_clear();
@@ -193,7 +207,7 @@ async fn run(args: Args) -> Result<(), String> {
         return Ok(());
     }
     if zone.is_some() {
-        let result = import_file_with(&store, &args.file, &options, &tuning, &progress).await;
+        let result = import_file_with(store, &args.file, &options, &tuning, &progress).await;
         reporter.finish(result.is_ok()).await;
         let summary = result.map_err(|e| e.to_string())?;
         bar.finish_and_clear();
@@ -211,7 +225,7 @@ async fn run(args: Args) -> Result<(), String> {
             summary.records as f64 / secs.max(1e-9)
         );
     } else {
-        let result = import_zones(&store, &source, &options, &tuning, &progress).await;
+        let result = import_zones(store, &source, &options, &tuning, &progress).await;
         reporter.finish(result.is_ok()).await;
         let s = result.map_err(|e| e.to_string())?;
         bar.finish_and_clear();
