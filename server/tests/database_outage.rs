@@ -126,20 +126,31 @@ fn host_port(uri: &str) -> String {
     rest.split(['/', '?', ',']).next().unwrap().to_string()
 }
 
-#[test]
-fn servfail_while_the_database_is_gone_then_recovery() {
+/// A test database holding the zone `TAG.test.` (SOA, NS, `ns` and, with
+/// `www`, `www` A records) and a relay in front of the database: the relay
+/// and the URI through it, for a server whose database the test can cut,
+/// freeze or slow down.
+fn zone_behind_relay(tag: &str, www: bool) -> (TestZoneDb, Relay, String) {
+    let apex = format!("{tag}.test.");
+    let mut zone = format!(
+        "$ORIGIN {apex}\n@ 300 IN SOA ns admin 1 1 1 1 60\n@ 300 IN NS ns\nns 300 IN A 192.0.2.1\n"
+    );
+    if www {
+        zone.push_str("www 300 IN A 192.0.2.2\n");
+    }
     let db = block_on(async {
-        let db = TestZoneDb::new("outage").await;
-        db.import(
-            "outage.test.",
-            "$ORIGIN outage.test.\n@ 300 IN SOA ns admin 1 1 1 1 60\n@ 300 IN NS ns\nns 300 IN A 192.0.2.1\nwww 300 IN A 192.0.2.2\n",
-            false,
-        )
-        .await;
+        let db = TestZoneDb::new(tag).await;
+        db.import(&apex, &zone, false).await;
         db
     });
     let relay = Relay::start(host_port(&database_uri()));
     let uri = format!("mongodb://127.0.0.1:{}/?directConnection=true", relay.port);
+    (db, relay, uri)
+}
+
+#[test]
+fn servfail_while_the_database_is_gone_then_recovery() {
+    let (db, relay, uri) = zone_behind_relay("outage", true);
     let server = ServerProcess::start_with_uri(
         &uri,
         &db.name,
@@ -186,18 +197,7 @@ fn servfail_while_the_database_is_gone_then_recovery() {
 /// again within a few seconds.
 #[test]
 fn recovery_after_a_frozen_database() {
-    let db = block_on(async {
-        let db = TestZoneDb::new("frozen").await;
-        db.import(
-            "frozen.test.",
-            "$ORIGIN frozen.test.\n@ 300 IN SOA ns admin 1 1 1 1 60\n@ 300 IN NS ns\nns 300 IN A 192.0.2.1\n",
-            false,
-        )
-        .await;
-        db
-    });
-    let relay = Relay::start(host_port(&database_uri()));
-    let uri = format!("mongodb://127.0.0.1:{}/?directConnection=true", relay.port);
+    let (db, relay, uri) = zone_behind_relay("frozen", false);
     let server = ServerProcess::start_with_uri(
         &uri,
         &db.name,
@@ -254,18 +254,7 @@ fn recovery_after_a_frozen_database() {
 /// finish (detached from the queries that time out) and the name resolves.
 #[test]
 fn a_slow_database_is_not_declared_down() {
-    let db = block_on(async {
-        let db = TestZoneDb::new("slow").await;
-        db.import(
-            "slow.test.",
-            "$ORIGIN slow.test.\n@ 300 IN SOA ns admin 1 1 1 1 60\n@ 300 IN NS ns\nns 300 IN A 192.0.2.1\n",
-            false,
-        )
-        .await;
-        db
-    });
-    let relay = Relay::start(host_port(&database_uri()));
-    let uri = format!("mongodb://127.0.0.1:{}/?directConnection=true", relay.port);
+    let (db, relay, uri) = zone_behind_relay("slow", false);
     let mut args = vec!["--query-timeout-ms", "1000", "--db-timeout-ms", "500"];
     // SLOW_DB_CHECK_TIMEOUT_MS=500 shows the old behaviour (the test fails).
     let check = std::env::var("SLOW_DB_CHECK_TIMEOUT_MS").unwrap_or_default();
@@ -327,18 +316,7 @@ fn an_unreachable_database_at_start_is_a_clear_error() {
 
 #[test]
 fn expired_answers_are_served_stale_while_the_database_is_gone() {
-    let db = block_on(async {
-        let db = TestZoneDb::new("stale").await;
-        db.import(
-            "stale.test.",
-            "$ORIGIN stale.test.\n@ 300 IN SOA ns admin 1 1 1 1 60\n@ 300 IN NS ns\nns 300 IN A 192.0.2.1\nwww 300 IN A 192.0.2.2\n",
-            false,
-        )
-        .await;
-        db
-    });
-    let relay = Relay::start(host_port(&database_uri()));
-    let uri = format!("mongodb://127.0.0.1:{}/?directConnection=true", relay.port);
+    let (db, relay, uri) = zone_behind_relay("stale", true);
     // Everything expires after 1 s; stale answers allowed for 30 s more.
     let common = [
         "--query-timeout-ms",
