@@ -163,6 +163,25 @@ fn kill_midway_then_rerun(uri: &str, db: &str, args: &[&str], rate: &str) -> Str
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// The number of records an import's summary line says were stored by an
+/// earlier run: the first word after `marker`.
+fn resume_count(out: &str, marker: &str) -> u64 {
+    out.split(marker)
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no resume count in {out:?}"))
+}
+
+/// Stores on the databases of a killed-and-resumed import and a clean one.
+async fn connect_pair(uri: &str, killed: &str, clean: &str) -> (Store, Store) {
+    let connect = |db| Store::connect(uri, db, Duration::from_secs(10));
+    (
+        connect(killed).await.unwrap(),
+        connect(clean).await.unwrap(),
+    )
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -183,23 +202,12 @@ fn killed_single_zone_import_resumes_to_the_same_content() {
     let args = ["--zone", "example.com.", "--batch-size", "50", f];
     let out = kill_midway_then_rerun(&uri, &killed, &args, "400");
     // It resumed: it found records stored by the killed run.
-    let resumed: u64 = out
-        .split("; ")
-        .nth(1)
-        .and_then(|s| s.split(' ').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no resume count in {out:?}"));
-    assert!(resumed > 0, "nothing was resumed: {out}");
+    assert!(resume_count(&out, "; ") > 0, "nothing was resumed: {out}");
     let c = import_cmd(&uri, &clean, &args).output().unwrap();
     assert!(c.status.success());
     let rt = runtime();
     rt.block_on(async {
-        let a = Store::connect(&uri, &killed, Duration::from_secs(10))
-            .await
-            .unwrap();
-        let b = Store::connect(&uri, &clean, Duration::from_secs(10))
-            .await
-            .unwrap();
+        let (a, b) = connect_pair(&uri, &killed, &clean).await;
         let zones = ["example.com.".parse::<Name>().unwrap()];
         let (da, db) = (dump(&a, &zones).await, dump(&b, &zones).await);
         assert!(da.len() > 1500, "{}", da.len());
@@ -231,23 +239,15 @@ fn killed_multi_zone_import_resumes_to_the_same_content() {
     let args = ["--batch-size", "40", f];
     let out = kill_midway_then_rerun(&uri, &killed, &args, "300");
     assert!(out.contains("in 400 zones"), "{out}");
-    let resumed: u64 = out
-        .split("zones (")
-        .nth(1)
-        .and_then(|s| s.split(' ').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no resume count in {out:?}"));
-    assert!(resumed > 0, "nothing was resumed: {out}");
+    assert!(
+        resume_count(&out, "zones (") > 0,
+        "nothing was resumed: {out}"
+    );
     let c = import_cmd(&uri, &clean, &args).output().unwrap();
     assert!(c.status.success());
     let rt = runtime();
     rt.block_on(async {
-        let a = Store::connect(&uri, &killed, Duration::from_secs(10))
-            .await
-            .unwrap();
-        let b = Store::connect(&uri, &clean, Duration::from_secs(10))
-            .await
-            .unwrap();
+        let (a, b) = connect_pair(&uri, &killed, &clean).await;
         let zones: Vec<Name> = (0..400).map(|j| small.apex(j).parse().unwrap()).collect();
         let (da, db) = (dump(&a, &zones).await, dump(&b, &zones).await);
         // Serials may differ (a zone stored by the killed run after its last
