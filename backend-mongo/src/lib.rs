@@ -16,6 +16,7 @@ pub mod progress;
 pub mod rtype;
 pub mod schema;
 pub mod store;
+pub mod testing;
 pub mod writer;
 
 pub use name::{Name, NameError};

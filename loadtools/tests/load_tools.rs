@@ -8,32 +8,13 @@
 //!  perf:     a UDP responder that drops every 10th query ─► exact counts
 //! ```
 
+use backend_mongo::testing::database_uri;
 use backend_mongo::{Name, Store};
 use loadtools::zonegen::{BigZone, SmallZones};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-fn database_uri() -> String {
-    if let Ok(uri) = std::env::var("MONGODB_URI") {
-        return uri;
-    }
-    let out = Command::new(repo_root().join("scripts/dev-mongo"))
-        .arg("start")
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("cannot run scripts/dev-mongo start");
-    assert!(out.status.success(), "scripts/dev-mongo start failed");
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
 
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
 

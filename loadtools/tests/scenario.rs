@@ -11,28 +11,9 @@
 //!
 //! Nothing here is timed: a slow machine only makes the figures smaller.
 
+use backend_mongo::testing::{database_uri, repo_root};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-fn database_uri() -> String {
-    if let Ok(uri) = std::env::var("MONGODB_URI") {
-        return uri;
-    }
-    let out = Command::new(repo_root().join("scripts/dev-mongo"))
-        .arg("start")
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("cannot run scripts/dev-mongo start");
-    assert!(out.status.success(), "scripts/dev-mongo start failed");
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
 
 /// The scenario runs mongodns-server and mongodns-sign from the directory
 /// of mongodns-perf; `cargo test -p loadtools` alone does not build them.

@@ -2,36 +2,12 @@
 //! exit status, key rollovers, private keys never printed, old versions
 //! left for cleanup and collected, and progress reports.
 
+use backend_mongo::testing::database_uri;
 use backend_mongo::{Name, NodeWrite, RRset, RType, Store, WriteMode};
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
-
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-fn database_uri() -> String {
-    static URI: OnceLock<String> = OnceLock::new();
-    URI.get_or_init(|| {
-        if let Ok(uri) = std::env::var("MONGODB_URI") {
-            return uri;
-        }
-        let out = Command::new(repo_root().join("scripts/dev-mongo"))
-            .arg("start")
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("cannot run scripts/dev-mongo start");
-        assert!(out.status.success(), "scripts/dev-mongo start failed");
-        String::from_utf8(out.stdout).unwrap().trim().to_string()
-    })
-    .clone()
-}
 
 fn runtime() -> &'static tokio::runtime::Runtime {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();

@@ -6,8 +6,9 @@
 //!  ServerProcess::start(): the mongodns-server binary on a free port
 //!  ask_udp / ask_tcp: hand-built query ─► reply parsed by hickory-proto
 //! ```
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
+pub use backend_mongo::testing::{database_uri, repo_root};
 use backend_mongo::{Name, Store};
 use hickory_proto::op::Message;
 use loadtools::import::{import_file, ImportOptions, NoProgress};
@@ -18,32 +19,6 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
-
-/// The repository root.
-pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-/// URI of the test database: `MONGODB_URI`, or the dev database started now.
-pub fn database_uri() -> String {
-    static URI: OnceLock<String> = OnceLock::new();
-    URI.get_or_init(|| {
-        if let Ok(uri) = std::env::var("MONGODB_URI") {
-            return uri;
-        }
-        let out = Command::new(repo_root().join("scripts/dev-mongo"))
-            .arg("start")
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("cannot run scripts/dev-mongo start");
-        assert!(out.status.success(), "scripts/dev-mongo start failed");
-        String::from_utf8(out.stdout).unwrap().trim().to_string()
-    })
-    .clone()
-}
 
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
 

@@ -1,0 +1,45 @@
+//! The test database, for the workspace's integration tests.
+//!
+//! ```text
+//!  database_uri() ─► $MONGODB_URI, or `scripts/dev-mongo start` (once per
+//!                    test binary) ─► the URI it prints
+//! ```
+//!
+//! Every crate's storage tests run against a real MongoDB-protocol database
+//! (FerretDB on the development machines, `docs/dev-database.md`); this is
+//! the one place that finds or starts it.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+/// The workspace's root directory (where `scripts/` is).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("backend-mongo lives inside the workspace")
+        .to_path_buf()
+}
+
+/// URI of the test database: `MONGODB_URI`, or the development database,
+/// started by `scripts/dev-mongo start` if it is not running. Panics with a
+/// clear message when neither works (a storage test cannot run without it).
+pub fn database_uri() -> String {
+    static URI: OnceLock<String> = OnceLock::new();
+    URI.get_or_init(|| {
+        if let Ok(uri) = std::env::var("MONGODB_URI") {
+            return uri;
+        }
+        let out = Command::new(repo_root().join("scripts/dev-mongo"))
+            .arg("start")
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("cannot run scripts/dev-mongo start");
+        assert!(out.status.success(), "scripts/dev-mongo start failed");
+        String::from_utf8(out.stdout)
+            .expect("dev-mongo prints a URI")
+            .trim()
+            .to_string()
+    })
+    .clone()
+}
