@@ -785,6 +785,19 @@ pub fn question_name_end(query: &[u8]) -> Option<usize> {
 
 /// A name in presentation form from its wire bytes (no compression),
 /// letter case kept, special characters escaped.
+/// Bytes a label shows as they are: letters, digits, `-` and `_` (one
+/// table load per byte instead of four comparisons).
+const PLAIN: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        t[b] = c.is_ascii_alphanumeric() || c == b'-' || c == b'_';
+        b += 1;
+    }
+    t
+};
+
 fn push_name(out: &mut Out, name: &[u8]) {
     if name.len() <= 1 {
         out.byte(b'.');
@@ -794,10 +807,7 @@ fn push_name(out: &mut Out, name: &[u8]) {
     while at + 1 < name.len() {
         let len = usize::from(name[at]);
         let label = &name[at + 1..(at + 1 + len).min(name.len())];
-        if label
-            .iter()
-            .all(|&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        {
+        if label.iter().all(|&b| PLAIN[usize::from(b)]) {
             out.bytes(label);
         } else {
             for &b in label {
@@ -881,39 +891,45 @@ fn push_rfc3164_time(out: &mut Out, unix_us: u64) {
     );
 }
 
-/// The RFC 3339 time of a line, the part up to the second cached (lines
-/// come in thousands per second).
+/// The RFC 3339 time of a line: the last time's text kept whole (the
+/// lines of one UDP batch share their time), the part up to the second
+/// cached (lines come in thousands per second).
 #[derive(Default)]
 struct Clock {
     second: Option<u64>,
     /// `YYYY-MM-DDTHH:MM:SS.`
     prefix: [u8; 20],
+    last: Option<u64>,
+    /// `YYYY-MM-DDTHH:MM:SS.ffffffZ` of `last`.
+    text: [u8; 27],
 }
 
 impl Clock {
     fn push(&mut self, out: &mut Out, unix_us: u64) {
-        let second = unix_us / 1_000_000;
-        if self.second != Some(second) {
-            let mut text = [0u8; 32];
-            push_rfc3339(
-                &mut Out {
-                    buf: &mut text,
-                    at: 0,
-                },
-                second * 1_000_000,
-            );
-            self.prefix.copy_from_slice(&text[..20]);
-            self.second = Some(second);
+        if self.last != Some(unix_us) {
+            let second = unix_us / 1_000_000;
+            if self.second != Some(second) {
+                let mut text = [0u8; 32];
+                push_rfc3339(
+                    &mut Out {
+                        buf: &mut text,
+                        at: 0,
+                    },
+                    second * 1_000_000,
+                );
+                self.prefix.copy_from_slice(&text[..20]);
+                self.second = Some(second);
+            }
+            self.text[..20].copy_from_slice(&self.prefix);
+            let mut micros = unix_us % 1_000_000;
+            for d in self.text[20..26].iter_mut().rev() {
+                *d = b'0' + (micros % 10) as u8;
+                micros /= 10;
+            }
+            self.text[26] = b'Z';
+            self.last = Some(unix_us);
         }
-        out.bytes(&self.prefix);
-        let mut micros = unix_us % 1_000_000;
-        let mut digits = [0u8; 7];
-        digits[6] = b'Z';
-        for d in digits[..6].iter_mut().rev() {
-            *d = b'0' + (micros % 10) as u8;
-            micros /= 10;
-        }
-        out.bytes(&digits);
+        out.bytes(&self.text);
     }
 }
 
@@ -1202,32 +1218,6 @@ fn rotate(path: &Path, file: &mut File, keep: usize) -> io::Result<()> {
     Ok(())
 }
 
-/// The writer thread's nice value (the answering threads run at 0).
-const WRITER_NICE: i32 = 10;
-
-/// Makes the calling thread (the writer) yield to the answering threads:
-/// at nice 10 the scheduler runs it in the gaps between packets and lets a
-/// waking answering thread preempt it, so its bursts (a few thousand lines
-/// every 10 ms) do not hold up answers on a shared core; on a core that
-/// never idles it still gets about a tenth of it (weight 110 against 1024),
-/// more than twice what it needs at 250,000 lines per second.
-fn lower_priority() {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: two plain syscalls about this thread; no memory involved.
-        let (tid, rc) = unsafe {
-            let tid = libc::gettid();
-            (
-                tid,
-                libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, WRITER_NICE),
-            )
-        };
-        if rc != 0 {
-            tracing::debug!(tid, "query log writer: setpriority failed");
-        }
-    }
-}
-
 /// The writer naps instead of being woken: a wake-up per query would cost
 /// the answer path a futex call, and on a busy core a context switch. It
 /// naps 10 ms (50 ms after a second without lines), 1 ms while some
@@ -1236,7 +1226,6 @@ fn lower_priority() {
 /// millisecond cost a third of the writer's CPU in syscalls at 20,000
 /// queries per second.)
 fn write_loop(mut sink: Sink, shared: Arc<Shared>) {
-    lower_priority();
     let stats = &shared.stats;
     let mut rings: Vec<Arc<Ring>> = Vec::new();
     let mut clock = Clock::default();
@@ -1333,8 +1322,11 @@ mod tests {
         let mut clock = Clock::default();
         for us in [
             1_709_210_096_789_000,
+            1_709_210_096_789_000,
             1_709_210_096_999_999,
             1_709_210_097_000_042,
+            1_709_210_097_000_042,
+            1_709_210_097_000_043,
         ] {
             assert_eq!(text(|o| clock.push(o, us)), text(|o| push_rfc3339(o, us)));
         }
