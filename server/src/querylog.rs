@@ -5,9 +5,10 @@
 //!  answer path (any runtime thread)                    writer thread (wakes every 1-10 ms)
 //!  record() / record_each() (a UDP batch: one clock read, one publish)
 //!    sample 1 in N? ─► encode ≈40-byte record ─► this thread's ring ─► decode in place, format
-//!    (ring full: drop, count)   (64-bit words, no lock)         │    ─► file (writes of ≥192 KiB)
-//!                                                               │    └─► or syslog socket
-//!                                                               └─► then free the ring's words
+//!    (ring full: drop, count)   (64-bit words, no lock)         │    into a 192 KiB buffer (or
+//!                                                               │    send each: syslog socket)
+//!                                                               └─► free the words formatted,
+//!                                                                   then write() a full buffer
 //!  SIGHUP ─► reopen() ─► the writer reopens the file (logrotate) or reconnects
 //!  file above query_log_max_mb ─► FILE.1 … FILE.keep shifted, FILE started again
 //! ```
@@ -25,8 +26,9 @@
 //! batch (sent together) are recorded together: one clock read, one
 //! publish, and their lines share that time. The writer decodes and formats
 //! straight from the ring's memory (a record cut by the ring's end is put
-//! together in a small copy), into a fixed buffer by index, and frees the
-//! words afterwards. Lines of different threads may be out of time order by
+//! together in a small copy), into a fixed buffer by index, frees the words
+//! it formatted, and only then writes a full buffer (a slow `write` never
+//! holds ring space). Lines of different threads may be out of time order by
 //! up to a drain (a few milliseconds).
 //!
 //! Line format (fields separated by one space):
@@ -214,9 +216,11 @@ impl Ring {
     }
 
     /// Shows every published word to `read` as bytes, in place (one slice,
-    /// or two when they wrap past the ring's end), then frees them; returns
-    /// the number of words. Consumer side: only the writer calls this.
-    fn consume(&self, read: impl FnOnce(&[u8], &[u8])) -> u64 {
+    /// or two when they wrap past the ring's end), then frees the first
+    /// bytes it says it used (whole words; the rest stays for the next
+    /// call); returns the number of words freed. Consumer side: only the
+    /// writer calls this.
+    fn consume(&self, read: impl FnOnce(&[u8], &[u8]) -> usize) -> u64 {
         let head = self.head.0.load(Ordering::Relaxed);
         let tail = self.tail.0.load(Ordering::Acquire);
         if tail == head {
@@ -238,9 +242,12 @@ impl Ring {
             // comes after `read` returns; the slices cannot outlive `read`.
             unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), words.len() * 8) }
         };
-        read(bytes(first), bytes(second));
-        self.head.0.store(tail, Ordering::Release);
-        tail - head
+        let used = (read(bytes(first), bytes(second)) / 8) as u64;
+        debug_assert!(used <= tail - head);
+        if used > 0 {
+            self.head.0.store(head + used, Ordering::Release);
+        }
+        used
     }
 
     fn is_empty(&self) -> bool {
@@ -1025,10 +1032,18 @@ impl Sink {
         }
     }
 
-    /// Formats every record of `bytes` (whole records, as read from a
-    /// ring) and writes them: the file output in large writes, the syslog
-    /// output one message per line.
-    fn write_records(&mut self, mut bytes: &[u8], clock: &mut Clock, stats: &QueryLogStats) {
+    /// Formats the records of `bytes` (whole records, as read from a ring)
+    /// and writes them: the file output into its buffer, stopping once
+    /// [`WRITE_AT`] bytes are ready ([`Sink::write_full`] writes them); the
+    /// syslog output one message per line, every record. Returns the bytes
+    /// of `bytes` done.
+    fn write_records(
+        &mut self,
+        mut bytes: &[u8],
+        clock: &mut Clock,
+        stats: &QueryLogStats,
+    ) -> usize {
+        let total = bytes.len();
         match self {
             Sink::File {
                 path,
@@ -1040,7 +1055,7 @@ impl Sink {
                 max_bytes,
                 keep,
             } => {
-                while !bytes.is_empty() {
+                while !bytes.is_empty() && *filled < WRITE_AT {
                     let (record, len) = decode(bytes);
                     bytes = &bytes[len..];
                     // Straight into the write buffer: no per-line copy.
@@ -1072,11 +1087,6 @@ impl Sink {
                     }
                     *size += line_len;
                     *pending_lines += 1;
-                    if *filled >= WRITE_AT {
-                        write_counted(file, &pending[..*filled], *pending_lines, stats);
-                        *filled = 0;
-                        *pending_lines = 0;
-                    }
                 }
             }
             Sink::Syslog {
@@ -1122,32 +1132,61 @@ impl Sink {
                 }
             }
         }
+        total - bytes.len()
     }
 
-    /// Formats and writes the records a ring showed: `first`, then
-    /// `second` (its words after the wrap). A record cut in two by the
-    /// wrap is put together in a small copy.
+    /// Writes the file output's buffer if [`WRITE_AT`] bytes are ready;
+    /// true if it did.
+    fn write_full(&mut self, stats: &QueryLogStats) -> bool {
+        match self {
+            Sink::File {
+                file,
+                pending,
+                filled,
+                pending_lines,
+                ..
+            } if *filled >= WRITE_AT => {
+                write_counted(file, &pending[..*filled], *pending_lines, stats);
+                *filled = 0;
+                *pending_lines = 0;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Formats the records a ring showed: `first`, then `second` (its
+    /// words after the wrap), until the file output's buffer is full; returns
+    /// the bytes done. A record cut in two by the wrap is put together in a
+    /// small copy.
     fn write_ring(
         &mut self,
         first: &[u8],
         second: &[u8],
         clock: &mut Clock,
         stats: &QueryLogStats,
-    ) {
+    ) -> usize {
         let whole = whole_records(first);
-        self.write_records(&first[..whole], clock, stats);
+        let done = self.write_records(&first[..whole], clock, stats);
+        if done < whole {
+            return done;
+        }
         let rest = &first[whole..];
         let mut second = second;
+        let mut done = whole;
         if !rest.is_empty() {
             let mut joined = [0u8; MAX_RECORD];
             let take = (MAX_RECORD - rest.len()).min(second.len());
             joined[..rest.len()].copy_from_slice(rest);
             joined[rest.len()..rest.len() + take].copy_from_slice(&second[..take]);
             let len = record_len(&joined);
-            self.write_records(&joined[..len], clock, stats);
+            if self.write_records(&joined[..len], clock, stats) < len {
+                return done;
+            }
+            done += len;
             second = &second[len - rest.len()..];
         }
-        self.write_records(second, clock, stats);
+        done + self.write_records(second, clock, stats)
     }
 
     /// Writes what is formatted and not yet written.
@@ -1239,9 +1278,16 @@ fn write_loop(mut sink: Sink, shared: Arc<Shared>) {
         // A quarter full anywhere means the next nap is short.
         let mut hurry = false;
         for ring in &rings {
-            let words = ring.consume(|first, second| {
-                sink.write_ring(first, second, &mut clock, stats);
-            });
+            let mut words = 0;
+            loop {
+                words +=
+                    ring.consume(|first, second| sink.write_ring(first, second, &mut clock, stats));
+                // A full buffer is written after the ring's words are
+                // freed: a slow write never holds them.
+                if !sink.write_full(stats) {
+                    break;
+                }
+            }
             got += words;
             hurry |= words * 4 >= ring.capacity();
         }
@@ -1301,6 +1347,7 @@ mod tests {
         ring.consume(|first, second| {
             out.extend_from_slice(first);
             out.extend_from_slice(second);
+            first.len() + second.len()
         })
     }
 
@@ -1683,6 +1730,57 @@ mod tests {
         let names: Vec<&str> = text.lines().map(|l| l.split(' ').nth(3).unwrap()).collect();
         assert_eq!(names, expected);
         assert_eq!(stats.written.load(Ordering::Relaxed), expected.len() as u64);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_full_write_buffer_frees_what_was_formatted_and_keeps_the_rest() {
+        let dir = scratch("full");
+        let path = dir.join("q.log");
+        let mut sink = Sink::open(&config(Destination::File(path.clone()), 8)).unwrap();
+        let stats = QueryLogStats::default();
+        let mut clock = Clock::default();
+        // About 5,000 lines of ~70 bytes: more than one buffer (WRITE_AT).
+        let ring = Ring::new(8192);
+        let (mut tail, mut head) = (0, 0);
+        let mut rec = [0u8; MAX_RECORD];
+        let lines = 5000;
+        for i in 0..lines {
+            let len = encode(
+                &mut rec,
+                &numbered_query(i),
+                None,
+                "192.0.2.5:7".parse().unwrap(),
+                false,
+                1,
+            );
+            assert!(ring.write(&mut tail, &mut head, &rec[..len]));
+        }
+        ring.publish(tail);
+        let first = ring.consume(|a, b| sink.write_ring(a, b, &mut clock, &stats));
+        assert!(
+            first > 0 && first < tail,
+            "stopped at a full buffer: {first} of {tail}"
+        );
+        assert!(!ring.is_empty());
+        assert!(sink.write_full(&stats), "the buffer was full");
+        assert!(!sink.write_full(&stats), "and is empty now");
+        let mut rounds = 1;
+        while !ring.is_empty() {
+            ring.consume(|a, b| sink.write_ring(a, b, &mut clock, &stats));
+            sink.write_full(&stats);
+            rounds += 1;
+        }
+        sink.flush(&stats);
+        assert!(rounds >= 2);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let names: Vec<String> = text
+            .lines()
+            .map(|l| l.split(' ').nth(3).unwrap().to_string())
+            .collect();
+        let expected: Vec<String> = (0..lines).map(|i| format!("n{i}.test.")).collect();
+        assert_eq!(names, expected);
+        assert_eq!(stats.written.load(Ordering::Relaxed), lines as u64);
         let _ = std::fs::remove_dir_all(dir);
     }
 
