@@ -4,8 +4,10 @@
 //! ```text
 //!  frontend ─► Observed<H>::handle_now / handle ─► H (the responder)
 //!      └─ after the reply: observe(query, reply, peer, transport)
+//!         (or observe_batch: a UDP receive batch's answers, sent together)
 //!            ─► QueryMetrics (per-thread shards, one relaxed add)
-//!            ─► QueryLog::record (sampled, bounded, never waits)
+//!            ─► QueryLog::record / record_each (sampled, bounded, never
+//!               waits; one clock read per batch)
 //! ```
 //!
 //! The counters are sharded by thread so two workers never write the same
@@ -259,6 +261,29 @@ impl<H: Handler> Handler for Observed<H> {
         self.metrics.count(query, reply, transport);
         if let Some(log) = &self.log {
             log.record(query, reply, peer, transport);
+        }
+    }
+
+    #[inline]
+    fn observe_batch<'a>(
+        &self,
+        n: usize,
+        get: impl Fn(usize) -> (&'a [u8], &'a [u8], SocketAddr),
+        transport: Transport,
+    ) {
+        for i in 0..n {
+            let (query, reply, _) = get(i);
+            self.metrics.count(query, Some(reply), transport);
+        }
+        if let Some(log) = &self.log {
+            log.record_each(
+                n,
+                |i| {
+                    let (query, reply, peer) = get(i);
+                    (query, Some(reply), peer)
+                },
+                transport,
+            );
         }
     }
 }

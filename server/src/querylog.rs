@@ -3,9 +3,12 @@
 //!
 //! ```text
 //!  answer path (any runtime thread)                    writer thread (wakes every 1-10 ms)
-//!  record(): sample 1 in N? ─► encode ≈40-byte record ─► this thread's ring ─► copy out, free the ring
-//!            (ring full: drop, count)   (64-bit words, no lock)     └─► decode, format ─► file (writes of ≥192 KiB)
-//!                                                                                      └─► or syslog socket
+//!  record() / record_each() (a UDP batch: one clock read, one publish)
+//!    sample 1 in N? ─► encode ≈40-byte record ─► this thread's ring ─► decode in place, format
+//!    (ring full: drop, count)   (64-bit words, no lock)         │    into a 192 KiB buffer (or
+//!                                                               │    send each: syslog socket)
+//!                                                               └─► free the words formatted,
+//!                                                                   then write() a full buffer
 //!  SIGHUP ─► reopen() ─► the writer reopens the file (logrotate) or reconnects
 //!  file above query_log_max_mb ─► FILE.1 … FILE.keep shifted, FILE started again
 //! ```
@@ -19,8 +22,14 @@
 //! frees what it read with one release store of the head; the two sit on
 //! cache lines of their own. The ring is reused in place, so the memory the
 //! answer path writes stays in the cache. A full ring means the writer is
-//! behind: the line is dropped and counted. Lines of different threads may
-//! be out of time order by up to a drain (a few milliseconds).
+//! behind: the line is dropped and counted. The answers of one UDP receive
+//! batch (sent together) are recorded together: one clock read, one
+//! publish, and their lines share that time. The writer decodes and formats
+//! straight from the ring's memory (a record cut by the ring's end is put
+//! together in a small copy), into a fixed buffer by index, frees the words
+//! it formatted, and only then writes a full buffer (a slow `write` never
+//! holds ring space). Lines of different threads may be out of time order by
+//! up to a drain (a few milliseconds).
 //!
 //! Line format (fields separated by one space):
 //!
@@ -63,6 +72,10 @@ const MAX_RECORD: usize = (MAX_HEAD + 255).div_ceil(8) * 8;
 const FLUSH_EVERY: Duration = Duration::from_millis(500);
 /// The file output writes once this much is formatted (or at a flush).
 const WRITE_AT: usize = 192 * 1024;
+/// The writer frees the ring words it formatted at least every this many
+/// bytes of lines (about 400), so a writer preempted while formatting
+/// holds little ring space.
+const FREE_EVERY: usize = 32 * 1024;
 
 // Record bits.
 const TCP: u8 = 1;
@@ -167,11 +180,12 @@ impl Ring {
     }
 
     /// Appends `record` (whole words) after `*tail`, the thread's own copy
-    /// of the tail; `*head` is its last sight of the writer's head, read
-    /// again only when the ring looks full. False when it does not fit.
-    /// Producer side: only the owning thread calls this.
+    /// of the tail, without publishing it ([`Ring::publish`] does); `*head`
+    /// is its last sight of the writer's head, read again only when the ring
+    /// looks full. False when it does not fit. Producer side: only the
+    /// owning thread calls this.
     #[inline]
-    fn push(&self, tail: &mut u64, head: &mut u64, record: &[u8]) -> bool {
+    fn write(&self, tail: &mut u64, head: &mut u64, record: &[u8]) -> bool {
         let n = (record.len() / 8) as u64;
         if *tail + n - *head > self.capacity() {
             *head = self.head.0.load(Ordering::Acquire);
@@ -182,31 +196,74 @@ impl Ring {
         for (i, word) in record.chunks_exact(8).enumerate() {
             let mut w = [0u8; 8];
             w.copy_from_slice(word);
+            // Native byte order: the writer reads the words' memory as bytes.
             self.words[((*tail + i as u64) & self.mask) as usize]
-                .store(u64::from_le_bytes(w), Ordering::Relaxed);
+                .store(u64::from_ne_bytes(w), Ordering::Relaxed);
         }
         *tail += n;
-        self.tail.0.store(*tail, Ordering::Release);
         true
     }
 
-    /// Moves every published word to `out` and frees its place; returns the
-    /// number of words. Consumer side: only the writer calls this.
-    fn drain_into(&self, out: &mut Vec<u8>) -> u64 {
+    /// Hands every word written up to `tail` to the writer (one release
+    /// store). Producer side.
+    #[inline]
+    fn publish(&self, tail: u64) {
+        self.tail.0.store(tail, Ordering::Release);
+    }
+
+    /// [`Ring::write`] and [`Ring::publish`] for one record.
+    #[cfg(test)]
+    fn push(&self, tail: &mut u64, head: &mut u64, record: &[u8]) -> bool {
+        let ok = self.write(tail, head, record);
+        self.publish(*tail);
+        ok
+    }
+
+    /// Shows every published word to `read` as bytes, in place (one slice,
+    /// or two when they wrap past the ring's end), then frees the first
+    /// bytes it says it used (whole words; the rest stays for the next
+    /// call); returns the number of words freed. Consumer side: only the
+    /// writer calls this.
+    fn consume(&self, read: impl FnOnce(&[u8], &[u8]) -> usize) -> u64 {
         let head = self.head.0.load(Ordering::Relaxed);
         let tail = self.tail.0.load(Ordering::Acquire);
-        out.reserve(((tail - head) * 8) as usize);
-        for at in head..tail {
-            let w = self.words[(at & self.mask) as usize].load(Ordering::Relaxed);
-            out.extend_from_slice(&w.to_le_bytes());
+        if tail == head {
+            return 0;
         }
-        self.head.0.store(tail, Ordering::Release);
-        tail - head
+        let from = (head & self.mask) as usize;
+        let to = (tail & self.mask) as usize;
+        let (first, second) = if from < to {
+            (from..to, 0..0)
+        } else {
+            (from..self.words.len(), 0..to)
+        };
+        let bytes = |r: std::ops::Range<usize>| {
+            let words = &self.words[r];
+            // SAFETY: `AtomicU64` has the size and layout of `u64`. These
+            // words lie in [head, tail): the producer published them with
+            // the release store of `tail` (acquired above) and writes them
+            // again only after the release store of `head` below, which
+            // comes after `read` returns; the slices cannot outlive `read`.
+            unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), words.len() * 8) }
+        };
+        let used = (read(bytes(first), bytes(second)) / 8) as u64;
+        debug_assert!(used <= tail - head);
+        if used > 0 {
+            self.head.0.store(head + used, Ordering::Release);
+        }
+        used
     }
 
     fn is_empty(&self) -> bool {
         self.head.0.load(Ordering::Acquire) == self.tail.0.load(Ordering::Acquire)
     }
+}
+
+/// Microseconds since 1970 (the answer path's one clock read per batch).
+fn unix_micros() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -280,7 +337,7 @@ impl QueryLog {
     }
 
     /// Offers one query to the log; never waits. `reply` is `None` when
-    /// nothing was sent.
+    /// nothing was sent. The line's time is read from the clock here.
     #[inline]
     pub fn record(
         &self,
@@ -289,46 +346,68 @@ impl QueryLog {
         peer: SocketAddr,
         transport: Transport,
     ) {
-        let n = self.sample.load(Ordering::Relaxed);
-        let queued = LOCALS
+        self.record_each(1, |_| (query, reply, peer), transport);
+    }
+
+    /// Offers the `n` queries of one batch (`get(i)` gives the i-th:
+    /// query, reply, client) to the log; never waits. The clock is read
+    /// once for the whole batch, when the first sampled query is recorded,
+    /// and the lines share that time; what they add to this thread's ring
+    /// is handed to the writer at once, at the end.
+    #[inline]
+    pub fn record_each<'a>(
+        &self,
+        n: usize,
+        get: impl Fn(usize) -> (&'a [u8], Option<&'a [u8]>, SocketAddr),
+        transport: Transport,
+    ) {
+        let every = self.sample.load(Ordering::Relaxed);
+        let tcp = transport == Transport::Tcp;
+        let dropped = LOCALS
             .try_with(|locals| {
                 let Ok(mut locals) = locals.try_borrow_mut() else {
-                    return false;
+                    return n;
                 };
                 let i = match locals.iter().position(|l| l.log == self.id) {
                     Some(i) => i,
                     None => self.register(&mut locals),
                 };
-                let local = &mut locals[i];
-                if n > 1 {
-                    local.tick = local.tick.wrapping_add(1);
-                    if local.tick % n != 0 {
-                        return true;
-                    }
-                }
-                let unix_us = SystemTime::now()
-                    .duration_since(UNIX_EPOCH)
-                    .map_or(0, |d| d.as_micros() as u64);
                 let Local {
                     ring,
                     tail,
                     head,
+                    tick,
                     record,
                     ..
-                } = local;
-                let len = encode(
-                    record,
-                    query,
-                    reply,
-                    peer,
-                    transport == Transport::Tcp,
-                    unix_us,
-                );
-                ring.push(tail, head, &record[..len])
+                } = &mut locals[i];
+                let mut now = None;
+                let mut dropped = 0;
+                let before = *tail;
+                for k in 0..n {
+                    if every > 1 {
+                        *tick = tick.wrapping_add(1);
+                        if *tick % every != 0 {
+                            continue;
+                        }
+                    }
+                    let unix_us = *now.get_or_insert_with(unix_micros);
+                    let (query, reply, peer) = get(k);
+                    let len = encode(record, query, reply, peer, tcp, unix_us);
+                    if !ring.write(tail, head, &record[..len]) {
+                        dropped += 1;
+                    }
+                }
+                if *tail != before {
+                    ring.publish(*tail);
+                }
+                dropped
             })
-            .unwrap_or(false);
-        if !queued {
-            self.shared.stats.dropped.fetch_add(1, Ordering::Relaxed);
+            .unwrap_or(n);
+        if dropped > 0 {
+            self.shared
+                .stats
+                .dropped
+                .fetch_add(dropped as u64, Ordering::Relaxed);
         }
     }
 
@@ -524,98 +603,178 @@ fn decode(bytes: &[u8]) -> (Record<'_>, usize) {
     (record, at.div_ceil(8) * 8)
 }
 
+/// The length of the record at the start of `bytes` (its first 16 bytes
+/// at least), in whole words.
+fn record_len(bytes: &[u8]) -> usize {
+    let bits = bytes[8];
+    let mut len = if bits & V6 != 0 { 32 } else { 20 };
+    if bits & QUESTION != 0 {
+        len += 4 + usize::from(bytes[15]);
+    }
+    len.div_ceil(8) * 8
+}
+
+/// How many bytes at the start of `bytes` are whole records.
+fn whole_records(bytes: &[u8]) -> usize {
+    let mut at = 0;
+    while bytes.len() - at >= 16 {
+        let len = record_len(&bytes[at..]);
+        if at + len > bytes.len() {
+            break;
+        }
+        at += len;
+    }
+    at
+}
+
+/// Where a line is formatted: a buffer with room for the longest line
+/// ([`MAX_LINE`]) after `at`, written by index (no capacity check or length
+/// update per byte, as a `Vec` push would do).
+struct Out<'b> {
+    buf: &'b mut [u8],
+    at: usize,
+}
+
+impl Out<'_> {
+    #[inline]
+    fn byte(&mut self, b: u8) {
+        self.buf[self.at] = b;
+        self.at += 1;
+    }
+
+    #[inline]
+    fn bytes(&mut self, s: &[u8]) {
+        self.buf[self.at..self.at + s.len()].copy_from_slice(s);
+        self.at += s.len();
+    }
+
+    /// `v` in decimal.
+    #[inline]
+    fn num(&mut self, mut v: u32) {
+        let mut digits = 1;
+        let mut t = v;
+        while t >= 10 {
+            t /= 10;
+            digits += 1;
+        }
+        let end = self.at + digits;
+        for d in self.buf[self.at..end].iter_mut().rev() {
+            *d = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+        self.at = end;
+    }
+}
+
+/// The longest line: the time, an IPv6 address, a 255-byte name with
+/// every byte escaped (4 bytes each), the other fields at their longest.
+const MAX_LINE: usize = 1280;
+
 /// The line without its time: `CLIENT#PORT PROTO QNAME CLASS TYPE RCODE FLAGS SIZE`.
-fn format_body(r: &Record, out: &mut Vec<u8>) {
-    // The longest line body: an IPv6 address, a name of 255 bytes all
-    // escaped (4 bytes each), and the fixed fields.
-    out.reserve(64 + 4 * 255 + 64);
+fn format_body(r: &Record, out: &mut Out) {
     push_ip(out, r.addr);
-    out.push(b'#');
-    push_u64(out, u64::from(r.port));
-    out.extend_from_slice(if r.bits & TCP != 0 {
+    out.byte(b'#');
+    out.num(u32::from(r.port));
+    out.bytes(if r.bits & TCP != 0 {
         b" tcp "
     } else {
         b" udp "
     });
     if r.bits & QUESTION != 0 {
         push_name(out, r.name);
-        out.push(b' ');
+        out.byte(b' ');
         match r.qclass {
-            1 => out.extend_from_slice(b"IN"),
-            3 => out.extend_from_slice(b"CH"),
-            4 => out.extend_from_slice(b"HS"),
-            255 => out.extend_from_slice(b"ANY"),
+            1 => out.bytes(b"IN"),
+            3 => out.bytes(b"CH"),
+            4 => out.bytes(b"HS"),
+            255 => out.bytes(b"ANY"),
             c => {
-                out.extend_from_slice(b"CLASS");
-                push_u64(out, u64::from(c));
+                out.bytes(b"CLASS");
+                out.num(u32::from(c));
             }
         }
-        out.push(b' ');
-        out.extend_from_slice(backend_mongo::RType(r.qtype).mnemonic().as_bytes());
-        out.push(b' ');
+        out.byte(b' ');
+        match r.qtype {
+            1 => out.bytes(b"A"),
+            28 => out.bytes(b"AAAA"),
+            t => out.bytes(backend_mongo::RType(t).mnemonic().as_bytes()),
+        }
+        out.byte(b' ');
     } else {
-        out.extend_from_slice(b"- - - ");
+        out.bytes(b"- - - ");
     }
     let rd = r.bits & RD != 0;
     if r.bits & REPLIED == 0 {
-        out.extend_from_slice(if rd { b"DROPPED rd 0" } else { b"DROPPED - 0" });
+        out.bytes(if rd { b"DROPPED rd 0" } else { b"DROPPED - 0" });
         return;
     }
-    out.extend_from_slice(rcode_name(r.reply_flags[1] & 0x0f).as_bytes());
-    out.push(b' ');
-    let flags = [
-        (rd, &b"rd"[..]),
-        (r.bits & EDNS != 0, b"e"),
-        (r.bits & DNSSEC_OK != 0, b"do"),
-        (r.reply_flags[0] & 0x04 != 0, b"aa"),
-        (r.reply_flags[0] & 0x02 != 0, b"tc"),
-    ];
-    let mut any = false;
-    for (on, text) in flags {
-        if on {
-            if any {
-                out.push(b',');
-            }
-            out.extend_from_slice(text);
-            any = true;
-        }
-    }
-    if !any {
-        out.push(b'-');
-    }
-    out.push(b' ');
-    push_u64(out, u64::from(r.size));
+    out.bytes(rcode_name(r.reply_flags[1] & 0x0f).as_bytes());
+    out.byte(b' ');
+    // rd, e, do, aa, tc: five bits, one of 32 texts.
+    let mask = usize::from(rd)
+        | usize::from(r.bits & EDNS != 0) << 1
+        | usize::from(r.bits & DNSSEC_OK != 0) << 2
+        | usize::from(r.reply_flags[0] & 0x04 != 0) << 3
+        | usize::from(r.reply_flags[0] & 0x02 != 0) << 4;
+    out.bytes(FLAG_TEXT[mask].as_bytes());
+    out.byte(b' ');
+    out.num(u32::from(r.size));
 }
 
-fn push_u64(out: &mut Vec<u8>, mut v: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    // Byte by byte: a one-to-five-digit copy is cheaper than a memcpy call.
-    for &d in &digits[i..] {
-        out.push(d);
-    }
-}
+/// FLAGS for each combination of rd (bit 0), e, do, aa, tc (bit 4).
+const FLAG_TEXT: [&str; 32] = [
+    "-",
+    "rd",
+    "e",
+    "rd,e",
+    "do",
+    "rd,do",
+    "e,do",
+    "rd,e,do",
+    "aa",
+    "rd,aa",
+    "e,aa",
+    "rd,e,aa",
+    "do,aa",
+    "rd,do,aa",
+    "e,do,aa",
+    "rd,e,do,aa",
+    "tc",
+    "rd,tc",
+    "e,tc",
+    "rd,e,tc",
+    "do,tc",
+    "rd,do,tc",
+    "e,do,tc",
+    "rd,e,do,tc",
+    "aa,tc",
+    "rd,aa,tc",
+    "e,aa,tc",
+    "rd,e,aa,tc",
+    "do,aa,tc",
+    "rd,do,aa,tc",
+    "e,do,aa,tc",
+    "rd,e,do,aa,tc",
+];
 
-fn push_ip(out: &mut Vec<u8>, addr: IpAddr) {
+fn push_ip(out: &mut Out, addr: IpAddr) {
     match addr {
         IpAddr::V4(a) => {
-            for (i, o) in a.octets().into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b'.');
-                }
-                push_u64(out, u64::from(o));
-            }
+            let [a, b, c, d] = a.octets();
+            out.num(u32::from(a));
+            out.byte(b'.');
+            out.num(u32::from(b));
+            out.byte(b'.');
+            out.num(u32::from(c));
+            out.byte(b'.');
+            out.num(u32::from(d));
         }
         IpAddr::V6(a) => {
-            let _ = write!(out, "{a}");
+            let mut text = [0u8; 64];
+            let mut w = &mut text[..];
+            let _ = write!(w, "{a}");
+            let len = 64 - w.len();
+            out.bytes(&text[..len]);
         }
     }
 }
@@ -637,36 +796,46 @@ pub fn question_name_end(query: &[u8]) -> Option<usize> {
 
 /// A name in presentation form from its wire bytes (no compression),
 /// letter case kept, special characters escaped.
-fn push_name(out: &mut Vec<u8>, name: &[u8]) {
+/// Bytes a label shows as they are: letters, digits, `-` and `_` (one
+/// table load per byte instead of four comparisons).
+const PLAIN: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        t[b] = c.is_ascii_alphanumeric() || c == b'-' || c == b'_';
+        b += 1;
+    }
+    t
+};
+
+fn push_name(out: &mut Out, name: &[u8]) {
     if name.len() <= 1 {
-        out.push(b'.');
+        out.byte(b'.');
         return;
     }
     let mut at = 0;
     while at + 1 < name.len() {
         let len = usize::from(name[at]);
         let label = &name[at + 1..(at + 1 + len).min(name.len())];
-        if label
-            .iter()
-            .all(|&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        {
-            out.extend_from_slice(label);
+        if label.iter().all(|&b| PLAIN[usize::from(b)]) {
+            out.bytes(label);
         } else {
             for &b in label {
                 match b {
                     b'.' | b'\\' | b'"' | b';' | b'(' | b')' | b'@' | b'$' => {
-                        out.push(b'\\');
-                        out.push(b);
+                        out.byte(b'\\');
+                        out.byte(b);
                     }
-                    0x21..=0x7e => out.push(b),
+                    0x21..=0x7e => out.byte(b),
                     _ => {
-                        out.push(b'\\');
-                        out.extend_from_slice(&[b'0' + b / 100, b'0' + b / 10 % 10, b'0' + b % 10]);
+                        out.byte(b'\\');
+                        out.bytes(&[b'0' + b / 100, b'0' + b / 10 % 10, b'0' + b % 10]);
                     }
                 }
             }
         }
-        out.push(b'.');
+        out.byte(b'.');
         at += 1 + len;
     }
 }
@@ -689,66 +858,89 @@ pub fn rcode_name(rcode: u8) -> &'static str {
     }
 }
 
-fn push_rfc3339(out: &mut Vec<u8>, unix_us: u64) {
-    use std::io::Write as _;
+/// `write!` into `out` through a small stack buffer (`Out` is a plain slice).
+fn push_fmt(out: &mut Out, args: std::fmt::Arguments) {
+    let mut text = [0u8; 48];
+    let mut w = &mut text[..];
+    let _ = w.write_fmt(args);
+    let len = 48 - w.len();
+    out.bytes(&text[..len]);
+}
+
+fn push_rfc3339(out: &mut Out, unix_us: u64) {
     let secs = (unix_us / 1_000_000) as i64;
     let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
     let s = secs.rem_euclid(86_400);
-    let _ = write!(
+    push_fmt(
         out,
-        "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}.{:06}Z",
-        s / 3600,
-        s / 60 % 60,
-        s % 60,
-        unix_us % 1_000_000
+        format_args!(
+            "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}.{:06}Z",
+            s / 3600,
+            s / 60 % 60,
+            s % 60,
+            unix_us % 1_000_000
+        ),
     );
 }
 
-fn push_rfc3164_time(out: &mut Vec<u8>, unix_us: u64) {
-    use std::io::Write as _;
+fn push_rfc3164_time(out: &mut Out, unix_us: u64) {
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
     let secs = (unix_us / 1_000_000) as i64;
     let (_, mo, d) = civil_from_days(secs.div_euclid(86_400));
     let s = secs.rem_euclid(86_400);
-    let _ = write!(
+    push_fmt(
         out,
-        "{} {d:>2} {:02}:{:02}:{:02}",
-        MONTHS[(mo - 1) as usize],
-        s / 3600,
-        s / 60 % 60,
-        s % 60
+        format_args!(
+            "{} {d:>2} {:02}:{:02}:{:02}",
+            MONTHS[(mo - 1) as usize],
+            s / 3600,
+            s / 60 % 60,
+            s % 60
+        ),
     );
 }
 
-/// The RFC 3339 time of a line, the part up to the second cached (lines
-/// come in thousands per second).
+/// The RFC 3339 time of a line: the last time's text kept whole (the
+/// lines of one UDP batch share their time), the part up to the second
+/// cached (lines come in thousands per second).
 #[derive(Default)]
 struct Clock {
     second: Option<u64>,
     /// `YYYY-MM-DDTHH:MM:SS.`
     prefix: [u8; 20],
+    last: Option<u64>,
+    /// `YYYY-MM-DDTHH:MM:SS.ffffffZ` of `last`.
+    text: [u8; 27],
 }
 
 impl Clock {
-    fn push(&mut self, out: &mut Vec<u8>, unix_us: u64) {
-        let second = unix_us / 1_000_000;
-        if self.second != Some(second) {
-            let mut text = Vec::with_capacity(32);
-            push_rfc3339(&mut text, second * 1_000_000);
-            self.prefix.copy_from_slice(&text[..20]);
-            self.second = Some(second);
+    fn push(&mut self, out: &mut Out, unix_us: u64) {
+        if self.last != Some(unix_us) {
+            let second = unix_us / 1_000_000;
+            if self.second != Some(second) {
+                let mut text = [0u8; 32];
+                push_rfc3339(
+                    &mut Out {
+                        buf: &mut text,
+                        at: 0,
+                    },
+                    second * 1_000_000,
+                );
+                self.prefix.copy_from_slice(&text[..20]);
+                self.second = Some(second);
+            }
+            self.text[..20].copy_from_slice(&self.prefix);
+            let mut micros = unix_us % 1_000_000;
+            for d in self.text[20..26].iter_mut().rev() {
+                *d = b'0' + (micros % 10) as u8;
+                micros /= 10;
+            }
+            self.text[26] = b'Z';
+            self.last = Some(unix_us);
         }
-        out.extend_from_slice(&self.prefix);
-        let mut micros = unix_us % 1_000_000;
-        let mut digits = [0u8; 6];
-        for d in digits.iter_mut().rev() {
-            *d = b'0' + (micros % 10) as u8;
-            micros /= 10;
-        }
-        out.extend_from_slice(&digits);
-        out.push(b'Z');
+        out.bytes(&self.text);
     }
 }
 
@@ -756,8 +948,11 @@ enum Sink {
     File {
         path: PathBuf,
         file: File,
-        /// Formatted lines not yet written, and how many.
-        pending: Vec<u8>,
+        /// Formatted lines not yet written: the first `filled` bytes of
+        /// `pending` (room for [`WRITE_AT`] and one more line), `pending_lines`
+        /// lines.
+        pending: Box<[u8]>,
+        filled: usize,
         pending_lines: u64,
         /// The file's size, `pending` included.
         size: u64,
@@ -770,8 +965,8 @@ enum Sink {
         format: SyslogFormat,
         /// RFC 3164: ` mongodns[PID]: `; RFC 5424: ` HOST mongodns PID query - `.
         tag: Vec<u8>,
-        /// One message.
-        line: Vec<u8>,
+        /// One message (room for the tag and the longest line).
+        line: Box<[u8]>,
     },
 }
 
@@ -810,7 +1005,8 @@ impl Sink {
                 Ok(Sink::File {
                     path: path.clone(),
                     file,
-                    pending: Vec::with_capacity(WRITE_AT + 64 * 1024),
+                    pending: vec![0; WRITE_AT + MAX_LINE].into_boxed_slice(),
+                    filled: 0,
                     pending_lines: 0,
                     size,
                     max_bytes: config.max_bytes,
@@ -833,41 +1029,58 @@ impl Sink {
                     path: path.clone(),
                     socket: Some(socket),
                     format: config.syslog_format,
+                    line: vec![0; 64 + tag.len() + MAX_LINE].into_boxed_slice(),
                     tag: tag.into_bytes(),
-                    line: Vec::with_capacity(512),
                 })
             }
         }
     }
 
-    /// Formats every record of `bytes` (whole records, as drained from a
-    /// ring) and writes them: the file output in large writes, the syslog
-    /// output one message per line.
-    fn write_records(&mut self, mut bytes: &[u8], clock: &mut Clock, stats: &QueryLogStats) {
+    /// Formats the records of `bytes` (whole records, as read from a ring)
+    /// and writes them: the file output into its buffer, stopping once
+    /// `stop` bytes are in it ([`Sink::write_full`] writes it); the
+    /// syslog output one message per line, every record. Returns the bytes
+    /// of `bytes` done.
+    fn write_records(
+        &mut self,
+        mut bytes: &[u8],
+        stop: usize,
+        clock: &mut Clock,
+        stats: &QueryLogStats,
+    ) -> usize {
+        let total = bytes.len();
         match self {
             Sink::File {
                 path,
                 file,
                 pending,
+                filled,
                 pending_lines,
                 size,
                 max_bytes,
                 keep,
             } => {
-                while !bytes.is_empty() {
+                while !bytes.is_empty() && *filled < stop {
                     let (record, len) = decode(bytes);
                     bytes = &bytes[len..];
                     // Straight into the write buffer: no per-line copy.
-                    let start = pending.len();
-                    clock.push(pending, record.unix_us);
-                    pending.push(b' ');
-                    format_body(&record, pending);
-                    pending.push(b'\n');
-                    let line_len = (pending.len() - start) as u64;
+                    let start = *filled;
+                    let mut out = Out {
+                        buf: pending,
+                        at: start,
+                    };
+                    clock.push(&mut out, record.unix_us);
+                    out.byte(b' ');
+                    format_body(&record, &mut out);
+                    out.byte(b'\n');
+                    let end = out.at;
+                    *filled = end;
+                    let line_len = (end - start) as u64;
                     if *max_bytes > 0 && *size > 0 && *size + line_len > *max_bytes {
                         // What came before this line goes to the old file.
                         write_counted(file, &pending[..start], *pending_lines, stats);
-                        pending.drain(..start);
+                        pending.copy_within(start..end, 0);
+                        *filled = end - start;
                         *pending_lines = 0;
                         match rotate(path, file, *keep) {
                             Ok(()) => {
@@ -879,11 +1092,6 @@ impl Sink {
                     }
                     *size += line_len;
                     *pending_lines += 1;
-                    if pending.len() >= WRITE_AT {
-                        write_counted(file, pending, *pending_lines, stats);
-                        pending.clear();
-                        *pending_lines = 0;
-                    }
                 }
             }
             Sink::Syslog {
@@ -897,21 +1105,25 @@ impl Sink {
                 while !bytes.is_empty() {
                     let (record, len) = decode(bytes);
                     bytes = &bytes[len..];
-                    line.clear();
+                    let mut out = Out { buf: line, at: 0 };
                     // facility daemon (3), severity info (6)
                     match format {
                         SyslogFormat::Rfc3164 => {
-                            line.extend_from_slice(b"<30>");
-                            push_rfc3164_time(line, record.unix_us);
+                            out.bytes(b"<30>");
+                            push_rfc3164_time(&mut out, record.unix_us);
                         }
                         SyslogFormat::Rfc5424 => {
-                            line.extend_from_slice(b"<30>1 ");
-                            clock.push(line, record.unix_us);
+                            out.bytes(b"<30>1 ");
+                            clock.push(&mut out, record.unix_us);
                         }
                     }
-                    line.extend_from_slice(tag);
-                    format_body(&record, line);
-                    if socket.as_ref().is_some_and(|s| s.send(line).is_ok()) {
+                    out.bytes(tag);
+                    format_body(&record, &mut out);
+                    let end = out.at;
+                    if socket
+                        .as_ref()
+                        .is_some_and(|s| s.send(&line[..end]).is_ok())
+                    {
                         written += 1;
                     } else {
                         errors += 1;
@@ -925,6 +1137,66 @@ impl Sink {
                 }
             }
         }
+        total - bytes.len()
+    }
+
+    /// Writes the file output's buffer if [`WRITE_AT`] bytes are ready;
+    /// true if it did.
+    fn write_full(&mut self, stats: &QueryLogStats) -> bool {
+        match self {
+            Sink::File {
+                file,
+                pending,
+                filled,
+                pending_lines,
+                ..
+            } if *filled >= WRITE_AT => {
+                write_counted(file, &pending[..*filled], *pending_lines, stats);
+                *filled = 0;
+                *pending_lines = 0;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Formats the records a ring showed: `first`, then `second` (its
+    /// words after the wrap), for the file output [`FREE_EVERY`] bytes of
+    /// lines at most and never past a full buffer; returns
+    /// the bytes done. A record cut in two by the wrap is put together in a
+    /// small copy.
+    fn write_ring(
+        &mut self,
+        first: &[u8],
+        second: &[u8],
+        clock: &mut Clock,
+        stats: &QueryLogStats,
+    ) -> usize {
+        let stop = match self {
+            Sink::File { filled, .. } => (*filled + FREE_EVERY).min(WRITE_AT),
+            Sink::Syslog { .. } => usize::MAX,
+        };
+        let whole = whole_records(first);
+        let done = self.write_records(&first[..whole], stop, clock, stats);
+        if done < whole {
+            return done;
+        }
+        let rest = &first[whole..];
+        let mut second = second;
+        let mut done = whole;
+        if !rest.is_empty() {
+            let mut joined = [0u8; MAX_RECORD];
+            let take = (MAX_RECORD - rest.len()).min(second.len());
+            joined[..rest.len()].copy_from_slice(rest);
+            joined[rest.len()..rest.len() + take].copy_from_slice(&second[..take]);
+            let len = record_len(&joined);
+            if self.write_records(&joined[..len], stop, clock, stats) < len {
+                return done;
+            }
+            done += len;
+            second = &second[len - rest.len()..];
+        }
+        done + self.write_records(second, stop, clock, stats)
     }
 
     /// Writes what is formatted and not yet written.
@@ -932,12 +1204,13 @@ impl Sink {
         if let Sink::File {
             file,
             pending,
+            filled,
             pending_lines,
             ..
         } = self
         {
-            write_counted(file, pending, *pending_lines, stats);
-            pending.clear();
+            write_counted(file, &pending[..*filled], *pending_lines, stats);
+            *filled = 0;
             *pending_lines = 0;
         }
     }
@@ -1005,7 +1278,6 @@ fn write_loop(mut sink: Sink, shared: Arc<Shared>) {
     let stats = &shared.stats;
     let mut rings: Vec<Arc<Ring>> = Vec::new();
     let mut clock = Clock::default();
-    let mut scratch: Vec<u8> = Vec::new();
     let mut last_flush = Instant::now();
     let mut idle_rounds = 0u32;
     let mut dirty = false;
@@ -1016,14 +1288,21 @@ fn write_loop(mut sink: Sink, shared: Arc<Shared>) {
         // A quarter full anywhere means the next nap is short.
         let mut hurry = false;
         for ring in &rings {
-            scratch.clear();
-            let words = ring.drain_into(&mut scratch);
-            if words == 0 {
-                continue;
+            let mut words = 0;
+            // A chunk at a time, freed as soon as formatted; a full buffer
+            // is written after that, so a slow write never holds ring
+            // space. At most a ring's worth per round.
+            while words < ring.capacity() {
+                let n =
+                    ring.consume(|first, second| sink.write_ring(first, second, &mut clock, stats));
+                words += n;
+                let wrote = sink.write_full(stats);
+                if n == 0 && !wrote {
+                    break;
+                }
             }
             got += words;
             hurry |= words * 4 >= ring.capacity();
-            sink.write_records(&scratch, &mut clock, stats);
         }
         // Threads that exited: forget their rings once drained.
         rings.retain(|r| !(r.abandoned.load(Ordering::Acquire) && r.is_empty()));
@@ -1064,31 +1343,52 @@ fn write_loop(mut sink: Sink, shared: Arc<Shared>) {
 mod tests {
     use super::*;
 
+    /// What a formatting function writes.
+    fn text(f: impl FnOnce(&mut Out)) -> String {
+        let mut buf = [0u8; MAX_LINE];
+        let mut out = Out {
+            buf: &mut buf,
+            at: 0,
+        };
+        f(&mut out);
+        let len = out.at;
+        String::from_utf8(buf[..len].to_vec()).unwrap()
+    }
+
+    /// Every published word of `ring`, as the writer sees it, joined.
+    fn drain(ring: &Ring, out: &mut Vec<u8>) -> u64 {
+        ring.consume(|first, second| {
+            out.extend_from_slice(first);
+            out.extend_from_slice(second);
+            first.len() + second.len()
+        })
+    }
+
     #[test]
     fn dates() {
-        let mut v = Vec::new();
-        push_rfc3339(&mut v, 0);
-        assert_eq!(v, b"1970-01-01T00:00:00.000000Z");
-        v.clear();
+        assert_eq!(text(|o| push_rfc3339(o, 0)), "1970-01-01T00:00:00.000000Z");
         // 2024-02-29T12:34:56.789Z (a leap day)
-        push_rfc3339(&mut v, 1_709_210_096_789_000);
-        assert_eq!(String::from_utf8(v).unwrap(), "2024-02-29T12:34:56.789000Z");
-        let mut v = Vec::new();
-        push_rfc3164_time(&mut v, 1_709_210_096_789_000);
-        assert_eq!(String::from_utf8(v).unwrap(), "Feb 29 12:34:56");
+        assert_eq!(
+            text(|o| push_rfc3339(o, 1_709_210_096_789_000)),
+            "2024-02-29T12:34:56.789000Z"
+        );
+        assert_eq!(
+            text(|o| push_rfc3164_time(o, 1_709_210_096_789_000)),
+            "Feb 29 12:34:56"
+        );
         assert_eq!(civil_from_days(-1), (1969, 12, 31));
         assert_eq!(civil_from_days(11_016), (2000, 2, 29));
         // The cached clock gives the same text, across a second boundary.
         let mut clock = Clock::default();
         for us in [
             1_709_210_096_789_000,
+            1_709_210_096_789_000,
             1_709_210_096_999_999,
             1_709_210_097_000_042,
+            1_709_210_097_000_042,
+            1_709_210_097_000_043,
         ] {
-            let (mut a, mut b) = (Vec::new(), Vec::new());
-            clock.push(&mut a, us);
-            push_rfc3339(&mut b, us);
-            assert_eq!(a, b);
+            assert_eq!(text(|o| clock.push(o, us)), text(|o| push_rfc3339(o, us)));
         }
     }
 
@@ -1126,13 +1426,11 @@ mod tests {
         let (mut tail, mut head) = (0, 0);
         assert!(ring.push(&mut tail, &mut head, &rec[..len]));
         let mut bytes = Vec::new();
-        assert_eq!(ring.drain_into(&mut bytes), len as u64 / 8);
+        assert_eq!(drain(&ring, &mut bytes), len as u64 / 8);
         let (record, used) = decode(&bytes);
         assert_eq!(used, bytes.len(), "the record's length");
         assert_eq!(record.unix_us, 7);
-        let mut out = Vec::new();
-        format_body(&record, &mut out);
-        String::from_utf8(out).unwrap()
+        text(|o| format_body(&record, o))
     }
 
     fn reply(flags: u8, rcode: u8, len: usize) -> Vec<u8> {
@@ -1202,7 +1500,7 @@ mod tests {
         // The writer takes all ten; the thread sees the room only when it
         // looks full, and the next records wrap past the end.
         let mut bytes = Vec::new();
-        assert_eq!(ring.drain_into(&mut bytes), 60);
+        assert_eq!(drain(&ring, &mut bytes), 60);
         assert_eq!(
             head, 0,
             "the thread's view of the head is stale until needed"
@@ -1215,7 +1513,7 @@ mod tests {
         assert_eq!(head, 60);
         assert!(!ring.is_empty());
         bytes.clear();
-        assert_eq!(ring.drain_into(&mut bytes), 60);
+        assert_eq!(drain(&ring, &mut bytes), 60);
         assert!(ring.is_empty());
         let mut at = 0;
         for i in 0..10u64 {
@@ -1242,7 +1540,7 @@ mod tests {
         assert!(ring.push(&mut tail, &mut head, &rec[..len]));
         assert!(!ring.push(&mut tail, &mut head, &rec[..len]));
         bytes.clear();
-        ring.drain_into(&mut bytes);
+        drain(&ring, &mut bytes);
         let (record, _) = decode(&bytes);
         assert_eq!(record.name, &long[..]);
         assert_eq!(record.addr, "2001:db8::1".parse::<IpAddr>().unwrap());
@@ -1274,7 +1572,7 @@ mod tests {
         let mut bytes = Vec::new();
         while next < 100_000 {
             bytes.clear();
-            ring.drain_into(&mut bytes);
+            drain(&ring, &mut bytes);
             assert_eq!(bytes.len() % 24, 0);
             for r in bytes.chunks_exact(24) {
                 let word = |k: usize| u64::from_le_bytes(r[k * 8..k * 8 + 8].try_into().unwrap());
@@ -1357,6 +1655,150 @@ mod tests {
                 .collect();
             assert_eq!(seen, (0..2000).collect::<Vec<_>>(), "thread {t}");
         }
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_batch_reads_the_clock_once_and_samples_across_batches() {
+        let dir = scratch("batch");
+        let path = dir.join("q.log");
+        let mut c = config(Destination::File(path.clone()), 64);
+        c.sample = 3;
+        let log = QueryLog::open(&c).unwrap();
+        let queries: Vec<Vec<u8>> = (0..20).map(numbered_query).collect();
+        let ok = reply(0x84, 0, 40);
+        let peer: SocketAddr = "192.0.2.9:99".parse().unwrap();
+        // 20 queries in batches of 7, 7, 6: the 3rd, 6th, … 18th are logged.
+        for batch in queries.chunks(7) {
+            log.record_each(
+                batch.len(),
+                |i| (&batch[i], Some(&ok), peer),
+                Transport::Udp,
+            );
+        }
+        log.set_sample(1);
+        let (a, b) = (numbered_query(100), numbered_query(101));
+        let pair = [&a, &b];
+        std::thread::sleep(Duration::from_millis(3));
+        log.record_each(2, |i| (pair[i], Some(&ok), peer), Transport::Udp);
+        log.close(Duration::from_secs(10));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let names: Vec<&str> = text.lines().map(|l| l.split(' ').nth(3).unwrap()).collect();
+        assert_eq!(
+            names,
+            [
+                "n2.test.",
+                "n5.test.",
+                "n8.test.",
+                "n11.test.",
+                "n14.test.",
+                "n17.test.",
+                "n100.test.",
+                "n101.test."
+            ]
+        );
+        // One batch, one time; a later batch, a later time.
+        let times: Vec<&str> = text.lines().map(|l| l.split(' ').next().unwrap()).collect();
+        assert_eq!(times[6], times[7], "{text}");
+        assert!(times[5] < times[6], "{text}");
+        assert_eq!(log.stats().written.load(Ordering::Relaxed), 8);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn records_cut_by_the_end_of_the_ring_are_written_whole() {
+        let dir = scratch("wrap");
+        let path = dir.join("q.log");
+        let c = config(Destination::File(path.clone()), 8);
+        let mut sink = Sink::open(&c).unwrap();
+        let stats = QueryLogStats::default();
+        let mut clock = Clock::default();
+        // 64 words; records of 5 to 7 words (IPv4 and IPv6 clients, names
+        // of 9 to 13 bytes): the end of the ring cuts records at every offset.
+        let ring = Ring::new(8);
+        let (mut tail, mut head) = (0, 0);
+        let mut rec = [0u8; MAX_RECORD];
+        let mut expected = Vec::new();
+        let mut i = 0;
+        for round in 0..40 {
+            for _ in 0..(round % 7 + 1) {
+                let q = numbered_query(i * 997 % 100_000);
+                let peer = if i % 3 == 0 {
+                    "[2001:db8::5]:7"
+                } else {
+                    "192.0.2.5:7"
+                };
+                let len = encode(&mut rec, &q, None, peer.parse().unwrap(), false, 1);
+                if !ring.push(&mut tail, &mut head, &rec[..len]) {
+                    break;
+                }
+                expected.push(format!("n{}.test.", i * 997 % 100_000));
+                i += 1;
+            }
+            ring.consume(|first, second| sink.write_ring(first, second, &mut clock, &stats));
+        }
+        sink.flush(&stats);
+        assert!(tail > 4 * ring.capacity(), "wrapped several times");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let names: Vec<&str> = text.lines().map(|l| l.split(' ').nth(3).unwrap()).collect();
+        assert_eq!(names, expected);
+        assert_eq!(stats.written.load(Ordering::Relaxed), expected.len() as u64);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn the_writer_frees_ring_space_a_chunk_at_a_time_and_writes_full_buffers() {
+        let dir = scratch("full");
+        let path = dir.join("q.log");
+        let mut sink = Sink::open(&config(Destination::File(path.clone()), 8)).unwrap();
+        let stats = QueryLogStats::default();
+        let mut clock = Clock::default();
+        // About 5,000 lines of ~70 bytes: more than one buffer (WRITE_AT).
+        let ring = Ring::new(8192);
+        let (mut tail, mut head) = (0, 0);
+        let mut rec = [0u8; MAX_RECORD];
+        let lines = 5000;
+        for i in 0..lines {
+            let len = encode(
+                &mut rec,
+                &numbered_query(i),
+                None,
+                "192.0.2.5:7".parse().unwrap(),
+                false,
+                1,
+            );
+            assert!(ring.write(&mut tail, &mut head, &rec[..len]));
+        }
+        ring.publish(tail);
+        let first = ring.consume(|a, b| sink.write_ring(a, b, &mut clock, &stats));
+        assert!(
+            first > 0 && first < tail,
+            "stopped after a chunk: {first} of {tail}"
+        );
+        assert!(
+            !sink.write_full(&stats),
+            "one chunk does not fill the buffer"
+        );
+        let mut writes = 0;
+        while !ring.is_empty() {
+            let before = ring.head.0.load(Ordering::Relaxed);
+            ring.consume(|a, b| sink.write_ring(a, b, &mut clock, &stats));
+            assert!(ring.head.0.load(Ordering::Relaxed) > before, "progress");
+            if sink.write_full(&stats) {
+                writes += 1;
+                assert!(!sink.write_full(&stats), "and it is empty now");
+            }
+        }
+        sink.flush(&stats);
+        assert!(writes >= 1, "the buffer filled at least once");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let names: Vec<String> = text
+            .lines()
+            .map(|l| l.split(' ').nth(3).unwrap().to_string())
+            .collect();
+        let expected: Vec<String> = (0..lines).map(|i| format!("n{i}.test.")).collect();
+        assert_eq!(names, expected);
+        assert_eq!(stats.written.load(Ordering::Relaxed), lines as u64);
         let _ = std::fs::remove_dir_all(dir);
     }
 

@@ -45,6 +45,22 @@ pub trait Handler: Send + Sync + 'static {
     ) {
     }
 
+    /// [`Handler::observe`] for the `n` queries of one receive batch
+    /// answered in the loop, their replies sent (`get(i)`: the i-th query,
+    /// its reply, the client). The default observes each one; the query log
+    /// reads the clock once for the batch.
+    fn observe_batch<'a>(
+        &self,
+        n: usize,
+        get: impl Fn(usize) -> (&'a [u8], &'a [u8], SocketAddr),
+        transport: Transport,
+    ) {
+        for i in 0..n {
+            let (query, reply, peer) = get(i);
+            self.observe(query, Some(reply), peer, transport);
+        }
+    }
+
     /// Answers `packet` received over TCP from `peer`: every message to
     /// send, in order (a zone transfer takes several). The default is what
     /// [`Handler::handle`] gives.

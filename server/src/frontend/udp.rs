@@ -6,7 +6,7 @@
 //!     wait readable ─► recvmmsg: up to 32 queries ─► for each:
 //!        handle_now (cache hit: reply built in the loop, no task, no
 //!        allocation) ─► queued   |   miss ─► spawn(handle ─► send_to)
-//!     ─► sendmmsg: every queued reply in one call ─► observe each
+//!     ─► sendmmsg: every queued reply in one call ─► observe_batch (all of them)
 //!  (elsewhere: recv_from ─► handle_now ─► send_to, one query at a time)
 //! ```
 //!
@@ -221,10 +221,14 @@ async fn serve_batched<H: Handler>(
             spawn_miss(packet.to_vec(), peer, &socket, &handler, &rrl);
         }
         send_all(&socket, &mut replies).await;
-        for (k, &(i, peer)) in answered.iter().enumerate() {
-            let (packet, _, _) = queries.get(i);
-            handler.observe(packet, Some(replies.get(k).0), peer, Transport::Udp);
-        }
+        handler.observe_batch(
+            answered.len(),
+            |k| {
+                let (i, peer) = answered[k];
+                (queries.get(i).0, replies.get(k).0, peer)
+            },
+            Transport::Udp,
+        );
         since_yield += n;
         if since_yield >= YIELD_EVERY {
             since_yield = 0;
