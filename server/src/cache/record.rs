@@ -4,14 +4,20 @@
 //!  find_zone(apex) ─► ZoneRegistry (positive / negative) ─miss─► store
 //!  get_node(zone, name) ─► node LRU keyed (apex, ver, name), entry tagged
 //!        with the zone's node epoch ─ stale or missing ─► single flight ─► store
-//!  A logged change (merge writes) drops just its names; any other change
-//!  moves the zone's node epoch, which voids all its nodes.
+//!  denial(zone, key, wrap) ─► DenialCache: the NSEC/NSEC3 records read so
+//!        far as intervals [dk, next) (see `denial.rs`), tagged with the
+//!        zone's version and node epoch ─ not covered ─► single flight ─► store
+//!  A logged change (merge writes) drops just its names (and every denial
+//!  record of the zone: the names do not say which intervals moved); any
+//!  other change moves the zone's node epoch, which voids all its nodes
+//!  and denial records.
 //!  Concurrent misses for one key wait for one database read, which runs
 //!  as a task of its own: it fills the cache even if its askers time out.
 //!  Every read passes the DbGate (N at once, M queued, the rest refused at
 //!  once with Busy), so an overloaded server with a cold cache still warms.
 //! ```
 
+use super::denial::{Cached, DenialCache};
 use super::sharded::{ShardedLru, Weigh};
 use super::zones::{Known, ZoneRegistry};
 use super::Counters;
@@ -24,6 +30,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::{watch, Semaphore, SemaphorePermit};
 
 type NodeKey = (Name, i64, Name);
+/// A denial lookup: zone apex, version, denial key, wrap.
+type DenialKey = (Name, i64, String, bool);
 
 struct NodeEntry {
     node: Option<Arc<Node>>,
@@ -224,6 +232,8 @@ impl Default for RecordCacheConfig {
 struct Shared<B> {
     inner: B,
     nodes: ShardedLru<NodeKey, NodeEntry>,
+    /// NSEC/NSEC3 records as intervals (an eighth of the record budget).
+    denials: DenialCache,
     gate: DbGate,
     /// `max_ttl` and `negative_ttl` in ms, changeable (SIGHUP).
     ttl_caps_ms: [AtomicU64; 2],
@@ -242,6 +252,8 @@ impl<B: Backend> Shared<B> {
             self.nodes.remove(&key);
         }
         self.name_purges.fetch_add(1, Ordering::AcqRel);
+        // Which NSEC/NSEC3 intervals moved the names do not say: all go.
+        self.denials.void_zone(apex);
     }
 
     fn ttl_of(&self, node: &Option<Arc<Node>>) -> Duration {
@@ -269,6 +281,22 @@ impl<B: Backend> Shared<B> {
         self.counters.record_db(started.elapsed(), result.is_ok());
         result
     }
+
+    /// One denial read, through the gate, counted.
+    async fn fetch_denial(
+        &self,
+        zone: &ZoneInfo,
+        key: &str,
+        wrap: bool,
+    ) -> Result<Option<Arc<Node>>, StoreError> {
+        let _slot = self.gate.enter(&self.counters).await?;
+        let started = Instant::now();
+        self.counters.db_inflight.fetch_add(1, Ordering::Relaxed);
+        let result = self.inner.denial(zone, key, wrap).await;
+        self.counters.db_inflight.fetch_sub(1, Ordering::Relaxed);
+        self.counters.record_db(started.elapsed(), result.is_ok());
+        result
+    }
 }
 
 /// A [`Backend`] that caches another one.
@@ -277,6 +305,7 @@ pub struct RecordCache<B> {
     zones: Arc<ZoneRegistry>,
     node_flights: Arc<Flights<NodeKey, Option<Arc<Node>>>>,
     zone_flights: Arc<Flights<Name, Option<ZoneInfo>>>,
+    denial_flights: Arc<Flights<DenialKey, Option<Arc<Node>>>>,
     config: RecordCacheConfig,
 }
 
@@ -290,7 +319,13 @@ impl<B: Backend> RecordCache<B> {
     ) -> Self {
         let shared = Arc::new(Shared {
             inner,
-            nodes: ShardedLru::new(64, config.max_entries, config.max_bytes),
+            // Denial records get an eighth of the budget, nodes the rest.
+            nodes: ShardedLru::new(
+                64,
+                config.max_entries - config.max_entries / 8,
+                config.max_bytes - config.max_bytes / 8,
+            ),
+            denials: DenialCache::new(config.max_entries / 8, config.max_bytes / 8),
             gate: DbGate::new(config.db_max_inflight, config.db_max_queued),
             ttl_caps_ms: [
                 AtomicU64::new(config.max_ttl.as_millis() as u64),
@@ -311,6 +346,7 @@ impl<B: Backend> RecordCache<B> {
             zones,
             node_flights: Arc::new(Flights::new()),
             zone_flights: Arc::new(Flights::new()),
+            denial_flights: Arc::new(Flights::new()),
             config,
         }
     }
@@ -335,6 +371,21 @@ impl<B: Backend> RecordCache<B> {
         self.shared.nodes.evictions()
     }
 
+    /// NSEC/NSEC3 records held by the denial cache.
+    pub fn denial_len(&self) -> usize {
+        self.shared.denials.len()
+    }
+
+    /// Approximate bytes held by the denial cache.
+    pub fn denial_bytes(&self) -> usize {
+        self.shared.denials.bytes()
+    }
+
+    /// Denial records evicted to stay within bounds.
+    pub fn denial_evictions(&self) -> u64 {
+        self.shared.denials.evictions()
+    }
+
     /// Database reads waiting for a slot now.
     pub fn db_queued(&self) -> usize {
         self.shared.gate.queued()
@@ -342,12 +393,15 @@ impl<B: Backend> RecordCache<B> {
 
     /// Drops cached nodes named `name` (in any zone); returns how many.
     pub fn purge_name(&self, name: &Name) -> usize {
+        // The name may be any record's "next": denial records all go.
+        self.shared.denials.void_all();
         self.shared.nodes.retain(|k, _| k.2 != *name)
     }
 
     /// Drops everything.
     pub fn purge_all(&self) -> usize {
         self.zones.purge_all();
+        self.shared.denials.void_all();
         self.shared.nodes.retain(|_, _| false)
     }
 
@@ -481,11 +535,60 @@ impl<B: Backend> Backend for RecordCache<B> {
         key: &str,
         wrap: bool,
     ) -> Result<Option<Arc<Node>>, StoreError> {
-        // DNSSEC denial lookups (DO=1 negative answers) go to the database:
-        // keys are mostly unique per query name, and the packet cache holds
-        // the finished replies.
-        self.uncached(self.shared.inner.denial(zone, key, wrap))
-            .await
+        let counters = &self.shared.counters;
+        if !self.config.enabled {
+            counters.denial_misses.fetch_add(1, Ordering::Relaxed);
+            return self.shared.fetch_denial(zone, key, wrap).await;
+        }
+        let denials = &self.shared.denials;
+        // As for nodes: an untracked zone is read but not kept.
+        let epoch = self.zones.node_epoch(&zone.apex);
+        let cached = |grace| match epoch {
+            Some(epoch) => denials.lookup(
+                &zone.apex,
+                zone.ver,
+                epoch,
+                key,
+                wrap,
+                Instant::now(),
+                grace,
+            ),
+            None => Cached::Miss,
+        };
+        if let Cached::Hit(node) = cached(Duration::ZERO) {
+            counters.denial_hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(node);
+        }
+        counters.denial_misses.fetch_add(1, Ordering::Relaxed);
+        let flight: DenialKey = (zone.apex.clone(), zone.ver, key.to_string(), wrap);
+        let (shared, zone_c, key_c) = (self.shared.clone(), zone.clone(), key.to_string());
+        let read = async move {
+            let voids = shared.denials.voids();
+            let node = shared.fetch_denial(&zone_c, &key_c, wrap).await?;
+            if let (Some(epoch), Some(found)) = (epoch, &node) {
+                let expires = Instant::now() + shared.ttl_of(&node);
+                let (apex, ver) = (&zone_c.apex, zone_c.ver);
+                let found = found.clone();
+                shared
+                    .denials
+                    .insert(apex, ver, epoch, voids, &key_c, wrap, found, expires);
+            }
+            Ok(node)
+        };
+        match self.denial_flights.run(&flight, read).await {
+            Err(fault) if !self.config.serve_stale.is_zero() => {
+                // As for nodes: an expired record of the current epoch,
+                // within the window, rather than SERVFAIL.
+                match cached(self.config.serve_stale) {
+                    Cached::Hit(node) => {
+                        counters.stale_nodes.fetch_add(1, Ordering::Relaxed);
+                        Ok(node)
+                    }
+                    Cached::Miss => Err(fault),
+                }
+            }
+            other => other,
+        }
     }
 }
 
