@@ -78,6 +78,17 @@ struct ZoneLinks {
     used: u64,
 }
 
+/// The zone version and node epoch a lookup or a read belongs to.
+#[derive(Clone, Copy, Debug)]
+pub struct At<'a> {
+    /// The zone's apex.
+    pub apex: &'a Name,
+    /// The version read.
+    pub ver: i64,
+    /// The zone's node epoch (see `ZoneRegistry::node_epoch`).
+    pub epoch: u64,
+}
+
 /// What a lookup found.
 #[derive(Debug, PartialEq)]
 pub enum Cached {
@@ -157,14 +168,12 @@ impl DenialCache {
         self.evictions.load(Ordering::Relaxed)
     }
 
-    /// What the database would answer for `key` in `apex` version `ver`, if
-    /// a link of node epoch `epoch` covers it and expired no earlier than
+    /// What the database would answer for `key` in the zone version `at`,
+    /// if a link of its node epoch covers it and expired no earlier than
     /// `grace` before `now`.
     pub fn lookup(
         &self,
-        apex: &Name,
-        ver: i64,
-        epoch: u64,
+        at: At<'_>,
         key: &str,
         wrap: bool,
         now: Instant,
@@ -173,10 +182,10 @@ impl DenialCache {
         let mut inner = self.lock();
         inner.tick += 1;
         let tick = inner.tick;
-        let Some(zone) = inner.zones.get_mut(apex) else {
+        let Some(zone) = inner.zones.get_mut(at.apex) else {
             return Cached::Miss;
         };
-        if zone.ver != ver || zone.epoch != epoch {
+        if zone.ver != at.ver || zone.epoch != at.epoch {
             return Cached::Miss;
         }
         zone.used = tick;
@@ -212,16 +221,13 @@ impl DenialCache {
         Cached::Hit(Some(link.node.clone()))
     }
 
-    /// Keeps `node`, read for `key` (with `wrap`) from `apex` version `ver`
-    /// at node epoch `epoch`, until `expires`. Not kept when links were
-    /// voided since `voids` was read, or when the record's interval does
-    /// not hold `key` (its chain disagrees with the database).
-    #[allow(clippy::too_many_arguments)]
+    /// Keeps `node`, read for `key` (with `wrap`) from the zone version
+    /// `at`, until `expires`. Not kept when links were voided since `voids`
+    /// was read, or when the record's interval does not hold `key` (its
+    /// chain disagrees with the database).
     pub fn insert(
         &self,
-        apex: &Name,
-        ver: i64,
-        epoch: u64,
+        at: At<'_>,
         voids: u64,
         key: &str,
         wrap: bool,
@@ -235,6 +241,7 @@ impl DenialCache {
             return false;
         }
         let weight = 160 + node_weight(&node) + dk.len() * 2 + next.len();
+        let At { apex, ver, epoch } = at;
         let mut inner = self.lock();
         // Checked under the lock: a void takes the lock too.
         if self.voids.load(Ordering::Acquire) != voids {
@@ -388,6 +395,10 @@ mod tests {
         })
     }
 
+    fn at(apex: &Name, ver: i64, epoch: u64) -> At<'_> {
+        At { apex, ver, epoch }
+    }
+
     fn later() -> Instant {
         Instant::now() + Duration::from_secs(60)
     }
@@ -408,12 +419,12 @@ mod tests {
 
     fn lookup(c: &DenialCache, key: &str, wrap: bool) -> Cached {
         let apex = name("z.test.");
-        c.lookup(&apex, 1, 0, key, wrap, Instant::now(), Duration::ZERO)
+        c.lookup(at(&apex, 1, 0), key, wrap, Instant::now(), Duration::ZERO)
     }
 
     fn insert(c: &DenialCache, key: &str, wrap: bool, node: &Arc<Node>) -> bool {
         let apex = name("z.test.");
-        c.insert(&apex, 1, 0, c.voids(), key, wrap, node.clone(), later())
+        c.insert(at(&apex, 1, 0), c.voids(), key, wrap, node.clone(), later())
     }
 
     fn hit_owner(c: &Cached) -> Option<Name> {
@@ -541,38 +552,66 @@ mod tests {
         let now = Instant::now();
         assert!(insert(&c, &k, false, &chain[1]));
         assert!(matches!(
-            c.lookup(&apex, 1, 0, &k, false, now, Duration::ZERO),
+            c.lookup(at(&apex, 1, 0), &k, false, now, Duration::ZERO),
             Cached::Hit(_)
         ));
         assert_eq!(
-            c.lookup(&apex, 2, 0, &k, false, now, Duration::ZERO),
+            c.lookup(at(&apex, 2, 0), &k, false, now, Duration::ZERO),
             Cached::Miss
         );
         assert_eq!(
-            c.lookup(&apex, 1, 1, &k, false, now, Duration::ZERO),
+            c.lookup(at(&apex, 1, 1), &k, false, now, Duration::ZERO),
             Cached::Miss
         );
         // A read of the newer epoch replaces the zone's links...
-        assert!(c.insert(&apex, 1, 1, c.voids(), &k, false, chain[1].clone(), later()));
+        assert!(c.insert(
+            at(&apex, 1, 1),
+            c.voids(),
+            &k,
+            false,
+            chain[1].clone(),
+            later()
+        ));
         assert_eq!(c.len(), 1);
         // ... and one that began at the older epoch is not kept.
-        assert!(!c.insert(&apex, 1, 0, c.voids(), &k, false, chain[1].clone(), later()));
+        assert!(!c.insert(
+            at(&apex, 1, 0),
+            c.voids(),
+            &k,
+            false,
+            chain[1].clone(),
+            later()
+        ));
         // A read that began before a void is not kept.
         let before = c.voids();
         c.void_zone(&apex);
         assert!(c.is_empty());
-        assert!(!c.insert(&apex, 1, 1, before, &k, false, chain[1].clone(), later()));
+        assert!(!c.insert(
+            at(&apex, 1, 1),
+            before,
+            &k,
+            false,
+            chain[1].clone(),
+            later()
+        ));
         // Expired links are misses, unless within the stale grace.
         let soon = Instant::now() + Duration::from_millis(1);
-        assert!(c.insert(&apex, 1, 1, c.voids(), &k, false, chain[1].clone(), soon));
+        assert!(c.insert(
+            at(&apex, 1, 1),
+            c.voids(),
+            &k,
+            false,
+            chain[1].clone(),
+            soon
+        ));
         let after = soon + Duration::from_secs(1);
         assert_eq!(
-            c.lookup(&apex, 1, 1, &k, false, after, Duration::ZERO),
+            c.lookup(at(&apex, 1, 1), &k, false, after, Duration::ZERO),
             Cached::Miss
         );
         let grace = Duration::from_secs(5);
         assert!(matches!(
-            c.lookup(&apex, 1, 1, &k, false, after, grace),
+            c.lookup(at(&apex, 1, 1), &k, false, after, grace),
             Cached::Hit(Some(_))
         ));
     }
@@ -584,14 +623,14 @@ mod tests {
             let apex = name(&format!("z{z}.test."));
             let node = nsec(&format!("z{z}.test."), &format!("a.z{z}.test."));
             let key = apex.canonical_key();
-            assert!(c.insert(&apex, 1, 0, c.voids(), &key, false, node, later()));
+            assert!(c.insert(at(&apex, 1, 0), c.voids(), &key, false, node, later()));
         }
         assert_eq!(c.len(), 3);
         assert_eq!(c.evictions(), 1);
         let first = name("z0.test.");
         let k = first.canonical_key();
         assert_eq!(
-            c.lookup(&first, 1, 0, &k, false, Instant::now(), Duration::ZERO),
+            c.lookup(at(&first, 1, 0), &k, false, Instant::now(), Duration::ZERO),
             Cached::Miss
         );
         let small = DenialCache::new(100, 10);

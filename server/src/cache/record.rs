@@ -17,7 +17,7 @@
 //!  once with Busy), so an overloaded server with a cold cache still warms.
 //! ```
 
-use super::denial::{Cached, DenialCache};
+use super::denial::{At, Cached, DenialCache};
 use super::sharded::{ShardedLru, Weigh};
 use super::zones::{Known, ZoneRegistry};
 use super::Counters;
@@ -544,15 +544,14 @@ impl<B: Backend> Backend for RecordCache<B> {
         // As for nodes: an untracked zone is read but not kept.
         let epoch = self.zones.node_epoch(&zone.apex);
         let cached = |grace| match epoch {
-            Some(epoch) => denials.lookup(
-                &zone.apex,
-                zone.ver,
-                epoch,
-                key,
-                wrap,
-                Instant::now(),
-                grace,
-            ),
+            Some(epoch) => {
+                let at = At {
+                    apex: &zone.apex,
+                    ver: zone.ver,
+                    epoch,
+                };
+                denials.lookup(at, key, wrap, Instant::now(), grace)
+            }
             None => Cached::Miss,
         };
         if let Cached::Hit(node) = cached(Duration::ZERO) {
@@ -567,11 +566,15 @@ impl<B: Backend> Backend for RecordCache<B> {
             let node = shared.fetch_denial(&zone_c, &key_c, wrap).await?;
             if let (Some(epoch), Some(found)) = (epoch, &node) {
                 let expires = Instant::now() + shared.ttl_of(&node);
-                let (apex, ver) = (&zone_c.apex, zone_c.ver);
+                let at = At {
+                    apex: &zone_c.apex,
+                    ver: zone_c.ver,
+                    epoch,
+                };
                 let found = found.clone();
                 shared
                     .denials
-                    .insert(apex, ver, epoch, voids, &key_c, wrap, found, expires);
+                    .insert(at, voids, &key_c, wrap, found, expires);
             }
             Ok(node)
         };
