@@ -427,6 +427,11 @@ mod tests {
         c.insert(at(&apex, 1, 0), c.voids(), key, wrap, node.clone(), later())
     }
 
+    /// The owner of the NSEC record a cached lookup for `n` gives.
+    fn nsec_owner(c: &DenialCache, n: &str) -> Option<Name> {
+        hit_owner(&lookup(c, &ck(n), false))
+    }
+
     fn hit_owner(c: &Cached) -> Option<Name> {
         match c {
             Cached::Hit(Some(n)) => Some(n.name.clone()),
@@ -446,11 +451,7 @@ mod tests {
         // b.a.z.test. sorts after a.z.test. (a child) and before m.a.z.test.
         assert!(insert(&c, &ck("b.a.z.test."), false, &chain[1]));
         for inside in ["a.z.test.", "x.b.a.z.test.", "l.a.z.test.", "aa.a.z.test."] {
-            assert_eq!(
-                hit_owner(&lookup(&c, &ck(inside), false)),
-                Some(name("a.z.test.")),
-                "{inside}"
-            );
+            assert_eq!(nsec_owner(&c, inside), Some(name("a.z.test.")), "{inside}");
         }
         // Outside [a, m.a): m.a itself, its children, b, and the apex.
         for outside in ["m.a.z.test.", "x.m.a.z.test.", "b.z.test.", "z.test."] {
@@ -464,22 +465,13 @@ mod tests {
         let c = DenialCache::new(100, 1 << 20);
         // The apex record covers names sorting before a.z.test.
         assert!(insert(&c, &ck("0.z.test."), false, &chain[0]));
-        assert_eq!(
-            hit_owner(&lookup(&c, &ck("0.z.test."), false)),
-            Some(name("z.test."))
-        );
-        assert_eq!(
-            hit_owner(&lookup(&c, &ck("z.test."), false)),
-            Some(name("z.test."))
-        );
+        assert_eq!(nsec_owner(&c, "0.z.test."), Some(name("z.test.")));
+        assert_eq!(nsec_owner(&c, "z.test."), Some(name("z.test.")));
         assert_eq!(lookup(&c, &ck("a.z.test."), false), Cached::Miss);
         // The last record wraps: it covers everything after it.
         assert!(insert(&c, &ck("zz.z.test."), false, &chain[3]));
         for after in ["zz.z.test.", "a.zz.z.test.", "z.z.test."] {
-            assert_eq!(
-                hit_owner(&lookup(&c, &ck(after), false)),
-                Some(name("z.z.test."))
-            );
+            assert_eq!(nsec_owner(&c, after), Some(name("z.z.test.")));
         }
         // Below the apex there is nothing (NSEC asks without wrap).
         assert_eq!(lookup(&c, &ck("test."), false), Cached::Hit(None));
@@ -533,14 +525,8 @@ mod tests {
         let only = nsec("z.test.", "z.test.");
         let c = DenialCache::new(100, 1 << 20);
         assert!(insert(&c, &ck("q.z.test."), false, &only));
-        assert_eq!(
-            hit_owner(&lookup(&c, &ck("q.z.test."), false)),
-            Some(name("z.test."))
-        );
-        assert_eq!(
-            hit_owner(&lookup(&c, &ck("z.test."), false)),
-            Some(name("z.test."))
-        );
+        assert_eq!(nsec_owner(&c, "q.z.test."), Some(name("z.test.")));
+        assert_eq!(nsec_owner(&c, "z.test."), Some(name("z.test.")));
     }
 
     #[test]
@@ -550,6 +536,10 @@ mod tests {
         let apex = name("z.test.");
         let k = ck("b.a.z.test.");
         let now = Instant::now();
+        let keep = |epoch, voids, expires| {
+            let at = at(&apex, 1, epoch);
+            c.insert(at, voids, &k, false, chain[1].clone(), expires)
+        };
         assert!(insert(&c, &k, false, &chain[1]));
         assert!(matches!(
             c.lookup(at(&apex, 1, 0), &k, false, now, Duration::ZERO),
@@ -564,46 +554,18 @@ mod tests {
             Cached::Miss
         );
         // A read of the newer epoch replaces the zone's links...
-        assert!(c.insert(
-            at(&apex, 1, 1),
-            c.voids(),
-            &k,
-            false,
-            chain[1].clone(),
-            later()
-        ));
+        assert!(keep(1, c.voids(), later()));
         assert_eq!(c.len(), 1);
         // ... and one that began at the older epoch is not kept.
-        assert!(!c.insert(
-            at(&apex, 1, 0),
-            c.voids(),
-            &k,
-            false,
-            chain[1].clone(),
-            later()
-        ));
+        assert!(!keep(0, c.voids(), later()));
         // A read that began before a void is not kept.
         let before = c.voids();
         c.void_zone(&apex);
         assert!(c.is_empty());
-        assert!(!c.insert(
-            at(&apex, 1, 1),
-            before,
-            &k,
-            false,
-            chain[1].clone(),
-            later()
-        ));
+        assert!(!keep(1, before, later()));
         // Expired links are misses, unless within the stale grace.
         let soon = Instant::now() + Duration::from_millis(1);
-        assert!(c.insert(
-            at(&apex, 1, 1),
-            c.voids(),
-            &k,
-            false,
-            chain[1].clone(),
-            soon
-        ));
+        assert!(keep(1, c.voids(), soon));
         let after = soon + Duration::from_secs(1);
         assert_eq!(
             c.lookup(at(&apex, 1, 1), &k, false, after, Duration::ZERO),
