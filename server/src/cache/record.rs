@@ -100,10 +100,23 @@ where
     where
         Fut: std::future::Future<Output = Result<V, StoreError>> + Send + 'static,
     {
-        let mut landed = {
+        self.lead_or_join(key, fetch).await.1
+    }
+
+    /// As [`Flights::run`], and whether this call started the read (true)
+    /// or waited for one already in flight (false; `fetch` is dropped).
+    async fn lead_or_join<Fut>(
+        self: &Arc<Self>,
+        key: &K,
+        fetch: Fut,
+    ) -> (bool, Result<V, StoreError>)
+    where
+        Fut: std::future::Future<Output = Result<V, StoreError>> + Send + 'static,
+    {
+        let (led, mut landed) = {
             let mut map = self.flights.lock().unwrap_or_else(|p| p.into_inner());
             match map.get(key) {
-                Some(rx) => rx.clone(),
+                Some(rx) => (false, rx.clone()),
                 None => {
                     let (tx, rx) = watch::channel(None);
                     map.insert(key.clone(), rx.clone());
@@ -117,7 +130,7 @@ where
                         let result = fetch.await.map_err(Arc::new);
                         let _ = tx.send(Some(result));
                     });
-                    rx
+                    (true, rx)
                 }
             }
         };
@@ -125,11 +138,12 @@ where
             Ok(done) => done.clone(),
             Err(_) => None, // the task ended without a result (a panic)
         };
-        match outcome {
+        let result = match outcome {
             Some(Ok(value)) => Ok(value),
             Some(Err(fault)) => Err(StoreError::Shared(fault)),
             None => Err(StoreError::Busy("a database read was abandoned".into())),
-        }
+        };
+        (led, result)
     }
 }
 
@@ -191,9 +205,9 @@ impl Drop for LeaveQueue<'_> {
 /// Settings of the record cache.
 #[derive(Clone, Debug)]
 pub struct RecordCacheConfig {
-    /// Most nodes held.
+    /// Most nodes and denial records held (an eighth for denial records).
     pub max_entries: usize,
-    /// Most bytes held (approximate).
+    /// Most bytes held (approximate; an eighth for denial records).
     pub max_bytes: usize,
     /// Longest time a node is kept, whatever its TTLs.
     pub max_ttl: Duration,
@@ -306,6 +320,9 @@ pub struct RecordCache<B> {
     node_flights: Arc<Flights<NodeKey, Option<Arc<Node>>>>,
     zone_flights: Arc<Flights<Name, Option<ZoneInfo>>>,
     denial_flights: Arc<Flights<DenialKey, Option<Arc<Node>>>>,
+    /// The first denial read of a zone version while none is in flight;
+    /// misses meanwhile wait for it (see `denial`).
+    denial_leads: Arc<Flights<(Name, i64), Option<Arc<Node>>>>,
     config: RecordCacheConfig,
 }
 
@@ -347,6 +364,7 @@ impl<B: Backend> RecordCache<B> {
             node_flights: Arc::new(Flights::new()),
             zone_flights: Arc::new(Flights::new()),
             denial_flights: Arc::new(Flights::new()),
+            denial_leads: Arc::new(Flights::new()),
             config,
         }
     }
@@ -559,9 +577,8 @@ impl<B: Backend> Backend for RecordCache<B> {
             return Ok(node);
         }
         counters.denial_misses.fetch_add(1, Ordering::Relaxed);
-        let flight: DenialKey = (zone.apex.clone(), zone.ver, key.to_string(), wrap);
         let (shared, zone_c, key_c) = (self.shared.clone(), zone.clone(), key.to_string());
-        let read = async move {
+        let read = move || async move {
             let voids = shared.denials.voids();
             let node = shared.fetch_denial(&zone_c, &key_c, wrap).await?;
             if let (Some(epoch), Some(found)) = (epoch, &node) {
@@ -578,7 +595,25 @@ impl<B: Backend> Backend for RecordCache<B> {
             }
             Ok(node)
         };
-        match self.denial_flights.run(&flight, read).await {
+        // While a read of this zone version is in flight, wait for it
+        // rather than start another: its record often covers our key too
+        // (one interval holds many names), and on a database that scans
+        // for these reads, parallel scans after a zone change would only
+        // slow each other past the query timeout. If it does not cover
+        // our key, read our own (in parallel with others, one per key).
+        let lead = (zone.apex.clone(), zone.ver);
+        let fetched = match self.denial_leads.lead_or_join(&lead, read.clone()()).await {
+            (true, led) => led,
+            (false, Err(fault)) => Err(fault),
+            (false, Ok(_)) => match cached(Duration::ZERO) {
+                Cached::Hit(node) => Ok(node),
+                Cached::Miss => {
+                    let flight: DenialKey = (zone.apex.clone(), zone.ver, key.to_string(), wrap);
+                    self.denial_flights.run(&flight, read()).await
+                }
+            },
+        };
+        match fetched {
             Err(fault) if !self.config.serve_stale.is_zero() => {
                 // As for nodes: an expired record of the current epoch,
                 // within the window, rather than SERVFAIL.
@@ -602,10 +637,13 @@ mod tests {
     use super::*;
     use backend_mongo::ChangeRecord;
 
-    /// Answers every name with an empty node after `delay`, counting reads.
+    /// Answers every name with an empty node, and every denial lookup with
+    /// the zone's only NSEC (apex to apex: it covers everything), after
+    /// `delay`, counting reads.
     struct SlowBackend {
         delay: Duration,
         reads: AtomicUsize,
+        denials: AtomicUsize,
     }
 
     impl Backend for SlowBackend {
@@ -630,11 +668,23 @@ mod tests {
         }
         async fn denial(
             &self,
-            _zone: &ZoneInfo,
+            zone: &ZoneInfo,
             _key: &str,
             _wrap: bool,
         ) -> Result<Option<Arc<Node>>, StoreError> {
-            Ok(None)
+            self.denials.fetch_add(1, Ordering::SeqCst);
+            tokio::time::sleep(self.delay).await;
+            let mut next = zone.apex.as_wire().to_vec();
+            next.extend_from_slice(&[0, 1, 0x40]);
+            Ok(Some(Arc::new(Node {
+                name: zone.apex.clone(),
+                rrsets: vec![Arc::new(backend_mongo::RRset {
+                    rtype: backend_mongo::RType::NSEC,
+                    ttl: 300,
+                    rdata: vec![next.into()],
+                })],
+                sigs: Vec::new(),
+            })))
         }
     }
 
@@ -650,6 +700,7 @@ mod tests {
             SlowBackend {
                 delay: Duration::from_millis(delay_ms),
                 reads: AtomicUsize::new(0),
+                denials: AtomicUsize::new(0),
             },
             registry,
             config,
@@ -698,6 +749,34 @@ mod tests {
             assert!(a.await.unwrap().unwrap().is_some());
         }
         assert_eq!(rc.shared.inner.reads.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn denial_misses_of_one_zone_wait_for_the_read_in_flight() {
+        let rc = Arc::new(cache(100, 4, 16));
+        let askers: Vec<_> = (0..10)
+            .map(|i| {
+                let rc = rc.clone();
+                let key: Name = format!("n{i}.t.test.").parse().unwrap();
+                tokio::spawn(async move { rc.denial(&zone(), &key.canonical_key(), false).await })
+            })
+            .collect();
+        for a in askers {
+            let node = a.await.unwrap().unwrap().unwrap();
+            assert_eq!(node.name, zone().apex);
+        }
+        // Ten keys, one read: its record covers all of them.
+        assert_eq!(rc.shared.inner.denials.load(Ordering::SeqCst), 1);
+        let other: Name = "zzz.t.test.".parse().unwrap();
+        assert!(rc
+            .denial(&zone(), &other.canonical_key(), false)
+            .await
+            .is_ok());
+        assert_eq!(rc.shared.inner.denials.load(Ordering::SeqCst), 1);
+        let c = &rc.shared.counters;
+        assert_eq!(c.denial_hits.load(Ordering::Relaxed), 1);
+        assert_eq!(c.denial_misses.load(Ordering::Relaxed), 10);
+        assert_eq!(rc.denial_len(), 1);
     }
 
     #[tokio::test]
