@@ -32,6 +32,8 @@ use tokio::sync::{watch, Semaphore, SemaphorePermit};
 type NodeKey = (Name, i64, Name);
 /// A denial lookup: zone apex, version, denial key, wrap.
 type DenialKey = (Name, i64, String, bool);
+/// A zone version: apex, version.
+type ZoneVer = (Name, i64);
 
 struct NodeEntry {
     node: Option<Arc<Node>>,
@@ -322,7 +324,7 @@ pub struct RecordCache<B> {
     denial_flights: Arc<Flights<DenialKey, Option<Arc<Node>>>>,
     /// The first denial read of a zone version while none is in flight;
     /// misses meanwhile wait for it (see `denial`).
-    denial_leads: Arc<Flights<(Name, i64), Option<Arc<Node>>>>,
+    denial_leads: Arc<Flights<ZoneVer, Option<Arc<Node>>>>,
     config: RecordCacheConfig,
 }
 
@@ -601,7 +603,7 @@ impl<B: Backend> Backend for RecordCache<B> {
         // for these reads, parallel scans after a zone change would only
         // slow each other past the query timeout. If it does not cover
         // our key, read our own (in parallel with others, one per key).
-        let lead = (zone.apex.clone(), zone.ver);
+        let lead: ZoneVer = (zone.apex.clone(), zone.ver);
         let fetched = match self.denial_leads.lead_or_join(&lead, read.clone()()).await {
             (true, led) => led,
             (false, Err(fault)) => Err(fault),
