@@ -2,7 +2,7 @@
 //!
 //! ```text
 //!  pipeline ──Backend::{find_zone, get_node, zone_nodes, denial}──► Store (MongoDB)
-//!                                       (later: ► RecordCache ► Store)
+//!            (through cache::RecordCache, which caches all but zone_nodes)
 //! ```
 //!
 //! Four questions are all the pipeline ever asks; anything else a store can

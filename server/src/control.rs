@@ -107,6 +107,31 @@ impl Control {
                 self.records.len() as u64,
             ),
             (
+                "denial_cache_hits",
+                "DNSSEC denial lookups served from the denial cache",
+                l(&c.denial_hits),
+            ),
+            (
+                "denial_cache_misses",
+                "DNSSEC denial lookups that needed the database",
+                l(&c.denial_misses),
+            ),
+            (
+                "denial_cache_entries",
+                "NSEC/NSEC3 records held by the denial cache",
+                self.records.denial_len() as u64,
+            ),
+            (
+                "denial_cache_bytes",
+                "approximate bytes held by the denial cache",
+                self.records.denial_bytes() as u64,
+            ),
+            (
+                "denial_cache_evictions",
+                "denial records evicted to stay within bounds",
+                self.records.denial_evictions(),
+            ),
+            (
                 "zone_cache_hits",
                 "zone lookups served from memory",
                 l(&c.zone_hits),

@@ -4,12 +4,13 @@
 //!  UDP/TCP ─► PacketCache (whole replies) ──hit──► reply
 //!                 │ miss
 //!                 ▼
-//!             pipeline ─► RecordCache (zones, nodes) ──miss──► Store
+//!             pipeline ─► RecordCache (zones, nodes, denial intervals) ──miss──► Store
 //!                               ▲
 //!  ZoneRegistry ◄─ poll meta.seq / zones{gen > last} every interval
 //!  (a zone's generation moves ─► its cached replies and nodes are void)
 //! ```
 
+pub mod denial;
 pub mod packet;
 pub mod record;
 pub mod sharded;
@@ -38,6 +39,10 @@ pub struct Counters {
     pub record_hits: AtomicU64,
     /// Node lookups that needed the database (or waited for a query).
     pub record_misses: AtomicU64,
+    /// DNSSEC denial lookups answered from the denial cache.
+    pub denial_hits: AtomicU64,
+    /// DNSSEC denial lookups that needed the database (or waited for one).
+    pub denial_misses: AtomicU64,
     /// Database round trips.
     pub db_queries: AtomicU64,
     /// Database round trips that failed.

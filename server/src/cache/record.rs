@@ -4,14 +4,20 @@
 //!  find_zone(apex) ─► ZoneRegistry (positive / negative) ─miss─► store
 //!  get_node(zone, name) ─► node LRU keyed (apex, ver, name), entry tagged
 //!        with the zone's node epoch ─ stale or missing ─► single flight ─► store
-//!  A logged change (merge writes) drops just its names; any other change
-//!  moves the zone's node epoch, which voids all its nodes.
+//!  denial(zone, key, wrap) ─► DenialCache: the NSEC/NSEC3 records read so
+//!        far as intervals [dk, next) (see `denial.rs`), tagged with the
+//!        zone's version and node epoch ─ not covered ─► single flight ─► store
+//!  A logged change (merge writes) drops just its names (and every denial
+//!  record of the zone: the names do not say which intervals moved); any
+//!  other change moves the zone's node epoch, which voids all its nodes
+//!  and denial records.
 //!  Concurrent misses for one key wait for one database read, which runs
 //!  as a task of its own: it fills the cache even if its askers time out.
 //!  Every read passes the DbGate (N at once, M queued, the rest refused at
 //!  once with Busy), so an overloaded server with a cold cache still warms.
 //! ```
 
+use super::denial::{At, Cached, DenialCache};
 use super::sharded::{ShardedLru, Weigh};
 use super::zones::{Known, ZoneRegistry};
 use super::Counters;
@@ -24,6 +30,10 @@ use std::time::{Duration, Instant};
 use tokio::sync::{watch, Semaphore, SemaphorePermit};
 
 type NodeKey = (Name, i64, Name);
+/// A denial lookup: zone apex, version, denial key, wrap.
+type DenialKey = (Name, i64, String, bool);
+/// A zone version: apex, version.
+type ZoneVer = (Name, i64);
 
 struct NodeEntry {
     node: Option<Arc<Node>>,
@@ -92,10 +102,23 @@ where
     where
         Fut: std::future::Future<Output = Result<V, StoreError>> + Send + 'static,
     {
-        let mut landed = {
+        self.lead_or_join(key, fetch).await.1
+    }
+
+    /// As [`Flights::run`], and whether this call started the read (true)
+    /// or waited for one already in flight (false; `fetch` is dropped).
+    async fn lead_or_join<Fut>(
+        self: &Arc<Self>,
+        key: &K,
+        fetch: Fut,
+    ) -> (bool, Result<V, StoreError>)
+    where
+        Fut: std::future::Future<Output = Result<V, StoreError>> + Send + 'static,
+    {
+        let (led, mut landed) = {
             let mut map = self.flights.lock().unwrap_or_else(|p| p.into_inner());
             match map.get(key) {
-                Some(rx) => rx.clone(),
+                Some(rx) => (false, rx.clone()),
                 None => {
                     let (tx, rx) = watch::channel(None);
                     map.insert(key.clone(), rx.clone());
@@ -109,7 +132,7 @@ where
                         let result = fetch.await.map_err(Arc::new);
                         let _ = tx.send(Some(result));
                     });
-                    rx
+                    (true, rx)
                 }
             }
         };
@@ -117,11 +140,12 @@ where
             Ok(done) => done.clone(),
             Err(_) => None, // the task ended without a result (a panic)
         };
-        match outcome {
+        let result = match outcome {
             Some(Ok(value)) => Ok(value),
             Some(Err(fault)) => Err(StoreError::Shared(fault)),
             None => Err(StoreError::Busy("a database read was abandoned".into())),
-        }
+        };
+        (led, result)
     }
 }
 
@@ -183,9 +207,9 @@ impl Drop for LeaveQueue<'_> {
 /// Settings of the record cache.
 #[derive(Clone, Debug)]
 pub struct RecordCacheConfig {
-    /// Most nodes held.
+    /// Most nodes and denial records held (an eighth for denial records).
     pub max_entries: usize,
-    /// Most bytes held (approximate).
+    /// Most bytes held (approximate; an eighth for denial records).
     pub max_bytes: usize,
     /// Longest time a node is kept, whatever its TTLs.
     pub max_ttl: Duration,
@@ -224,6 +248,8 @@ impl Default for RecordCacheConfig {
 struct Shared<B> {
     inner: B,
     nodes: ShardedLru<NodeKey, NodeEntry>,
+    /// NSEC/NSEC3 records as intervals (an eighth of the record budget).
+    denials: DenialCache,
     gate: DbGate,
     /// `max_ttl` and `negative_ttl` in ms, changeable (SIGHUP).
     ttl_caps_ms: [AtomicU64; 2],
@@ -242,6 +268,8 @@ impl<B: Backend> Shared<B> {
             self.nodes.remove(&key);
         }
         self.name_purges.fetch_add(1, Ordering::AcqRel);
+        // Which NSEC/NSEC3 intervals moved the names do not say: all go.
+        self.denials.void_zone(apex);
     }
 
     fn ttl_of(&self, node: &Option<Arc<Node>>) -> Duration {
@@ -269,6 +297,22 @@ impl<B: Backend> Shared<B> {
         self.counters.record_db(started.elapsed(), result.is_ok());
         result
     }
+
+    /// One denial read, through the gate, counted.
+    async fn fetch_denial(
+        &self,
+        zone: &ZoneInfo,
+        key: &str,
+        wrap: bool,
+    ) -> Result<Option<Arc<Node>>, StoreError> {
+        let _slot = self.gate.enter(&self.counters).await?;
+        let started = Instant::now();
+        self.counters.db_inflight.fetch_add(1, Ordering::Relaxed);
+        let result = self.inner.denial(zone, key, wrap).await;
+        self.counters.db_inflight.fetch_sub(1, Ordering::Relaxed);
+        self.counters.record_db(started.elapsed(), result.is_ok());
+        result
+    }
 }
 
 /// A [`Backend`] that caches another one.
@@ -277,6 +321,10 @@ pub struct RecordCache<B> {
     zones: Arc<ZoneRegistry>,
     node_flights: Arc<Flights<NodeKey, Option<Arc<Node>>>>,
     zone_flights: Arc<Flights<Name, Option<ZoneInfo>>>,
+    denial_flights: Arc<Flights<DenialKey, Option<Arc<Node>>>>,
+    /// The first denial read of a zone version while none is in flight;
+    /// misses meanwhile wait for it (see `denial`).
+    denial_leads: Arc<Flights<ZoneVer, Option<Arc<Node>>>>,
     config: RecordCacheConfig,
 }
 
@@ -290,7 +338,13 @@ impl<B: Backend> RecordCache<B> {
     ) -> Self {
         let shared = Arc::new(Shared {
             inner,
-            nodes: ShardedLru::new(64, config.max_entries, config.max_bytes),
+            // Denial records get an eighth of the budget, nodes the rest.
+            nodes: ShardedLru::new(
+                64,
+                config.max_entries - config.max_entries / 8,
+                config.max_bytes - config.max_bytes / 8,
+            ),
+            denials: DenialCache::new(config.max_entries / 8, config.max_bytes / 8),
             gate: DbGate::new(config.db_max_inflight, config.db_max_queued),
             ttl_caps_ms: [
                 AtomicU64::new(config.max_ttl.as_millis() as u64),
@@ -311,6 +365,8 @@ impl<B: Backend> RecordCache<B> {
             zones,
             node_flights: Arc::new(Flights::new()),
             zone_flights: Arc::new(Flights::new()),
+            denial_flights: Arc::new(Flights::new()),
+            denial_leads: Arc::new(Flights::new()),
             config,
         }
     }
@@ -335,6 +391,21 @@ impl<B: Backend> RecordCache<B> {
         self.shared.nodes.evictions()
     }
 
+    /// NSEC/NSEC3 records held by the denial cache.
+    pub fn denial_len(&self) -> usize {
+        self.shared.denials.len()
+    }
+
+    /// Approximate bytes held by the denial cache.
+    pub fn denial_bytes(&self) -> usize {
+        self.shared.denials.bytes()
+    }
+
+    /// Denial records evicted to stay within bounds.
+    pub fn denial_evictions(&self) -> u64 {
+        self.shared.denials.evictions()
+    }
+
     /// Database reads waiting for a slot now.
     pub fn db_queued(&self) -> usize {
         self.shared.gate.queued()
@@ -342,12 +413,15 @@ impl<B: Backend> RecordCache<B> {
 
     /// Drops cached nodes named `name` (in any zone); returns how many.
     pub fn purge_name(&self, name: &Name) -> usize {
+        // The name may be any record's "next": denial records all go.
+        self.shared.denials.void_all();
         self.shared.nodes.retain(|k, _| k.2 != *name)
     }
 
     /// Drops everything.
     pub fn purge_all(&self) -> usize {
         self.zones.purge_all();
+        self.shared.denials.void_all();
         self.shared.nodes.retain(|_, _| false)
     }
 
@@ -481,11 +555,80 @@ impl<B: Backend> Backend for RecordCache<B> {
         key: &str,
         wrap: bool,
     ) -> Result<Option<Arc<Node>>, StoreError> {
-        // DNSSEC denial lookups (DO=1 negative answers) go to the database:
-        // keys are mostly unique per query name, and the packet cache holds
-        // the finished replies.
-        self.uncached(self.shared.inner.denial(zone, key, wrap))
-            .await
+        let counters = &self.shared.counters;
+        if !self.config.enabled {
+            counters.denial_misses.fetch_add(1, Ordering::Relaxed);
+            return self.shared.fetch_denial(zone, key, wrap).await;
+        }
+        let denials = &self.shared.denials;
+        // As for nodes: an untracked zone is read but not kept.
+        let epoch = self.zones.node_epoch(&zone.apex);
+        let cached = |grace| match epoch {
+            Some(epoch) => {
+                let at = At {
+                    apex: &zone.apex,
+                    ver: zone.ver,
+                    epoch,
+                };
+                denials.lookup(at, key, wrap, Instant::now(), grace)
+            }
+            None => Cached::Miss,
+        };
+        if let Cached::Hit(node) = cached(Duration::ZERO) {
+            counters.denial_hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(node);
+        }
+        counters.denial_misses.fetch_add(1, Ordering::Relaxed);
+        let (shared, zone_c, key_c) = (self.shared.clone(), zone.clone(), key.to_string());
+        let read = move || async move {
+            let voids = shared.denials.voids();
+            let node = shared.fetch_denial(&zone_c, &key_c, wrap).await?;
+            if let (Some(epoch), Some(found)) = (epoch, &node) {
+                let expires = Instant::now() + shared.ttl_of(&node);
+                let at = At {
+                    apex: &zone_c.apex,
+                    ver: zone_c.ver,
+                    epoch,
+                };
+                let found = found.clone();
+                shared
+                    .denials
+                    .insert(at, voids, &key_c, wrap, found, expires);
+            }
+            Ok(node)
+        };
+        // While a read of this zone version is in flight, wait for it
+        // rather than start another: its record often covers our key too
+        // (one interval holds many names), and on a database that scans
+        // for these reads, parallel scans after a zone change would only
+        // slow each other past the query timeout. If it does not cover
+        // our key, read our own (in parallel with others, one per key).
+        let lead: ZoneVer = (zone.apex.clone(), zone.ver);
+        let fetched = match self.denial_leads.lead_or_join(&lead, read.clone()()).await {
+            (true, led) => led,
+            (false, Err(fault)) => Err(fault),
+            (false, Ok(_)) => match cached(Duration::ZERO) {
+                Cached::Hit(node) => Ok(node),
+                Cached::Miss => {
+                    let flight: DenialKey = (zone.apex.clone(), zone.ver, key.to_string(), wrap);
+                    self.denial_flights.run(&flight, read()).await
+                }
+            },
+        };
+        match fetched {
+            Err(fault) if !self.config.serve_stale.is_zero() => {
+                // As for nodes: an expired record of the current epoch,
+                // within the window, rather than SERVFAIL.
+                match cached(self.config.serve_stale) {
+                    Cached::Hit(node) => {
+                        counters.stale_nodes.fetch_add(1, Ordering::Relaxed);
+                        Ok(node)
+                    }
+                    Cached::Miss => Err(fault),
+                }
+            }
+            other => other,
+        }
     }
 }
 
@@ -496,10 +639,13 @@ mod tests {
     use super::*;
     use backend_mongo::ChangeRecord;
 
-    /// Answers every name with an empty node after `delay`, counting reads.
+    /// Answers every name with an empty node, and every denial lookup with
+    /// the zone's only NSEC (apex to apex: it covers everything), after
+    /// `delay`, counting reads.
     struct SlowBackend {
         delay: Duration,
         reads: AtomicUsize,
+        denials: AtomicUsize,
     }
 
     impl Backend for SlowBackend {
@@ -524,11 +670,23 @@ mod tests {
         }
         async fn denial(
             &self,
-            _zone: &ZoneInfo,
+            zone: &ZoneInfo,
             _key: &str,
             _wrap: bool,
         ) -> Result<Option<Arc<Node>>, StoreError> {
-            Ok(None)
+            self.denials.fetch_add(1, Ordering::SeqCst);
+            tokio::time::sleep(self.delay).await;
+            let mut next = zone.apex.as_wire().to_vec();
+            next.extend_from_slice(&[0, 1, 0x40]);
+            Ok(Some(Arc::new(Node {
+                name: zone.apex.clone(),
+                rrsets: vec![Arc::new(backend_mongo::RRset {
+                    rtype: backend_mongo::RType::NSEC,
+                    ttl: 300,
+                    rdata: vec![next.into()],
+                })],
+                sigs: Vec::new(),
+            })))
         }
     }
 
@@ -544,6 +702,7 @@ mod tests {
             SlowBackend {
                 delay: Duration::from_millis(delay_ms),
                 reads: AtomicUsize::new(0),
+                denials: AtomicUsize::new(0),
             },
             registry,
             config,
@@ -592,6 +751,34 @@ mod tests {
             assert!(a.await.unwrap().unwrap().is_some());
         }
         assert_eq!(rc.shared.inner.reads.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn denial_misses_of_one_zone_wait_for_the_read_in_flight() {
+        let rc = Arc::new(cache(100, 4, 16));
+        let askers: Vec<_> = (0..10)
+            .map(|i| {
+                let rc = rc.clone();
+                let key: Name = format!("n{i}.t.test.").parse().unwrap();
+                tokio::spawn(async move { rc.denial(&zone(), &key.canonical_key(), false).await })
+            })
+            .collect();
+        for a in askers {
+            let node = a.await.unwrap().unwrap().unwrap();
+            assert_eq!(node.name, zone().apex);
+        }
+        // Ten keys, one read: its record covers all of them.
+        assert_eq!(rc.shared.inner.denials.load(Ordering::SeqCst), 1);
+        let other: Name = "zzz.t.test.".parse().unwrap();
+        assert!(rc
+            .denial(&zone(), &other.canonical_key(), false)
+            .await
+            .is_ok());
+        assert_eq!(rc.shared.inner.denials.load(Ordering::SeqCst), 1);
+        let c = &rc.shared.counters;
+        assert_eq!(c.denial_hits.load(Ordering::Relaxed), 1);
+        assert_eq!(c.denial_misses.load(Ordering::Relaxed), 10);
+        assert_eq!(rc.denial_len(), 1);
     }
 
     #[tokio::test]
