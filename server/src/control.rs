@@ -102,6 +102,11 @@ impl Control {
                 self.records.evictions(),
             ),
             (
+                "record_cache_version_drops",
+                "nodes dropped because their zone moved to a new version",
+                l(&c.version_drops),
+            ),
+            (
                 "record_cache_entries",
                 "nodes held",
                 self.records.len() as u64,

@@ -53,6 +53,8 @@ pub struct Counters {
     pub db_latency_buckets: [AtomicU64; 13],
     /// Database reads in flight now.
     pub db_inflight: AtomicU64,
+    /// Cached nodes dropped because their zone moved to a new version.
+    pub version_drops: AtomicU64,
     /// Zone changes noticed by polling.
     pub zone_changes: AtomicU64,
     /// Queries answered by the full pipeline.

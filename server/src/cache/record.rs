@@ -19,7 +19,7 @@
 
 use super::denial::{At, Cached, DenialCache};
 use super::sharded::{ShardedLru, Weigh};
-use super::zones::{Known, ZoneRegistry};
+use super::zones::{Known, NodePurge, ZoneRegistry};
 use super::Counters;
 use crate::backend::Backend;
 use backend_mongo::{Name, Node, StoreError, ZoneInfo};
@@ -272,6 +272,20 @@ impl<B: Backend> Shared<B> {
         self.denials.void_zone(apex);
     }
 
+    /// Drops the nodes of every version of `apex` but `ver`, the one now
+    /// served; returns how many. Without this, each new version (every
+    /// `--replace` import, every `secure-zone`) would leave the old one's
+    /// nodes in the cache until evicted: memory would grow to the cache's
+    /// bound. A read of the old version in flight is not kept either.
+    fn purge_other_versions(&self, apex: &Name, ver: i64) -> usize {
+        self.name_purges.fetch_add(1, Ordering::AcqRel);
+        let dropped = self.nodes.retain(|k, _| k.0 != *apex || k.1 == ver);
+        self.counters
+            .version_drops
+            .fetch_add(dropped as u64, Ordering::Relaxed);
+        dropped
+    }
+
     fn ttl_of(&self, node: &Option<Arc<Node>>) -> Duration {
         let max_ttl = Duration::from_millis(self.ttl_caps_ms[0].load(Ordering::Relaxed));
         match node {
@@ -353,11 +367,25 @@ impl<B: Backend> RecordCache<B> {
             counters,
             name_purges: AtomicU64::new(0),
         });
-        // Logged changes drop only the names they list (see ZoneRegistry).
+        // Logged changes drop only the names they list, a new version
+        // drops the old ones' nodes (see ZoneRegistry).
         let purger = Arc::downgrade(&shared);
-        zones.set_name_purger(Box::new(move |apex, ver, names| {
-            if let Some(shared) = purger.upgrade() {
-                shared.purge_names(apex, ver, names);
+        zones.set_node_purger(Box::new(move |apex, ver, purge| {
+            let Some(shared) = purger.upgrade() else {
+                return;
+            };
+            match purge {
+                NodePurge::Names(names) => shared.purge_names(apex, ver, names),
+                // A walk over the whole cache: off the async workers.
+                NodePurge::OtherVersions => match tokio::runtime::Handle::try_current() {
+                    Ok(runtime) => {
+                        let apex = apex.clone();
+                        runtime.spawn_blocking(move || shared.purge_other_versions(&apex, ver));
+                    }
+                    Err(_) => {
+                        shared.purge_other_versions(apex, ver);
+                    }
+                },
             }
         }));
         RecordCache {
@@ -821,8 +849,8 @@ mod tests {
         (gen, record)
     }
 
-    #[tokio::test]
-    async fn a_logged_change_drops_only_its_names() {
+    /// A cache holding nodes a, b and c of `zone()`, read once each.
+    async fn cache_three_names() -> (RecordCache<SlowBackend>, ZoneInfo, Vec<Name>) {
         let rc = cache(0, 4, 16);
         let z = zone();
         let names: Vec<Name> = ["a.t.test.", "b.t.test.", "c.t.test."]
@@ -832,6 +860,12 @@ mod tests {
         for n in &names {
             rc.get_node(&z, n).await.unwrap();
         }
+        (rc, z, names)
+    }
+
+    #[tokio::test]
+    async fn a_logged_change_drops_only_its_names() {
+        let (rc, z, names) = cache_three_names().await;
         let reads = || rc.shared.inner.reads.load(Ordering::SeqCst);
         assert_eq!(reads(), 3);
         // Generation 2 changed b only, and says so.
@@ -876,5 +910,38 @@ mod tests {
         );
         rc.get_node(&fourth, &names[0]).await.unwrap();
         assert_eq!(reads(), 8);
+    }
+
+    #[tokio::test]
+    async fn a_new_version_drops_the_old_versions_nodes() {
+        let (rc, z, names) = cache_three_names().await;
+        assert_eq!(rc.len(), 3);
+        // The same version at a new generation: the nodes stay (they are
+        // voided by epoch and read again under the same keys).
+        let regen = ZoneInfo {
+            gen: 2,
+            ..z.clone()
+        };
+        rc.zones().apply_changes(std::slice::from_ref(&regen));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(rc.len(), 3);
+        // A new version (a `--replace` import): the old nodes go.
+        let replaced = ZoneInfo {
+            ver: 2,
+            gen: 3,
+            ..z.clone()
+        };
+        rc.zones().apply_changes(std::slice::from_ref(&replaced));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !rc.is_empty() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(rc.len(), 0, "version 1's nodes were dropped");
+        assert_eq!(rc.shared.counters.version_drops.load(Ordering::Relaxed), 3);
+        for n in &names {
+            rc.get_node(&replaced, n).await.unwrap();
+        }
+        assert_eq!(rc.len(), 3, "version 2's nodes are kept");
+        assert_eq!(rc.shared.inner.reads.load(Ordering::SeqCst), 6);
     }
 }

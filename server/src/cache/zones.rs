@@ -83,8 +83,18 @@ impl Weigh for NotAZone {
     }
 }
 
-/// Drops the named nodes of (zone apex, version) from a record cache.
-pub type NamePurger = Box<dyn Fn(&Name, i64, &[Name]) + Send + Sync>;
+/// What a change of one zone drops from the record cache.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum NodePurge<'a> {
+    /// The named nodes of the current version (a logged change).
+    Names(&'a [Name]),
+    /// Every node of the zone's other versions: a new version is served,
+    /// and nodes keyed by an old one could never be served again.
+    OtherVersions,
+}
+
+/// Drops nodes of (zone apex, current version) from a record cache.
+pub type NodePurger = Box<dyn Fn(&Name, i64, NodePurge<'_>) + Send + Sync>;
 
 /// The names `apex` changed from generation `from` (held) to `to`, when the
 /// change records account for it: the record of `to` is this zone's, and
@@ -133,8 +143,8 @@ pub struct ZoneRegistry {
     preload_wanted: AtomicBool,
     /// Moved by `purge_all`: a preload that began before it is discarded.
     purges: AtomicU64,
-    /// Drops named nodes from the record cache (see `apply_logged_changes`).
-    name_purger: std::sync::OnceLock<NamePurger>,
+    /// Drops nodes from the record cache (see `apply_logged_changes`).
+    node_purger: std::sync::OnceLock<NodePurger>,
     /// The first generation above `last_seq` that no change record or zone
     /// accounts for yet, and since when.
     hole: std::sync::Mutex<Option<(i64, Instant)>>,
@@ -166,7 +176,7 @@ impl ZoneRegistry {
             complete: AtomicBool::new(false),
             preload_wanted: AtomicBool::new(false),
             purges: AtomicU64::new(0),
-            name_purger: std::sync::OnceLock::new(),
+            node_purger: std::sync::OnceLock::new(),
             hole: std::sync::Mutex::new(None),
         }
     }
@@ -283,11 +293,19 @@ impl ZoneRegistry {
                 let names = (held.ver == info.ver && held.gen >= names_from)
                     .then(|| changed_names(&info.apex, held.gen, info.gen, records))
                     .flatten();
-                match (names, self.name_purger.get()) {
-                    (Some(names), Some(purge)) => purge(&info.apex, info.ver, &names),
+                let purger = self.node_purger.get();
+                match (names, purger) {
+                    (Some(names), Some(purge)) => {
+                        purge(&info.apex, info.ver, NodePurge::Names(&names))
+                    }
                     _ => {
                         state.node_epoch.fetch_add(1, Ordering::AcqRel);
                     }
+                }
+                if let (true, Some(purge)) = (held.ver != info.ver, purger) {
+                    // The old version's nodes are dead weight: keyed by
+                    // their version, no lookup reaches them again.
+                    purge(&info.apex, info.ver, NodePurge::OtherVersions);
                 }
                 *state.info.write().unwrap_or_else(|p| p.into_inner()) = info.clone();
                 state.gen.store(info.gen, Ordering::Release);
@@ -302,10 +320,10 @@ impl ZoneRegistry {
         self.zones_epoch.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// Sets what drops named nodes of a zone version from the record cache
-    /// (the record cache registers itself; once).
-    pub fn set_name_purger(&self, purge: NamePurger) {
-        let _ = self.name_purger.set(purge);
+    /// Sets what drops nodes of a zone from the record cache (the record
+    /// cache registers itself; once).
+    pub fn set_node_purger(&self, purge: NodePurger) {
+        let _ = self.node_purger.set(purge);
     }
 
     /// The node epoch of `apex`, if it is a known zone.
