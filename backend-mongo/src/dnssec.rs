@@ -486,6 +486,24 @@ pub enum NodeChange {
     DeleteNsec3(String),
 }
 
+/// The owner names whose documents `changes` write, sorted and without
+/// duplicates (an NSEC3 node's is its hashed owner), for change records.
+pub fn changed_owners(zone: &Name, changes: &[NodeChange]) -> Vec<Name> {
+    let mut out: Vec<Name> = changes
+        .iter()
+        .filter_map(|c| match c {
+            NodeChange::Sign { name, .. }
+            | NodeChange::Own { name, .. }
+            | NodeChange::DenialKey { name, .. } => Some(name.clone()),
+            NodeChange::PutNsec3(n) | NodeChange::PutRRsets(n) => Some(n.name.clone()),
+            NodeChange::DeleteNsec3(b32) => zone.prepend(b32.as_bytes()).ok(),
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 impl Store {
     /// Creates the DNSSEC indexes (run with [`Store::ensure_indexes`]):
     /// `nodes {zone, ver, dk}` for denial lookups, `keys {zone}`.
@@ -815,9 +833,24 @@ impl Store {
     }
 
     /// Tells servers that the served version of `zone` changed in place:
-    /// records the new SOA serial and a new generation.
-    pub async fn publish_in_place(&self, zone: &Name, serial: u32) -> Result<i64, StoreError> {
+    /// records the new SOA serial and a new generation, after storing a
+    /// signed change record of that generation listing `changed` (the
+    /// owner names whose documents the signer wrote; `None` or more than
+    /// [`schema::MAX_CHANGED_NAMES`]: "all"). Servers then drop only those
+    /// names; `resign --follow` knows there is nothing to re-sign for them.
+    pub async fn publish_in_place(
+        &self,
+        zone: &Name,
+        serial: u32,
+        changed: Option<&[Name]>,
+    ) -> Result<i64, StoreError> {
         let gen = self.next_seq().await?;
+        let record = schema::change_doc(gen, zone, changed, true);
+        if let Err(e) = self.changes.insert_one(record).await {
+            // Without the record, servers drop the whole zone: slower,
+            // never wrong.
+            tracing::debug!(error = %e, "change record not stored");
+        }
         self.zones
             .update_one(
                 doc! {"_id": zone.to_string()},

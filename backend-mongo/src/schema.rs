@@ -50,15 +50,24 @@ pub struct ChangeRecord {
     /// The names written (new, changed, or empty non-terminals); `None`:
     /// anything may have changed.
     pub names: Option<Vec<Name>>,
+    /// True when the writer signed what it wrote (a DNSSEC signer, or an
+    /// importer signing through the signer library): signatures and the
+    /// NSEC/NSEC3 chain around those names are already up to date, so
+    /// `mongodns-sign resign --follow` has nothing to re-sign for them.
+    pub signed: bool,
 }
 
-/// The change record document of generation `gen`.
-pub fn change_doc(gen: i64, zone: &Name, names: Option<&[Name]>) -> Document {
+/// The change record document of generation `gen` (`signed`: see
+/// [`ChangeRecord::signed`]).
+pub fn change_doc(gen: i64, zone: &Name, names: Option<&[Name]>, signed: bool) -> Document {
     let mut d = doc! {
         "_id": change_id(gen),
         "zone": zone.to_string(),
         "at": mongodb::bson::DateTime::now(),
     };
+    if signed {
+        d.insert("signed", true);
+    }
     match names {
         Some(names) if names.len() <= MAX_CHANGED_NAMES => {
             let list: Vec<Bson> = names.iter().map(|n| Bson::String(n.to_string())).collect();
@@ -75,8 +84,13 @@ pub fn change_doc(gen: i64, zone: &Name, names: Option<&[Name]>) -> Document {
 /// then treats the generation as unknown and drops everything of it).
 pub fn change_from_doc(d: &Document) -> Option<ChangeRecord> {
     let zone: Name = d.get_str("zone").ok()?.parse().ok()?;
+    let signed = d.get_bool("signed").unwrap_or(false);
     if d.get_bool("all").unwrap_or(false) {
-        return Some(ChangeRecord { zone, names: None });
+        return Some(ChangeRecord {
+            zone,
+            names: None,
+            signed,
+        });
     }
     let names = d
         .get_array("names")
@@ -87,6 +101,7 @@ pub fn change_from_doc(d: &Document) -> Option<ChangeRecord> {
     Some(ChangeRecord {
         zone,
         names: Some(names),
+        signed,
     })
 }
 

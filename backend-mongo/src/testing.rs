@@ -43,3 +43,33 @@ pub fn database_uri() -> String {
     })
     .clone()
 }
+
+/// Deletes the node `name` of the served version of `zone` the way a
+/// program writing to MongoDB directly would (`docs/schema.md`): the
+/// document, then a change record listing it (not signed), then the zone's
+/// generation. Returns false when there was no such node.
+pub async fn delete_node_as_foreign_writer(
+    store: &crate::Store,
+    zone: &crate::Name,
+    name: &crate::Name,
+) -> Result<bool, crate::StoreError> {
+    use mongodb::bson::{doc, Document};
+    let Some(served) = store.find_zone(zone).await? else {
+        return Ok(false);
+    };
+    let db = store.database();
+    let id = crate::schema::node_id(zone, served.ver, name);
+    let gone = db
+        .collection::<Document>(crate::schema::NODES)
+        .delete_one(doc! {"_id": id})
+        .await?;
+    let gen = store.next_seq().await?;
+    let record = crate::schema::change_doc(gen, zone, Some(std::slice::from_ref(name)), false);
+    db.collection::<Document>(crate::schema::CHANGES)
+        .insert_one(record)
+        .await?;
+    db.collection::<Document>(crate::schema::ZONES)
+        .update_one(doc! {"_id": zone.to_string()}, doc! {"$max": {"gen": gen}})
+        .await?;
+    Ok(gone.deleted_count == 1)
+}

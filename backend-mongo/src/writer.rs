@@ -71,6 +71,8 @@ pub struct ZoneWriter {
     /// `Merge`: names written since the last publish, for the change
     /// record; `None` once anything unlisted may have changed.
     changed: std::sync::Mutex<Option<Vec<Name>>>,
+    /// The caller signs what it writes (see [`ZoneWriter::note_signed`]).
+    signed: std::sync::atomic::AtomicBool,
 }
 
 /// What [`ZoneWriter::switch`] did.
@@ -214,6 +216,7 @@ impl Store {
                         merge_lock: Default::default(),
                         resume_key: key.map(str::to_string),
                         last_publish: std::sync::Mutex::new(std::time::Instant::now()),
+                        signed: std::sync::atomic::AtomicBool::new(false),
                         // A resumed merge skips records a killed run wrote
                         // and may never have published: record "all" once.
                         changed: std::sync::Mutex::new((done == 0).then(Vec::new)),
@@ -275,6 +278,7 @@ impl Store {
                 merge_lock: Default::default(),
                 resume_key: key.map(str::to_string),
                 last_publish: std::sync::Mutex::new(std::time::Instant::now()),
+                signed: std::sync::atomic::AtomicBool::new(false),
                 changed: std::sync::Mutex::new(None),
             },
             done,
@@ -489,11 +493,14 @@ impl ZoneWriter {
         Ok(())
     }
 
-    /// Makes the next change record say "all": for writes made around
-    /// [`ZoneWriter::write_nodes`] (a signed merge relinks the NSEC/NSEC3
-    /// chain and re-signs the apex through its own path).
-    pub fn mark_all_changed(&self) {
-        *self.changed.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    /// Notes names that a signing caller wrote around
+    /// [`ZoneWriter::write_nodes`] (a signed merge writes records, chain
+    /// neighbours and the apex's SOA through the signer), and marks this
+    /// writer's change records as signed ([`schema::ChangeRecord::signed`]).
+    pub fn note_signed<'a>(&self, names: impl Iterator<Item = &'a Name>) {
+        self.signed
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.note_changed(names);
     }
 
     /// Remembers names written (stored already) for the next change record.
@@ -529,7 +536,8 @@ impl ZoneWriter {
                 n.dedup();
                 n
             });
-            let record = schema::change_doc(gen, &self.zone, names.as_deref());
+            let signed = self.signed.load(std::sync::atomic::Ordering::Relaxed);
+            let record = schema::change_doc(gen, &self.zone, names.as_deref(), signed);
             if let Err(e) = self.store.changes.insert_one(record).await {
                 // Without the record, servers drop the whole zone: slower,
                 // never wrong.

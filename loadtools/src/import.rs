@@ -596,9 +596,9 @@ pub async fn import_file_with(
         // Signed merges go batch by batch, in input order: each batch relinks
         // the NSEC/NSEC3 chain around the names it adds.
         Some(signer) => {
-            // The signer relinks the chain and re-signs around the names it
-            // adds: servers must drop the whole zone, not just those names.
-            writer.mark_all_changed();
+            // The signer writes the names, their chain neighbours and NSEC3
+            // owners itself: the change record lists those, marked signed.
+            writer.note_signed(std::iter::once(&options.zone));
             let mut stats = WriteStats::default();
             let mut written = skip;
             let mut failed = None;
@@ -608,6 +608,7 @@ pub async fn import_file_with(
                 };
                 match signer.write_batch(store, &nodes).await {
                     Ok(s) => {
+                        writer.note_signed(signer.take_touched().iter());
                         stats.inserted += s.inserted;
                         stats.merged += s.merged;
                         written += job.records;

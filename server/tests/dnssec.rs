@@ -526,6 +526,37 @@ async fn stored_sigs(db: &TestZoneDb, owner: &str, rtype: RType) -> Vec<Box<[u8]
         .unwrap_or_default()
 }
 
+/// `resign --follow` on the fixture's zone (polling every 100 ms) in the
+/// background, reporting to `reports`, until the returned `Notify` fires.
+fn spawn_follower(
+    f: &Fixture,
+    reports: Reports,
+) -> (
+    std::sync::Arc<tokio::sync::Notify>,
+    tokio::task::JoinHandle<Result<(), signer::SignError>>,
+) {
+    let stop = std::sync::Arc::new(tokio::sync::Notify::new());
+    let store = f.db.store.clone();
+    let notified = stop.clone();
+    let follower = runtime().spawn(async move {
+        let zone = name("example.com.");
+        let validity = Validity::default();
+        let run = signer::follow(
+            &store,
+            &zone,
+            &validity,
+            1,
+            Duration::from_millis(100),
+            &reports,
+        );
+        tokio::select! {
+            r = run => r,
+            _ = notified.notified() => Ok(()),
+        }
+    });
+    (stop, follower)
+}
+
 /// Adds records the way any schema-following writer would, without signing.
 async fn unsigned_merge(db: &TestZoneDb, owner: &str, rdata: [u8; 4]) {
     let zone = name("example.com.");
@@ -609,28 +640,8 @@ fn resign_replaces_only_what_changed_and_follow_closes_the_gap() {
     assert!(covered(&nsecs(&m.authorities), &name("nex.example.com.")));
 
     // `resign --follow` signs other writers' changes as they land.
-    let stop = std::sync::Arc::new(tokio::sync::Notify::new());
     let rt = runtime();
-    let follower = {
-        let store = f.db.store.clone();
-        let zone = zone.clone();
-        let stop = stop.clone();
-        rt.spawn(async move {
-            let validity = Validity::default();
-            let run = signer::follow(
-                &store,
-                &zone,
-                &validity,
-                1,
-                Duration::from_millis(100),
-                &NoProgress,
-            );
-            tokio::select! {
-                r = run => r,
-                _ = stop.notified() => Ok(()),
-            }
-        })
-    };
+    let (stop, follower) = spawn_follower(&f, Reports::default());
     rt.block_on(unsigned_merge(&f.db, "later.example.com.", [192, 0, 2, 8]));
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
@@ -653,12 +664,27 @@ fn resign_replaces_only_what_changed_and_follow_closes_the_gap() {
 #[test]
 fn imports_into_a_secured_zone_are_signed() {
     let f = fixture("dnssec_import", None);
-    // A merge import adds names; a replace import deletes one.
-    run(f.db.import(
+    // A merge import adds names (and a record at the apex, whose NSEC
+    // keeps listing DNSKEY); a replace import deletes one.
+    let merged = run(f.db.import(
         "example.com.",
-        "$ORIGIN example.com.\n$TTL 300\nadded A 192.0.2.44\nx.y.added2 TXT \"t\"\n",
+        "$ORIGIN example.com.\n$TTL 300\n@ MX 20 mail\nadded A 192.0.2.44\nx.y.added2 TXT \"t\"\n",
         false,
     ));
+    assert_fully_signed(&f);
+    // Its change record lists what it wrote, marked as signed: servers drop
+    // only those names, `resign --follow` has nothing to do for them.
+    let records = run(f.db.store.change_records(merged.zone.gen, merged.zone.gen)).unwrap();
+    let record = &records[&merged.zone.gen];
+    assert!(record.signed);
+    let names = record.names.as_ref().expect("names listed, not \"all\"");
+    for n in [
+        "example.com.",
+        "added.example.com.",
+        "y.added2.example.com.",
+    ] {
+        assert!(names.contains(&name(n)), "{n} missing from {names:?}");
+    }
     let m = ask_until(f.server.port, "added.example.com.", 1, |m| {
         !m.answers.is_empty()
     });
@@ -1017,4 +1043,172 @@ fn nxdomain_names_share_intervals_and_writes_void_them_nsec3() {
         opt_out: false,
     };
     nxdomain_names_share_intervals("denial_interval_nsec3", Some(cfg));
+}
+
+/// Every report `resign --follow` made, for the test to look at.
+#[derive(Clone, Default)]
+struct Reports(std::sync::Arc<std::sync::Mutex<Vec<signer::Report>>>);
+
+impl signer::Progress for Reports {
+    fn phase(&self, _: &str, _: u64) {}
+    fn set(&self, _: u64) {}
+    fn resigned(&self, _: &Name, report: &signer::Report, _: Duration) {
+        self.0.lock().unwrap().push(report.clone());
+    }
+}
+
+impl Reports {
+    /// Waits (up to 30 s) for a report after the first `after` that wrote
+    /// something, and returns it.
+    fn wait_for_write(&self, after: usize) -> signer::Report {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let found = {
+                let reports = self.0.lock().unwrap();
+                let from = after.min(reports.len());
+                reports[from..].iter().find(|r| r.written > 0).cloned()
+            };
+            if let Some(r) = found {
+                return r;
+            }
+            assert!(Instant::now() < deadline, "--follow signed nothing in 30 s");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.0.lock().unwrap().len()
+    }
+}
+
+/// Deletes a node the way a program writing to MongoDB directly would.
+async fn unsigned_delete(db: &TestZoneDb, owner: &str) {
+    let deleted = backend_mongo::testing::delete_node_as_foreign_writer(
+        &db.store,
+        &name("example.com."),
+        &name(owner),
+    )
+    .await
+    .unwrap();
+    assert!(deleted, "{owner} was stored");
+}
+
+/// A full `resign` finds nothing to change: what was signed before it is
+/// exactly what signing the whole zone from scratch gives.
+fn assert_fully_signed(f: &Fixture) {
+    let again = run(signer::resign(
+        &f.db.store,
+        &name("example.com."),
+        false,
+        &Validity::default(),
+        2,
+        &NoProgress,
+    ))
+    .unwrap();
+    assert_eq!(
+        (again.written, again.stats.signed),
+        (0, 0),
+        "a full re-sign still had work to do"
+    );
+}
+
+/// `resign --follow` signs other writers' additions and deletions by
+/// reading only the names their change records list, and leaves the zone
+/// exactly as a full re-sign would.
+fn follow_reads_only_changed_names(tag: &str, nsec3: Option<Nsec3Config>) {
+    let f = fixture(tag, nsec3);
+    let zone = name("example.com.");
+    let reports = Reports::default();
+    let rt = runtime();
+    let (stop, follower) = spawn_follower(&f, reports.clone());
+    // The first pass is a full one (nothing to write: just secured).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while reports.len() == 0 {
+        assert!(Instant::now() < deadline, "--follow never ran");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let before = reports.len();
+    // New names (one below a new empty non-terminal) and a new record.
+    run(async {
+        unsigned_merge(&f.db, "www.example.com.", [192, 0, 2, 82]).await;
+        unsigned_merge(&f.db, "m.example.com.", [192, 0, 2, 9]).await;
+        // A schema-following writer adds the empty non-terminal too.
+        let writer =
+            f.db.store
+                .begin_zone_write(&zone, WriteMode::Merge)
+                .await
+                .unwrap();
+        writer
+            .write_nodes(&[
+                NodeWrite {
+                    name: name("newent.example.com."),
+                    rrsets: Vec::new(),
+                },
+                NodeWrite {
+                    name: name("x.newent.example.com."),
+                    rrsets: vec![RRset {
+                        rtype: RType::A,
+                        ttl: 3600,
+                        rdata: vec![Box::new([192, 0, 2, 10])],
+                    }],
+                },
+            ])
+            .await
+            .unwrap();
+        writer.finish(Duration::ZERO).await.unwrap();
+    });
+    let r = reports.wait_for_write(before);
+    assert!(
+        r.nodes <= 8,
+        "read {} nodes: more than the names changed",
+        r.nodes
+    );
+    // Wait until every change is in (the writes may span two polls).
+    let m = ask_until(f.server.port, "x.newent.example.com.", 1, |m| {
+        m.answers.len() == 2
+    });
+    assert_eq!(verify_section(&m.answers, &f.keys), 1);
+    let m = ask_until(f.server.port, "m.example.com.", 1, |m| m.answers.len() == 2);
+    assert_eq!(verify_section(&m.answers, &f.keys), 1);
+    let m = ask_until(f.server.port, "www.example.com.", 1, |m| {
+        m.answers.len() == 4
+    });
+    assert_eq!(verify_section(&m.answers, &f.keys), 1);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_fully_signed(&f);
+
+    // A name deleted behind the signer's back leaves the chain.
+    let before = reports.len();
+    run(unsigned_delete(&f.db, "mail.example.com."));
+    let r = reports.wait_for_write(before);
+    assert!(r.nodes <= 2, "read {} nodes for one deletion", r.nodes);
+    let m = ask_until(f.server.port, "mail.example.com.", 1, |m| {
+        m.response_code == ResponseCode::NXDomain
+    });
+    assert!(verify_section(&m.authorities, &f.keys) >= 2);
+    if !nsecs(&m.authorities).is_empty() {
+        assert!(covered(&nsecs(&m.authorities), &name("mail.example.com.")));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    assert_fully_signed(&f);
+    stop.notify_one();
+    rt.block_on(follower).unwrap().unwrap();
+    f.done();
+}
+
+#[test]
+fn follow_reads_only_changed_names_nsec() {
+    follow_reads_only_changed_names("dnssec_follow_nsec", None);
+}
+
+#[test]
+fn follow_reads_only_changed_names_nsec3() {
+    follow_reads_only_changed_names(
+        "dnssec_follow_nsec3",
+        Some(Nsec3Config {
+            salt: vec![0xab, 0xcd],
+            iterations: 1,
+            opt_out: false,
+        }),
+    );
 }

@@ -19,6 +19,7 @@
 
 pub mod crypto;
 pub mod export;
+mod follow;
 pub mod merge;
 pub mod plan;
 
@@ -28,6 +29,8 @@ use backend_mongo::{Collected, Name, RType, Store, StoreError, WriteMode};
 use futures::stream::{FuturesUnordered, StreamExt};
 use plan::{KeySet, PlanError, PlanStats, SignOptions};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+pub use follow::follow;
 
 /// Why a signer operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -612,7 +615,8 @@ pub async fn resign_version(
         store.apply_changes(zone, ver, &changes).await?;
         progress.set(written);
         if publish {
-            store.publish_in_place(zone, serial).await?;
+            let owners = backend_mongo::dnssec::changed_owners(zone, &changes);
+            store.publish_in_place(zone, serial, Some(&owners)).await?;
         }
     }
     Ok(Report {
@@ -642,51 +646,6 @@ pub async fn resign(
         store, zone, served.ver, None, true, full, validity, threads, progress,
     )
     .await
-}
-
-/// `resign --follow`: polls the zone's generation (one `_id` read per
-/// `interval`) and re-signs whenever any writer changed the zone, and at
-/// least hourly so signatures never near expiry. Returns only on a fault
-/// that is not the database's (a missing key, an unsigned zone); database
-/// faults are reported and retried.
-pub async fn follow(
-    store: &Store,
-    zone: &Name,
-    validity: &Validity,
-    threads: usize,
-    interval: Duration,
-    progress: &dyn Progress,
-) -> Result<(), SignError> {
-    let mut seen: Option<i64> = None;
-    let mut last_run = std::time::Instant::now();
-    loop {
-        let gen = match store.find_zone(zone).await {
-            Ok(z) => z.map(|z| z.gen),
-            Err(e) => {
-                tracing::warn!(%zone, error = %e, "cannot read the zone; retrying");
-                tokio::time::sleep(interval).await;
-                continue;
-            }
-        };
-        if gen != seen || last_run.elapsed() > Duration::from_secs(3600) {
-            let started = std::time::Instant::now();
-            match resign(store, zone, false, validity, threads, &NoProgress).await {
-                Ok(r) => {
-                    progress.resigned(zone, &r, started.elapsed());
-                    last_run = std::time::Instant::now();
-                    // The generation we read, not the one we published: a
-                    // write that raced with this run is looked at again
-                    // (the next run then finds nothing else to do).
-                    seen = gen;
-                }
-                Err(SignError::Store(e)) => {
-                    tracing::warn!(%zone, error = %e, "re-signing failed; retrying");
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        tokio::time::sleep(interval).await;
-    }
 }
 
 /// The importer's hook: signs what a writer put into version `ver` of

@@ -190,10 +190,11 @@ impl signer::Progress for Bar {
         self.job.add_done(report.stats.signed);
         if report.written > 0 {
             eprintln!(
-                "resigned {zone}: {} signatures made, {} changes written, serial {}, {:.2} s",
+                "resigned {zone}: {} signatures made, {} changes written, serial {}, {} nodes read, {:.2} s",
                 report.stats.signed,
                 report.written,
                 report.serial,
+                report.nodes,
                 elapsed.as_secs_f64()
             );
         }

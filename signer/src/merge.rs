@@ -28,8 +28,8 @@
 use crate::plan::{self, signer_owned, KeySet, SignOptions};
 use crate::SignError;
 use backend_mongo::dnssec::{
-    base32hex, nsec3_hash, rrset_digest, type_bitmap, FullNode, NodeChange, Nsec3Config,
-    SignedRRset,
+    base32hex, bitmap_types, nsec3_hash, rrset_digest, type_bitmap, FullNode, NodeChange,
+    Nsec3Config, SignedRRset,
 };
 use backend_mongo::{Name, NodeWrite, RRset, RType, Store, StoreError, WriteStats};
 use futures::future::try_join_all;
@@ -40,6 +40,33 @@ use std::collections::{BTreeMap, HashMap};
 struct Link {
     owner: Name,
     record: SignedRRset,
+}
+
+/// One node as [`MergeSigner::settle`] takes it: as stored, if it is, and
+/// as it must be.
+struct Entry {
+    stored: Option<FullNode>,
+    node: FullNode,
+    /// False for a name another writer deleted: it is never written back.
+    exists: bool,
+}
+
+/// What one call of [`MergeSigner::resign_names`] did.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Settled {
+    /// Node documents written (or deleted).
+    pub written: u64,
+    /// Signatures made.
+    pub signed: u64,
+}
+
+/// True when `stored` holds what `node` holds (RRsets in any order).
+fn same_node(stored: Option<&FullNode>, node: &FullNode) -> bool {
+    stored.is_some_and(|s| {
+        s.dk == node.dk
+            && s.rrsets.len() == node.rrsets.len()
+            && s.rrsets.iter().all(|r| node.get(r.rrset.rtype) == Some(r))
+    })
 }
 
 /// Signs merge writes into a secured zone (see the module documentation).
@@ -54,6 +81,8 @@ pub struct MergeSigner {
     /// Ancestors looked at: are they delegations or DNAMEs?
     occluders: HashMap<Name, bool>,
     full_resign: bool,
+    /// Owner names written since [`MergeSigner::take_touched`].
+    touched: Vec<Name>,
 }
 
 impl MergeSigner {
@@ -103,6 +132,7 @@ impl MergeSigner {
             chain,
             occluders: HashMap::new(),
             full_resign: false,
+            touched: Vec::new(),
         }))
     }
 
@@ -201,7 +231,7 @@ impl MergeSigner {
             .rrsets
             .iter()
             .map(|r| r.rrset.rtype)
-            .filter(|t| !signer_owned(*t))
+            .filter(|t| !matches!(*t, RType::RRSIG | RType::NSEC | RType::NSEC3))
             .collect();
         if self.nsec3.is_some() {
             let signed = if delegation {
@@ -217,6 +247,7 @@ impl MergeSigner {
     }
 
     /// Merges, signs and writes one batch (see the module documentation).
+    /// Nodes the batch leaves as they were are not written again.
     pub async fn write_batch(
         &mut self,
         store: &Store,
@@ -243,15 +274,14 @@ impl MergeSigner {
         )
         .await?;
         let mut stats = WriteStats::default();
-        let mut nodes: Vec<FullNode> = Vec::with_capacity(order.len());
-        let mut kinds: Vec<(bool, bool)> = Vec::with_capacity(order.len()); // (occluded, delegation)
+        let mut entries = Vec::with_capacity(order.len());
         for (w, old) in order.iter().zip(existing) {
             if old.is_some() {
                 stats.merged += 1;
             } else {
                 stats.inserted += 1;
             }
-            let mut node = old.unwrap_or(FullNode {
+            let mut node = old.clone().unwrap_or_else(|| FullNode {
                 name: w.name.clone(),
                 rrsets: Vec::new(),
                 dk: None,
@@ -293,22 +323,231 @@ impl MergeSigner {
                     }),
                 }
             }
-            let occluded = w.name != self.zone && self.is_occluded(store, &w.name).await?;
-            let delegation = w.name != self.zone && node.get(RType::NS).is_some();
-            nodes.push(node);
-            kinds.push((occluded, delegation));
+            entries.push(Entry {
+                stored: old,
+                node,
+                exists: true,
+            });
+        }
+        self.settle(store, entries).await?;
+        Ok(stats)
+    }
+
+    /// Brings the signatures and chain around `names` up to date with what
+    /// is stored under them now: the names another writer changed without
+    /// signing (its change records list them). Reads only those nodes
+    /// (point lookups) and the ancestors needed to tell whether they are
+    /// occluded; re-signs the RRsets whose content changed, adds new names
+    /// to the chain, takes deleted or emptied names out of it and fixes the
+    /// neighbours' links. Says how many documents it wrote (0: nothing
+    /// needed doing) and how many signatures it made. A delegation or DNAME added or removed at a listed
+    /// name sets [`MergeSigner::needs_full_resign`] instead.
+    pub async fn resign_names(
+        &mut self,
+        store: &Store,
+        names: &[Name],
+    ) -> Result<Settled, SignError> {
+        let mut names: Vec<Name> = names
+            .iter()
+            .filter(|n| n.is_subdomain_of(&self.zone))
+            .cloned()
+            .collect();
+        names.sort();
+        names.dedup();
+        let stored = try_join_all(
+            names
+                .iter()
+                .map(|n| store.read_full_node(&self.zone, self.ver, n)),
+        )
+        .await?;
+        let mut entries = Vec::with_capacity(names.len());
+        for (name, stored) in names.into_iter().zip(stored) {
+            let node = stored.clone().unwrap_or_else(|| FullNode {
+                name: name.clone(),
+                rrsets: Vec::new(),
+                dk: None,
+                nsec3: false,
+            });
+            if name != self.zone {
+                let cut_now = node.get(RType::NS).is_some() || node.get(RType::DNAME).is_some();
+                let key = self.chain_key(&name);
+                // Known from the chain's bitmap, or from an earlier look
+                // (an opt-out delegation has no NSEC3 record).
+                let cut_before = self.occluders.get(&name) == Some(&true)
+                    || self.chain.get(&key).is_some_and(|l| {
+                        let types = self.bitmap_of(&l.record.rrset.rdata[0]);
+                        types.contains(&RType::NS) || types.contains(&RType::DNAME)
+                    });
+                if cut_now != cut_before && self.may_have_names_below(&name) {
+                    // What is authoritative below it changed.
+                    self.full_resign = true;
+                    return Ok(Settled::default());
+                }
+                self.occluders.insert(name.clone(), cut_now);
+            }
+            entries.push(Entry {
+                exists: stored.is_some(),
+                stored,
+                node,
+            });
+        }
+        self.settle(store, entries).await
+    }
+
+    /// False only when the chain shows no name below `name` (NSEC: the
+    /// canonical keys of the names below start with its own; NSEC3 hashes
+    /// tell nothing, so always true there).
+    fn may_have_names_below(&self, name: &Name) -> bool {
+        if self.nsec3.is_some() {
+            return true;
+        }
+        let key = name.canonical_key();
+        self.chain
+            .range(key.clone()..)
+            .find(|(k, _)| **k != key)
+            .is_some_and(|(k, _)| k.starts_with(&key))
+    }
+
+    /// True when `node` belongs in the chain.
+    fn is_member(&self, node: &FullNode, exists: bool, occluded: bool, delegation: bool) -> bool {
+        if !exists || occluded {
+            return false;
+        }
+        match &self.nsec3 {
+            None => node.rrsets.iter().any(|r| !signer_owned(r.rrset.rtype)),
+            Some(c) => !delegation || !c.opt_out || node.get(RType::DS).is_some(),
+        }
+    }
+
+    /// The key and owner of the name a chain record points to.
+    fn next_of(&self, rd: &[u8]) -> (String, Name) {
+        match &self.nsec3 {
+            None => {
+                let next = Name::from_wire_prefix(rd)
+                    .map(|(n, _)| n)
+                    .unwrap_or_else(|_| self.zone.clone());
+                (next.canonical_key(), next)
+            }
+            Some(_) => {
+                let salt_len = rd.get(4).copied().unwrap_or(0) as usize;
+                let at = 5 + salt_len;
+                let len = rd.get(at).copied().unwrap_or(0) as usize;
+                let next = base32hex(rd.get(at + 1..at + 1 + len).unwrap_or(&[]));
+                let owner = self
+                    .zone
+                    .prepend(next.as_bytes())
+                    .unwrap_or_else(|_| self.zone.clone());
+                (next, owner)
+            }
+        }
+    }
+
+    /// The types a chain record's bitmap lists.
+    fn bitmap_of(&self, rd: &[u8]) -> Vec<RType> {
+        match &self.nsec3 {
+            None => {
+                let used = Name::from_wire_prefix(rd).map_or(rd.len(), |(_, n)| n);
+                bitmap_types(&rd[used..])
+            }
+            Some(_) => {
+                let salt_len = rd.get(4).copied().unwrap_or(0) as usize;
+                let at = 5 + salt_len;
+                let len = rd.get(at).copied().unwrap_or(0) as usize;
+                bitmap_types(rd.get(at + 1 + len..).unwrap_or(&[]))
+            }
+        }
+    }
+
+    /// Points the predecessor of `key` at `key` (`Some`) or past it
+    /// (`None`: `key` leaves the chain), in memory; the predecessor's new
+    /// record goes to `neighbours`, unsigned. Returns the predecessor's old
+    /// next, or `None` when the chain has no other member.
+    fn relink_predecessor(
+        &mut self,
+        key: &str,
+        owner: Option<&Name>,
+        neighbours: &mut BTreeMap<String, Link>,
+    ) -> Option<(String, Name)> {
+        let pred_key = self
+            .chain
+            .range(..key.to_string())
+            .next_back()
+            .or_else(|| self.chain.iter().next_back())
+            .map(|(k, _)| k.clone())
+            .filter(|k| k != key)?;
+        let pred = self.chain[&pred_key].clone();
+        let old_rd = &pred.record.rrset.rdata[0];
+        let old_next = self.next_of(old_rd);
+        let (next_key, next_owner) = match owner {
+            Some(o) => (key.to_string(), o.clone()),
+            None => {
+                let leaving = &self.chain.get(key)?.record.rrset.rdata[0];
+                self.next_of(leaving)
+            }
+        };
+        let relinked = self.relink(old_rd, &next_key, &next_owner);
+        let mut record = pred.record.clone();
+        record.rrset.rdata = vec![relinked.into_boxed_slice()];
+        record.sd = None;
+        let link = Link {
+            owner: pred.owner.clone(),
+            record,
+        };
+        self.chain.insert(pred_key.clone(), link.clone());
+        neighbours.insert(pred_key, link);
+        Some(old_next)
+    }
+
+    /// The chain, signing and writes for nodes in their final content
+    /// (see the module documentation); nodes equal to what is stored are
+    /// not written.
+    async fn settle(&mut self, store: &Store, entries: Vec<Entry>) -> Result<Settled, SignError> {
+        let chain_type = if self.nsec3.is_some() {
+            RType::NSEC3
+        } else {
+            RType::NSEC
+        };
+        let mut nodes: Vec<FullNode> = Vec::with_capacity(entries.len());
+        let mut stored: Vec<Option<FullNode>> = Vec::with_capacity(entries.len());
+        let mut exists: Vec<bool> = Vec::with_capacity(entries.len());
+        let mut kinds: Vec<(bool, bool, bool)> = Vec::with_capacity(entries.len()); // (occluded, delegation, member)
+        for e in entries {
+            let occluded =
+                e.node.name != self.zone && self.is_occluded(store, &e.node.name).await?;
+            let delegation = e.node.name != self.zone && e.node.get(RType::NS).is_some();
+            let member = self.is_member(&e.node, e.exists, occluded, delegation);
+            nodes.push(e.node);
+            stored.push(e.stored);
+            exists.push(e.exists);
+            kinds.push((occluded, delegation, member));
+        }
+        let mut neighbours: BTreeMap<String, Link> = BTreeMap::new();
+        // Names that leave the chain: their predecessors skip them.
+        let mut leaving: Vec<(String, Name)> = Vec::new();
+        for (i, node) in nodes.iter_mut().enumerate() {
+            let key = self.chain_key(&node.name);
+            if kinds[i].2 || !self.chain.contains_key(&key) {
+                continue;
+            }
+            if self
+                .relink_predecessor(&key, None, &mut neighbours)
+                .is_none()
+            {
+                self.full_resign = true;
+                continue;
+            }
+            let link = self.chain.remove(&key).expect("checked");
+            neighbours.remove(&key);
+            leaving.push((key, link.owner));
+            if self.nsec3.is_none() {
+                node.rrsets.retain(|r| r.rrset.rtype != RType::NSEC);
+                node.dk = None;
+            }
         }
         // The chain: new members, changed bitmaps.
-        let mut neighbours: BTreeMap<String, Link> = BTreeMap::new();
         let mut nsec3_nodes: BTreeMap<String, FullNode> = BTreeMap::new();
         for (i, node) in nodes.iter_mut().enumerate() {
-            let (occluded, delegation) = kinds[i];
-            let has_data = node.rrsets.iter().any(|r| !signer_owned(r.rrset.rtype));
-            let member = !occluded
-                && match &self.nsec3 {
-                    None => has_data,
-                    Some(c) => !delegation || !c.opt_out || node.get(RType::DS).is_some(),
-                };
+            let (_, delegation, member) = kinds[i];
             if !member {
                 continue;
             }
@@ -322,86 +561,23 @@ impl MergeSigner {
                     .map_err(|e| SignError::Usage(format!("NSEC3 owner: {e}")))?,
             };
             let (next_key, next_owner) = match self.chain.get(&key) {
-                Some(link) => {
-                    // Already a member: keep its next, refresh its bitmap.
-                    let rd = &link.record.rrset.rdata[0];
-                    match &self.nsec3 {
-                        None => {
-                            let next = Name::from_wire_prefix(rd)
-                                .map(|(n, _)| n)
-                                .unwrap_or_else(|_| self.zone.clone());
-                            (next.canonical_key(), next)
-                        }
-                        Some(_) => {
-                            let salt_len = rd.get(4).copied().unwrap_or(0) as usize;
-                            let at = 5 + salt_len;
-                            let len = rd.get(at).copied().unwrap_or(0) as usize;
-                            let next = base32hex(rd.get(at + 1..at + 1 + len).unwrap_or(&[]));
-                            let owner = self
-                                .zone
-                                .prepend(next.as_bytes())
-                                .unwrap_or_else(|_| self.zone.clone());
-                            (next, owner)
-                        }
-                    }
-                }
-                None => {
-                    // New: after the greatest key below it (wrapping).
-                    let pred_key = self
-                        .chain
-                        .range(..key.clone())
-                        .next_back()
-                        .or_else(|| self.chain.iter().next_back())
-                        .map(|(k, _)| k.clone());
-                    let Some(pred_key) = pred_key else {
+                // Already a member: keep its next, refresh its bitmap.
+                Some(link) => self.next_of(&link.record.rrset.rdata[0]),
+                // New: after the greatest key below it (wrapping).
+                None => match self.relink_predecessor(&key, Some(&owner), &mut neighbours) {
+                    Some(next) => next,
+                    None => {
                         // An empty chain: the zone was never signed properly.
                         self.full_resign = true;
                         continue;
-                    };
-                    let pred = self.chain[&pred_key].clone();
-                    let old_rd = &pred.record.rrset.rdata[0];
-                    let (old_next_key, old_next_owner) = match &self.nsec3 {
-                        None => {
-                            let n = Name::from_wire_prefix(old_rd)
-                                .map(|(n, _)| n)
-                                .unwrap_or_else(|_| self.zone.clone());
-                            (n.canonical_key(), n)
-                        }
-                        Some(_) => {
-                            let salt_len = old_rd.get(4).copied().unwrap_or(0) as usize;
-                            let at = 5 + salt_len;
-                            let len = old_rd.get(at).copied().unwrap_or(0) as usize;
-                            let k = base32hex(old_rd.get(at + 1..at + 1 + len).unwrap_or(&[]));
-                            let o = self
-                                .zone
-                                .prepend(k.as_bytes())
-                                .unwrap_or_else(|_| self.zone.clone());
-                            (k, o)
-                        }
-                    };
-                    let relinked = self.relink(old_rd, &key, &owner);
-                    let mut record = pred.record.clone();
-                    record.rrset.rdata = vec![relinked.into_boxed_slice()];
-                    record.sd = None;
-                    let link = Link {
-                        owner: pred.owner.clone(),
-                        record,
-                    };
-                    self.chain.insert(pred_key.clone(), link.clone());
-                    neighbours.insert(pred_key, link);
-                    (old_next_key, old_next_owner)
-                }
+                    }
+                },
             };
             let rd = self.chain_rdata(&next_key, &next_owner, &types);
-            let rtype = if self.nsec3.is_some() {
-                RType::NSEC3
-            } else {
-                RType::NSEC
-            };
             let prev = self.chain.get(&key).map(|l| l.record.clone());
             let record = SignedRRset {
                 rrset: RRset {
-                    rtype,
+                    rtype: chain_type,
                     ttl: self.neg_ttl,
                     rdata: vec![rd.into_boxed_slice()],
                 },
@@ -451,7 +627,7 @@ impl MergeSigner {
         let mut all: Vec<FullNode> = Vec::new();
         let mut jobs = Vec::new();
         for (i, node) in nodes.into_iter().enumerate() {
-            let (occluded, delegation) = kinds[i];
+            let (occluded, delegation, _) = kinds[i];
             let idx = all.len();
             for (s, set) in node.rrsets.iter().enumerate() {
                 let t = set.rrset.rtype;
@@ -476,14 +652,14 @@ impl MergeSigner {
         let split_nsec3 = all.len();
         let mut written_neighbours = Vec::new();
         for (k, link) in neighbours {
-            if self.nsec3.is_some()
-                && all[split..split_nsec3]
+            let in_batch = if self.nsec3.is_some() {
+                all[split..split_nsec3]
                     .iter()
                     .any(|n| n.dk.as_deref() == Some(&k))
-            {
-                continue;
-            }
-            if self.nsec3.is_none() && all[..split].iter().any(|n| n.dk.as_deref() == Some(&k)) {
+            } else {
+                all[..split].iter().any(|n| n.dk.as_deref() == Some(&k))
+            };
+            if in_batch {
                 continue;
             }
             let idx = all.len();
@@ -505,35 +681,35 @@ impl MergeSigner {
                 ksk: false,
             })
             .collect();
-        plan::sign_all(&mut all, &plan_jobs, &self.keys, &self.options, &|_| {});
+        let signed = plan::sign_all(&mut all, &plan_jobs, &self.keys, &self.options, &|_| {});
+        let mut resigned = vec![false; all.len()];
         for (n, s, digest) in &jobs {
             all[*n].rrsets[*s].sd = Some(*digest);
+            resigned[*n] = true;
         }
         // Keep the in-memory chain's copies signed, for later relinks.
         for n in &all {
-            if let (Some(dk), Some(rec)) = (
-                &n.dk,
-                n.get(if self.nsec3.is_some() {
-                    RType::NSEC3
-                } else {
-                    RType::NSEC
-                }),
-            ) {
+            if let (Some(dk), Some(rec)) = (&n.dk, n.get(chain_type)) {
                 if let Some(link) = self.chain.get_mut(dk) {
                     link.record = rec.clone();
                 }
             }
         }
-        // Write 1: the batch's nodes and NSEC3 nodes; write 2: neighbours.
+        // Write 1: the batch's changed nodes and NSEC3 nodes (never
+        // recreating a node another writer deleted); write 2: neighbours,
+        // then what leaves the chain.
         let mut first: Vec<NodeChange> = Vec::with_capacity(split_nsec3);
-        for n in &all[..split] {
-            first.push(NodeChange::PutRRsets(n.clone()));
+        for (i, n) in all[..split].iter().enumerate() {
+            if exists[i] && !same_node(stored[i].as_ref(), n) {
+                first.push(NodeChange::PutRRsets(n.clone()));
+            }
         }
-        for n in &all[split..split_nsec3] {
-            first.push(NodeChange::PutNsec3(n.clone()));
+        for (i, n) in all[split..split_nsec3].iter().enumerate() {
+            if resigned[split + i] {
+                first.push(NodeChange::PutNsec3(n.clone()));
+            }
         }
-        store.apply_changes(&self.zone, self.ver, &first).await?;
-        let second: Vec<NodeChange> = written_neighbours
+        let mut second: Vec<NodeChange> = written_neighbours
             .iter()
             .map(|&i| {
                 let n = &all[i];
@@ -548,8 +724,44 @@ impl MergeSigner {
                 }
             })
             .collect();
+        for (key, owner) in leaving {
+            if self.nsec3.is_some() {
+                second.push(NodeChange::DeleteNsec3(key));
+            } else if let Some(i) = stored[..split]
+                .iter()
+                .position(|s| s.as_ref().is_some_and(|s| s.name == owner))
+            {
+                // Still stored (emptied or occluded): drop its NSEC.
+                second.push(NodeChange::Own {
+                    name: stored[i].as_ref().expect("found").name.clone(),
+                    rtype: RType::NSEC,
+                    set: None,
+                });
+                second.push(NodeChange::DenialKey {
+                    name: owner,
+                    dk: None,
+                });
+            }
+        }
+        store.apply_changes(&self.zone, self.ver, &first).await?;
         store.apply_changes(&self.zone, self.ver, &second).await?;
-        Ok(stats)
+        self.touched
+            .extend(backend_mongo::dnssec::changed_owners(&self.zone, &first));
+        self.touched
+            .extend(backend_mongo::dnssec::changed_owners(&self.zone, &second));
+        Ok(Settled {
+            written: (first.len() + second.len()) as u64,
+            signed,
+        })
+    }
+
+    /// The owner names written since the last call (for the writer's
+    /// change record: chain neighbours and NSEC3 owners included).
+    pub fn take_touched(&mut self) -> Vec<Name> {
+        let mut out = std::mem::take(&mut self.touched);
+        out.sort();
+        out.dedup();
+        out
     }
 
     /// Moves the SOA serial past `served` and signs it, in one update; call

@@ -585,3 +585,118 @@ fn a_writer_whose_version_was_taken_over_never_switches_to_it() {
     assert_eq!(version_docs(&db, a_ver), 0, "A's version was collected");
     db.drop_db();
 }
+
+/// Waits (up to 30 s) until the zone's SOA serial is above `above`.
+fn wait_for_serial_above(db: &Db, above: u32) -> u32 {
+    let zone: Name = "example.net.".parse().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let serial = runtime()
+            .block_on(db.store.find_zone(&zone))
+            .unwrap()
+            .unwrap()
+            .serial;
+        if serial > above {
+            return serial;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "resign --follow did not publish in 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `resign --follow` signs what a writer that knows nothing of DNSSEC adds
+/// and deletes, and `dnssec-verify` accepts the zone after each.
+fn follow_keeps_the_zone_valid(tag: &str, nsec3: bool) {
+    let db = Db::new(tag);
+    let zone: Name = "example.net.".parse().unwrap();
+    let mut secure = vec!["secure-zone", "example.net"];
+    if nsec3 {
+        secure.push("--nsec3");
+    }
+    db.ok(&secure);
+    let mut follower = Command::new(env!("CARGO_BIN_EXE_mongodns-sign"))
+        .args([
+            "--mongodb-uri",
+            &database_uri(),
+            "--database",
+            &db.name,
+            "-q",
+            "resign",
+            "example.net",
+            "--follow",
+            "--interval",
+            "0.1",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Let its first (full) pass finish before writing.
+    std::thread::sleep(Duration::from_secs(1));
+    let a = |owner: &str, ip: [u8; 4]| NodeWrite {
+        name: owner.parse().unwrap(),
+        rrsets: vec![RRset {
+            rtype: RType::A,
+            ttl: 3600,
+            rdata: vec![Box::new(ip)],
+        }],
+    };
+    let written = runtime().block_on(async {
+        let writer = db
+            .store
+            .begin_zone_write(&zone, WriteMode::Merge)
+            .await
+            .unwrap();
+        writer
+            .write_nodes(&[
+                a("a.example.net.", [192, 0, 2, 10]),
+                NodeWrite {
+                    name: "sub.example.net.".parse().unwrap(),
+                    rrsets: Vec::new(),
+                },
+                a("b.sub.example.net.", [192, 0, 2, 11]),
+                a("ns1.example.net.", [192, 0, 2, 12]),
+            ])
+            .await
+            .unwrap();
+        writer.finish(Duration::ZERO).await.unwrap().serial
+    });
+    let serial = wait_for_serial_above(&db, written);
+    let export = db.ok(&["export-zone", "example.net"]);
+    assert!(export.contains("b.sub.example.net."), "{export}");
+    verify(&export, "example.net", false);
+    // Deleted the way a program writing to MongoDB directly would.
+    let deleted = runtime().block_on(backend_mongo::testing::delete_node_as_foreign_writer(
+        &db.store,
+        &zone,
+        &"a.example.net.".parse().unwrap(),
+    ));
+    assert!(deleted.unwrap());
+    wait_for_serial_above(&db, serial);
+    let export = db.ok(&["export-zone", "example.net"]);
+    assert!(!export.contains("\na.example.net."), "{export}");
+    verify(&export, "example.net", false);
+    follower.kill().unwrap();
+    let out = follower.wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    // Two incremental passes, each reading only the names written.
+    assert!(
+        log.contains("4 nodes read") || log.contains("5 nodes read"),
+        "{log}"
+    );
+    assert!(log.contains("1 nodes read"), "{log}");
+    db.drop_db();
+}
+
+#[test]
+fn follow_keeps_the_zone_valid_nsec() {
+    follow_keeps_the_zone_valid("signcli_follow", false);
+}
+
+#[test]
+fn follow_keeps_the_zone_valid_nsec3() {
+    follow_keeps_the_zone_valid("signcli_follow3", true);
+}

@@ -845,6 +845,7 @@ mod tests {
         let record = ChangeRecord {
             zone: zone().apex,
             names: Some(names.iter().map(|n| n.parse().unwrap()).collect()),
+            signed: false,
         };
         (gen, record)
     }
@@ -898,6 +899,7 @@ mod tests {
         let other = ChangeRecord {
             zone: "other.test.".parse().unwrap(),
             names: Some(Vec::new()),
+            signed: false,
         };
         let fourth = ZoneInfo {
             gen: 4,

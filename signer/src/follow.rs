@@ -1,0 +1,266 @@
+//! `resign --follow`: keeps a secured zone signed while other writers
+//! change it, reading only what they changed.
+//!
+//! ```text
+//!  every interval: zones.find_one(_id) ─► gen moved?
+//!   ├─ first run, new version, hourly, or changes not accounted for
+//!   │     ─► full re-sign (resign: reads the whole version)
+//!   └─ else change records of gen+1..=G (one _id read each)
+//!        ├─ our own publishes ─► skipped
+//!        ├─ other signers' (signed: true) ─► nothing to sign; our chain
+//!        │                                   copy is stale: dropped
+//!        └─ unsigned writers' names ─► MergeSigner::resign_names (point
+//!              reads of those names; chain copy read once, kept between
+//!              polls) ─► SOA serial + 1, signed ─► publish_in_place with
+//!              the names written (a signed record, remembered as ours)
+//! ```
+//!
+//! A full re-sign is always correct; the incremental path is taken only
+//! when every generation in between is explained (a record of this zone,
+//! or another zone now sitting at that generation).
+
+use crate::merge::MergeSigner;
+use crate::{resign, NoProgress, PlanStats, Progress, Report, SignError, Validity};
+use backend_mongo::{Name, Store, StoreError, ZoneInfo};
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+/// Most generations one poll looks at record by record; more: full run.
+const MAX_GENERATIONS: i64 = 256;
+
+/// How often every signature is looked at, whatever changed.
+const FULL_EVERY: Duration = Duration::from_secs(3600);
+
+/// What changed between two polls, by the change records.
+#[derive(Debug, Default)]
+struct Since {
+    /// Names that writers which do not sign changed.
+    unsigned: Vec<Name>,
+    /// Another signer wrote (our copy of the chain may be stale).
+    signed_elsewhere: bool,
+}
+
+/// The names changed in `zone` from generation `from` to `to` (exclusive,
+/// inclusive), or `None` when the records do not account for every
+/// generation in between (a replace, a writer without records, a record
+/// saying "all", records pruned, too many generations).
+async fn changes_since(
+    store: &Store,
+    zone: &Name,
+    from: i64,
+    to: i64,
+    ours: &HashSet<i64>,
+) -> Result<Option<Since>, StoreError> {
+    if to <= from || to - from > MAX_GENERATIONS {
+        return Ok(None);
+    }
+    let records = store.change_records(from + 1, to).await?;
+    let mut since = Since::default();
+    let mut missing = Vec::new();
+    for gen in from + 1..=to {
+        match records.get(&gen) {
+            Some(r) if r.zone == *zone => {
+                if ours.contains(&gen) {
+                    continue;
+                }
+                if r.signed {
+                    since.signed_elsewhere = true;
+                    continue;
+                }
+                match &r.names {
+                    Some(names) => since.unsigned.extend(names.iter().cloned()),
+                    None => return Ok(None),
+                }
+            }
+            Some(_) => {}
+            None => missing.push(gen),
+        }
+    }
+    if !missing.is_empty() {
+        // Explained only if another zone sits at that generation now.
+        let others = store.zones_changed_since(from).await?;
+        let explained = |g: &i64| others.iter().any(|z| z.gen == *g && z.apex != *zone);
+        if !missing.iter().all(explained) {
+            return Ok(None);
+        }
+    }
+    Ok(Some(since))
+}
+
+/// The state kept between polls.
+struct Follower<'a> {
+    store: &'a Store,
+    zone: &'a Name,
+    validity: &'a Validity,
+    threads: usize,
+    /// The chain of the served version, as last written by us.
+    signer: Option<(i64, MergeSigner)>,
+    /// Generations we published (their records are skipped).
+    ours: HashSet<i64>,
+}
+
+impl Follower<'_> {
+    /// One re-signing step for the zone as now served, having last seen
+    /// generation `seen`. Returns what it did and whether it was a full run.
+    async fn step(
+        &mut self,
+        served: &ZoneInfo,
+        seen: Option<i64>,
+        full: bool,
+    ) -> Result<(Report, bool), SignError> {
+        let since = match seen {
+            Some(seen) if !full => {
+                changes_since(self.store, self.zone, seen, served.gen, &self.ours).await?
+            }
+            _ => None,
+        };
+        self.ours.retain(|g| *g > served.gen);
+        let Some(since) = since else {
+            return self.full().await;
+        };
+        if since.signed_elsewhere {
+            self.signer = None;
+        }
+        if since.unsigned.is_empty() {
+            return Ok((
+                Report {
+                    serial: served.serial,
+                    ver: served.ver,
+                    ..Report::default()
+                },
+                false,
+            ));
+        }
+        if self
+            .signer
+            .as_ref()
+            .is_some_and(|(ver, _)| *ver != served.ver)
+        {
+            self.signer = None;
+        }
+        if self.signer.is_none() {
+            let signer = MergeSigner::new(self.store, self.zone, served.ver)
+                .await?
+                .ok_or_else(|| SignError::NotSecured(self.zone.to_string()))?;
+            self.signer = Some((served.ver, signer));
+        }
+        let (_, signer) = self.signer.as_mut().expect("set above");
+        let done = match signer.resign_names(self.store, &since.unsigned).await {
+            Ok(done) => done,
+            Err(e) => {
+                // Part of it may be written: start again from the database.
+                self.signer = None;
+                return Err(e);
+            }
+        };
+        if signer.needs_full_resign() {
+            return self.full().await;
+        }
+        let mut report = Report {
+            nodes: since.unsigned.len() as u64,
+            stats: PlanStats {
+                signed: done.signed,
+                ..PlanStats::default()
+            },
+            written: done.written,
+            serial: served.serial,
+            ver: served.ver,
+            ..Report::default()
+        };
+        if done.written > 0 {
+            let serial = signer.sign_soa(self.store, served.serial).await?;
+            let mut touched = signer.take_touched();
+            touched.push(self.zone.clone());
+            touched.sort();
+            touched.dedup();
+            let gen = self
+                .store
+                .publish_in_place(self.zone, serial, Some(&touched))
+                .await?;
+            self.ours.insert(gen);
+            report.serial = serial;
+            report.written += 1;
+            report.stats.signed += 1;
+        }
+        Ok((report, false))
+    }
+
+    /// Re-signs the whole served version; the chain copy is read again
+    /// when next needed.
+    async fn full(&mut self) -> Result<(Report, bool), SignError> {
+        self.signer = None;
+        let report = resign(
+            self.store,
+            self.zone,
+            false,
+            self.validity,
+            self.threads,
+            &NoProgress,
+        )
+        .await?;
+        Ok((report, true))
+    }
+}
+
+/// `resign --follow`: polls the zone's generation (one `_id` read per
+/// `interval`) and re-signs whenever any writer changed the zone: only the
+/// names the writers' change records list when they account for the
+/// change, else the whole zone (see the module documentation); and the
+/// whole zone at least hourly so signatures never near expiry. Returns
+/// only on a fault that is not the database's (a missing key, an unsigned
+/// zone); database faults are reported and retried.
+pub async fn follow(
+    store: &Store,
+    zone: &Name,
+    validity: &Validity,
+    threads: usize,
+    interval: Duration,
+    progress: &dyn Progress,
+) -> Result<(), SignError> {
+    let mut follower = Follower {
+        store,
+        zone,
+        validity,
+        threads,
+        signer: None,
+        ours: HashSet::new(),
+    };
+    let mut seen: Option<i64> = None;
+    let mut last_full = Instant::now();
+    loop {
+        let served = match store.find_zone(zone).await {
+            Ok(Some(z)) => z,
+            Ok(None) => {
+                tracing::warn!(%zone, "the zone is not served; waiting for it");
+                tokio::time::sleep(interval).await;
+                continue;
+            }
+            Err(e) => {
+                tracing::warn!(%zone, error = %e, "cannot read the zone; retrying");
+                tokio::time::sleep(interval).await;
+                continue;
+            }
+        };
+        let due = last_full.elapsed() > FULL_EVERY;
+        if Some(served.gen) != seen || due {
+            let started = Instant::now();
+            match follower.step(&served, seen, due).await {
+                Ok((report, full)) => {
+                    progress.resigned(zone, &report, started.elapsed());
+                    if full {
+                        last_full = Instant::now();
+                    }
+                    // The generation we read, not the one we published: a
+                    // write that raced with this run is looked at again
+                    // (the next run then finds nothing else to do).
+                    seen = Some(served.gen);
+                }
+                Err(SignError::Store(e)) => {
+                    tracing::warn!(%zone, error = %e, "re-signing failed; retrying");
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        tokio::time::sleep(interval).await;
+    }
+}
