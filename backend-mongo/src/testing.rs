@@ -44,32 +44,33 @@ pub fn database_uri() -> String {
     .clone()
 }
 
-/// Deletes the node `name` of the served version of `zone` the way a
+/// Deletes the nodes `names` of the served version of `zone` the way a
 /// program writing to MongoDB directly would (`docs/schema.md`): the
-/// document, then a change record listing it (not signed), then the zone's
-/// generation. Returns false when there was no such node.
-pub async fn delete_node_as_foreign_writer(
+/// documents, then one change record listing them (not signed), then the
+/// zone's generation. Returns how many nodes there were.
+pub async fn delete_nodes_as_foreign_writer(
     store: &crate::Store,
     zone: &crate::Name,
-    name: &crate::Name,
-) -> Result<bool, crate::StoreError> {
+    names: &[crate::Name],
+) -> Result<u64, crate::StoreError> {
     use mongodb::bson::{doc, Document};
     let Some(served) = store.find_zone(zone).await? else {
-        return Ok(false);
+        return Ok(0);
     };
     let db = store.database();
-    let id = crate::schema::node_id(zone, served.ver, name);
-    let gone = db
-        .collection::<Document>(crate::schema::NODES)
-        .delete_one(doc! {"_id": id})
-        .await?;
+    let nodes = db.collection::<Document>(crate::schema::NODES);
+    let mut deleted = 0;
+    for name in names {
+        let id = crate::schema::node_id(zone, served.ver, name);
+        deleted += nodes.delete_one(doc! {"_id": id}).await?.deleted_count;
+    }
     let gen = store.next_seq().await?;
-    let record = crate::schema::change_doc(gen, zone, Some(std::slice::from_ref(name)), false);
+    let record = crate::schema::change_doc(gen, zone, Some(names), false);
     db.collection::<Document>(crate::schema::CHANGES)
         .insert_one(record)
         .await?;
     db.collection::<Document>(crate::schema::ZONES)
         .update_one(doc! {"_id": zone.to_string()}, doc! {"$max": {"gen": gen}})
         .await?;
-    Ok(gone.deleted_count == 1)
+    Ok(deleted)
 }

@@ -1083,14 +1083,14 @@ impl Reports {
 
 /// Deletes a node the way a program writing to MongoDB directly would.
 async fn unsigned_delete(db: &TestZoneDb, owner: &str) {
-    let deleted = backend_mongo::testing::delete_node_as_foreign_writer(
+    let deleted = backend_mongo::testing::delete_nodes_as_foreign_writer(
         &db.store,
         &name("example.com."),
-        &name(owner),
+        &[name(owner)],
     )
     .await
     .unwrap();
-    assert!(deleted, "{owner} was stored");
+    assert_eq!(deleted, 1, "{owner} was stored");
 }
 
 /// A full `resign` finds nothing to change: what was signed before it is

@@ -669,12 +669,12 @@ fn follow_keeps_the_zone_valid(tag: &str, nsec3: bool) {
     assert!(export.contains("b.sub.example.net."), "{export}");
     verify(&export, "example.net", false);
     // Deleted the way a program writing to MongoDB directly would.
-    let deleted = runtime().block_on(backend_mongo::testing::delete_node_as_foreign_writer(
+    let deleted = runtime().block_on(backend_mongo::testing::delete_nodes_as_foreign_writer(
         &db.store,
         &zone,
-        &"a.example.net.".parse().unwrap(),
+        &["a.example.net.".parse().unwrap()],
     ));
-    assert!(deleted.unwrap());
+    assert_eq!(deleted.unwrap(), 1);
     wait_for_serial_above(&db, serial);
     let export = db.ok(&["export-zone", "example.net"]);
     assert!(!export.contains("\na.example.net."), "{export}");
