@@ -4,6 +4,7 @@
 //!  MessageWriter::new(query header, question bytes, limit)
 //!    ├─ push_rrset(section, owner, rrset)  → Ok | Err(Full)  (all or nothing)
 //!    ├─ names compressed against everything written so far (case-insensitive)
+//!    ├─ mark() / rollback(mark)  drop what was written since (RRset + RRSIGs)
 //!    ├─ set_ede(code)   an Extended DNS Error option (RFC 8914) in the OPT
 //!    └─ finish(rcode, flags, edns) → bytes  (room for OPT is always kept)
 //! ```
@@ -20,6 +21,14 @@ pub enum Section {
     Authority = 1,
     /// Additional.
     Additional = 2,
+}
+
+/// A point in a reply being written, to go back to (`MessageWriter::rollback`).
+#[derive(Debug, Clone, Copy)]
+pub struct Mark {
+    len: usize,
+    names: usize,
+    counts: [u16; 3],
 }
 
 /// The RRset did not fit; nothing of it was written.
@@ -203,6 +212,23 @@ impl MessageWriter {
             }
         }
         self.buf.extend_from_slice(&rd[pos..]);
+    }
+
+    /// Where the reply is now, to roll back to.
+    pub fn mark(&self) -> Mark {
+        Mark {
+            len: self.buf.len(),
+            names: self.names.len(),
+            counts: self.counts,
+        }
+    }
+
+    /// Drops everything written after `mark` (an RRset and its RRSIGs go
+    /// together or not at all).
+    pub fn rollback(&mut self, mark: Mark) {
+        self.buf.truncate(mark.len);
+        self.names.truncate(mark.names);
+        self.counts = mark.counts;
     }
 
     /// Bytes written so far.
