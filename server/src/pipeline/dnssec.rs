@@ -182,8 +182,7 @@ pub async fn decorate<B: Backend>(
         if rtype == RType::NS {
             continue; // NS at a cut is not signed; NS elsewhere is not sent.
         }
-        let Some(signed) =
-            signed_zone_of(backend, &mut zones, &placed.owner, rtype, &base).await?
+        let Some(signed) = signed_zone_of(backend, &mut zones, &placed.owner, rtype, &base).await?
         else {
             continue;
         };

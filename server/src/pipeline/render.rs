@@ -74,8 +74,7 @@ pub fn render(
         for placed in &answer.additional {
             if placed.rrset.rtype == RType::RRSIG {
                 if let Some((mark, true)) = covered {
-                    if w
-                        .push_rrset(Section::Additional, &placed.owner, &placed.rrset)
+                    if w.push_rrset(Section::Additional, &placed.owner, &placed.rrset)
                         .is_err()
                     {
                         w.rollback(mark);
