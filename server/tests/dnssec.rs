@@ -1028,6 +1028,19 @@ $TTL 3600
 ns      IN A   192.0.2.54
 "#;
 
+/// Four MX targets in the zone: their addresses and RRSIGs fill the
+/// additional section past what a small UDP reply holds.
+const MANY_MX: &str = r#"
+mx4     IN MX  10 m1
+        IN MX  20 m2
+        IN MX  30 m3
+        IN MX  40 m4
+m1      IN A   192.0.2.101
+m2      IN A   192.0.2.102
+m3      IN A   192.0.2.103
+m4      IN A   192.0.2.104
+"#;
+
 /// What the differential suite's signed pass (docs/conformance.md) found
 /// mongodns doing unlike Knot DNS and NSD, fixed: qtype=RRSIG answered with
 /// the signatures (and a wildcard's proof), RRSIGs for additional-section
@@ -1037,7 +1050,8 @@ ns      IN A   192.0.2.54
 fn signed_pass_findings_match_knot_and_nsd() {
     let db = run(async {
         let db = TestZoneDb::new("dnssec_sdiff").await;
-        db.import("example.com.", ZONE, false).await;
+        db.import("example.com.", &format!("{ZONE}{MANY_MX}"), false)
+            .await;
         db.import("secure.example.com.", CHILD, false).await;
         let zone: Name = "example.com.".parse().unwrap();
         signer::secure_zone(&db.store, &zone, &secure_options(None), &NoProgress)
@@ -1129,6 +1143,37 @@ fn signed_pass_findings_match_knot_and_nsd() {
     );
     // Without DO: the address alone.
     no_dnssec(&ask_udp(port, "example.com.", 15, Some((4096, false))));
+    // When they do not all fit, an address goes with its RRSIG or not at
+    // all, at every size; at some size only some of the four fit.
+    let mut partial = false;
+    for size in (512..=1232).step_by(16) {
+        let m = ask_udp(port, "mx4.example.com.", 15, Some((size, true)));
+        assert!(!m.metadata.truncation, "size {size}: {m}");
+        let addresses: Vec<Record> = m
+            .additionals
+            .iter()
+            .filter(|r| r.record_type() == RecordType::A)
+            .cloned()
+            .collect();
+        assert_eq!(
+            covered_types(&m.additionals),
+            vec![RecordType::A; addresses.len()],
+            "size {size}: {m}"
+        );
+        verify_section(&m.additionals, &keys);
+        let records: Vec<Record> = m
+            .additionals
+            .iter()
+            .filter(|r| r.record_type() != RecordType::OPT)
+            .cloned()
+            .collect();
+        assert_all_signed(&records, &[]);
+        partial |= !addresses.is_empty() && addresses.len() < 4;
+        if size == 1232 {
+            assert_eq!(addresses.len(), 4, "{m}");
+        }
+    }
+    assert!(partial, "no size left some addresses out");
     // Glue below a cut is not signed: none for it.
     let m = ask_udp(port, "www.open.example.com.", 1, DO);
     assert!(rrsigs(&m.additionals).is_empty());

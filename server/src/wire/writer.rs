@@ -310,6 +310,35 @@ mod tests {
     }
 
     #[test]
+    fn rollback_drops_records_counts_and_names_written_since_the_mark() {
+        let qname = n("www.example.com.");
+        let q = question(&qname);
+        let mut w = MessageWriter::new(&q, &qname, 512, false);
+        let set = Arc::new(RRset {
+            rtype: RType::NS,
+            ttl: 60,
+            rdata: vec![n("ns.other.example.").as_wire().into()],
+        });
+        let mark = w.mark();
+        let before = w.len();
+        w.push_rrset(Section::Additional, &n("a.example.net."), &set)
+            .unwrap();
+        assert_eq!(w.count(Section::Additional), 1);
+        w.rollback(mark);
+        assert_eq!(w.len(), before);
+        assert_eq!(w.count(Section::Additional), 0);
+        // Names written after the mark are forgotten: a later record cannot
+        // point into the dropped bytes, so it is written in full again.
+        w.push_rrset(Section::Answer, &n("a.example.net."), &set)
+            .unwrap();
+        let full = before + n("a.example.net.").as_wire().len() + 10;
+        assert!(w.len() >= full + n("ns.other.example.").as_wire().len());
+        let msg = w.finish(7, super::super::flags::QR, Rcode::NOERROR, None, 1232);
+        assert_eq!(&msg[6..8], &[0, 1]);
+        assert_eq!(&msg[10..12], &[0, 0]);
+    }
+
+    #[test]
     fn owner_names_are_compressed_to_the_question() {
         let qname = n("www.example.com.");
         let q = question(&qname);
