@@ -12,6 +12,12 @@
     EXPLAINED (each listed in docs/conformance.md) allows the difference;
     Knot != NSD is reported and skipped.
 
+Then the signed pass (--pass both, the default; --pass signed alone):
+    zones ─► mongodns-import ─► mongodns-sign secure-zone (NSEC, NSEC3,
+    opt-out, per SIGNED_ZONES) ─► mongodns-server ─► AXFR from it ─► master
+    files in RFC 3597 form ─► knotd and nsd serve those very records (same
+    RRSIGs) ─► queries, mostly DO=1 ─► the same verdict.
+
 Fails when: a reference server does not start or answers too little, fewer
 than --min-queries queries were run, or any unexplained difference is found.
 Python 3 standard library only. Run it through scripts/differential.
