@@ -1212,3 +1212,184 @@ fn follow_reads_only_changed_names_nsec3() {
         }),
     );
 }
+
+/// A child zone served beside `example.com.` (whose DS it has).
+const CHILD: &str = r#"
+$ORIGIN secure.example.com.
+$TTL 3600
+@       IN SOA ns hostmaster ( 1 7200 900 1209600 300 )
+        IN NS  ns
+ns      IN A   192.0.2.54
+"#;
+
+/// Four MX targets in the zone: their addresses and RRSIGs fill the
+/// additional section past what a small UDP reply holds.
+const MANY_MX: &str = r#"
+mx4     IN MX  10 m1
+        IN MX  20 m2
+        IN MX  30 m3
+        IN MX  40 m4
+m1      IN A   192.0.2.101
+m2      IN A   192.0.2.102
+m3      IN A   192.0.2.103
+m4      IN A   192.0.2.104
+"#;
+
+/// What the differential suite's signed pass (docs/conformance.md) found
+/// mongodns doing unlike Knot DNS and NSD, fixed: qtype=RRSIG answered with
+/// the signatures (and a wildcard's proof), RRSIGs for additional-section
+/// addresses, the DS at a child's apex with the parent's RRSIG, and no
+/// partial authority section when a denial is truncated.
+#[test]
+fn signed_pass_findings_match_knot_and_nsd() {
+    let db = run(async {
+        let db = TestZoneDb::new("dnssec_sdiff").await;
+        db.import("example.com.", &format!("{ZONE}{MANY_MX}"), false)
+            .await;
+        db.import("secure.example.com.", CHILD, false).await;
+        let zone: Name = "example.com.".parse().unwrap();
+        signer::secure_zone(&db.store, &zone, &secure_options(None), &NoProgress)
+            .await
+            .expect("secure-zone");
+        db
+    });
+    let server = ServerProcess::start(&db.name, &[]);
+    let port = server.port;
+    let m = ask_until(port, "example.com.", 48, |m| !m.answers.is_empty());
+    let keys: Vec<DNSKEY> = m
+        .answers
+        .iter()
+        .filter_map(|r| match &r.data {
+            RData::DNSSEC(DNSSECRData::DNSKEY(k)) => Some(k.clone()),
+            _ => None,
+        })
+        .collect();
+    let covered_types = |records: &[Record]| -> Vec<RecordType> {
+        let mut t: Vec<RecordType> = rrsigs(records)
+            .iter()
+            .map(|r| match &r.data {
+                RData::DNSSEC(DNSSECRData::RRSIG(s)) => s.input().type_covered,
+                _ => unreachable!(),
+            })
+            .collect();
+        t.sort();
+        t
+    };
+
+    // qtype=RRSIG: every signature at the name (A and NSEC), no SOA, with or
+    // without DO (it is the question, not DNSSEC decoration).
+    for edns in [DO, Some((4096, false)), None] {
+        let m = ask_tcp(port, "www.example.com.", 46, edns);
+        assert_eq!(m.metadata.response_code, ResponseCode::NoError);
+        assert!(m.metadata.authoritative);
+        assert_eq!(
+            covered_types(&m.answers),
+            vec![RecordType::A, RecordType::NSEC],
+            "{m}"
+        );
+        assert_eq!(m.answers.len(), 2, "{m}");
+        assert!(m.authorities.is_empty(), "{m}");
+    }
+    // At a CNAME: its signatures, the alias not followed.
+    let m = ask_tcp(port, "web.example.com.", 46, DO);
+    assert!(m
+        .answers
+        .iter()
+        .all(|r| r.record_type() == RecordType::RRSIG));
+    assert_eq!(
+        covered_types(&m.answers),
+        vec![RecordType::CNAME, RecordType::NSEC]
+    );
+    // Through a wildcard: the wildcard's signatures under the asked name,
+    // and the NSEC proving the name itself does not exist.
+    let m = ask_tcp(port, "foo.wild.example.com.", 46, DO);
+    assert_eq!(
+        covered_types(&m.answers),
+        vec![RecordType::A, RecordType::NSEC]
+    );
+    assert!(m
+        .answers
+        .iter()
+        .all(|r| mname(&r.name) == name("foo.wild.example.com.")));
+    verify_section(&m.authorities, &keys);
+    assert!(covered(
+        &nsecs(&m.authorities),
+        &name("foo.wild.example.com.")
+    ));
+    // A name without signatures (an empty non-terminal): NODATA as before.
+    let m = ask_tcp(port, "c.example.com.", 46, DO);
+    assert!(m.answers.is_empty());
+    assert!(m
+        .authorities
+        .iter()
+        .any(|r| r.record_type() == RecordType::SOA));
+
+    // Additional section: the MX target's address with its RRSIG, verified.
+    let m = ask_udp(port, "example.com.", 15, DO);
+    assert_eq!(verify_section(&m.additionals, &keys), 1, "{m}");
+    assert_all_signed(
+        &m.additionals
+            .iter()
+            .filter(|r| r.record_type() != RecordType::OPT)
+            .cloned()
+            .collect::<Vec<_>>(),
+        &[],
+    );
+    // Without DO: the address alone.
+    no_dnssec(&ask_udp(port, "example.com.", 15, Some((4096, false))));
+    // When they do not all fit, an address goes with its RRSIG or not at
+    // all, at every size; at some size only some of the four fit.
+    let mut partial = false;
+    for size in (512..=1232).step_by(16) {
+        let m = ask_udp(port, "mx4.example.com.", 15, Some((size, true)));
+        assert!(!m.metadata.truncation, "size {size}: {m}");
+        let addresses: Vec<Record> = m
+            .additionals
+            .iter()
+            .filter(|r| r.record_type() == RecordType::A)
+            .cloned()
+            .collect();
+        assert_eq!(
+            covered_types(&m.additionals),
+            vec![RecordType::A; addresses.len()],
+            "size {size}: {m}"
+        );
+        verify_section(&m.additionals, &keys);
+        let records: Vec<Record> = m
+            .additionals
+            .iter()
+            .filter(|r| r.record_type() != RecordType::OPT)
+            .cloned()
+            .collect();
+        assert_all_signed(&records, &[]);
+        partial |= !addresses.is_empty() && addresses.len() < 4;
+        if size == 1232 {
+            assert_eq!(addresses.len(), 4, "{m}");
+        }
+    }
+    assert!(partial, "no size left some addresses out");
+    // Glue below a cut is not signed: none for it.
+    let m = ask_udp(port, "www.open.example.com.", 1, DO);
+    assert!(rrsigs(&m.additionals).is_empty());
+
+    // DS at the apex of a child zone we also serve: the parent's DS and
+    // the parent's RRSIG over it.
+    let m = ask_udp(port, "secure.example.com.", 43, DO);
+    assert_eq!(m.metadata.response_code, ResponseCode::NoError);
+    assert_eq!(verify_section(&m.answers, &keys), 1, "{m}");
+    assert_all_signed(&m.answers, &[]);
+
+    // A denial that does not fit: TC and no authority records at all (no
+    // half proof), as Knot and NSD; the whole proof over TCP.
+    let long = format!("{0}.{0}.{0}.example.com.", "x".repeat(60));
+    let m = ask_udp(port, &long, 1, Some((512, true)));
+    assert_eq!(m.metadata.response_code, ResponseCode::NXDomain);
+    assert!(m.metadata.truncation, "{m}");
+    assert!(m.authorities.is_empty(), "{m}");
+    let m = ask_tcp(port, &long, 1, DO);
+    assert!(!m.metadata.truncation);
+    assert!(verify_section(&m.authorities, &keys) >= 3, "{m}");
+
+    drop(server);
+    run(db.drop_db());
+}

@@ -287,3 +287,51 @@ def build_query(labels, qtype, qid=0, edns=None, rd=False, cd=False, ad=False,
     if opt_extra:
         out += opt_extra
     return bytes(out)
+
+
+def rdata_wire(msg, rtype, start, length):
+    """The rdata of one record with every name in it decompressed."""
+    end = start + length
+    layout = RDATA_LAYOUT.get(rtype)
+    if layout is None:
+        return msg[start:end]
+    out, off = bytearray(), start
+    for field in layout:
+        if field == "N":
+            labels, off = read_name(msg, off)
+            out += name_wire(labels)
+        elif field == "S":
+            out += msg[off:off + 1 + msg[off]]
+            off += 1 + msg[off]
+        elif field == "R":
+            out += msg[off:end]
+            off = end
+        else:
+            out += msg[off:off + field]
+            off += field
+    if off != end:
+        raise WireError(f"rdata length mismatch in {type_name(rtype)}")
+    return bytes(out)
+
+
+def zone_file_lines(msg):
+    """The answer records of a (transfer) message as master-file lines,
+    owner letter case kept and rdata in RFC 3597 form (`\\# len hex`), which
+    every server reads for every type: a zone taken from one server byte
+    for byte, to be loaded into another."""
+    _, _, qd, an, _, _ = struct.unpack("!HHHHHH", msg[:12])
+    off = 12
+    for _ in range(qd):
+        _, off = read_name(msg, off)
+        off += 4
+    lines = []
+    for _ in range(an):
+        owner, off = read_name(msg, off)
+        rtype, rclass, ttl, rdlen = struct.unpack("!HHIH", msg[off:off + 10])
+        off += 10
+        rd = rdata_wire(msg, rtype, off, rdlen)
+        cls = "IN" if rclass == 1 else f"CLASS{rclass}"
+        lines.append(f"{name_text(owner)} {ttl} {cls} TYPE{rtype} \\# {len(rd)} {rd.hex()}"
+                     if rd else f"{name_text(owner)} {ttl} {cls} TYPE{rtype} \\# 0")
+        off += rdlen
+    return lines

@@ -12,6 +12,12 @@
     EXPLAINED (each listed in docs/conformance.md) allows the difference;
     Knot != NSD is reported and skipped.
 
+Then the signed pass (--pass both, the default; --pass signed alone):
+    zones ─► mongodns-import ─► mongodns-sign secure-zone (NSEC, NSEC3,
+    opt-out, per SIGNED_ZONES) ─► mongodns-server ─► AXFR from it ─► master
+    files in RFC 3597 form ─► knotd and nsd serve those very records (same
+    RRSIGs) ─► queries, mostly DO=1 ─► the same verdict.
+
 Fails when: a reference server does not start or answers too little, fewer
 than --min-queries queries were run, or any unexplained difference is found.
 Python 3 standard library only. Run it through scripts/differential.
@@ -46,11 +52,28 @@ SMALL_TYPES = ["A", "NS", "CNAME", "SOA", "PTR", "HINFO", "MX", "TXT", "RP",
                "AAAA", "SRV", "NAPTR", "DNAME", "DS", "SSHFP", "RRSIG", "NSEC",
                "DNSKEY", "TLSA", "SPF", "CAA", "TYPE65280", "ANY", "NULL",
                "NSEC3", "HTTPS"]
+# Types asked at every name in the signed pass (plus two of SMALL_TYPES).
+SIGNED_TYPES = ["A", "TXT", "DS", "RRSIG", "NSEC", "NSEC3", "DNSKEY", "ANY"]
 # Types asked at names of the generated zone (plus the types present there).
 GEN_TYPES = ["A", "AAAA", "TXT", "MX", "NS", "CNAME", "DS", "SOA", "ANY", "SRV"]
 # EDNS variants: None = no OPT; else (udp size, DO).
 EDNS_CHOICES = [None, None, (1232, False), (1232, True), (4096, False),
                 (4096, True), (512, False), (512, True), (1400, True)]
+# The signed pass: mostly DO=1, small sizes among them to force TC.
+SIGNED_EDNS_CHOICES = [None, (1232, True), (1232, True), (4096, True), (4096, True),
+                       (512, True), (1400, True), (1232, False)]
+# The signed pass: zone ─► `mongodns-sign secure-zone` options. diff3.test.
+# is diff.test.zone again under another name, to have every case of it
+# with NSEC3 as well as NSEC.
+SIGNED_ZONES = {
+    "diff.test.": [],
+    "diff3.test.": ["--nsec3"],
+    "child.diff.test.": ["--nsec3", "--salt", "aabbccdd", "--iterations", "1"],
+    "other.test.": ["--nsec3", "--salt", "aabbccdd", "--iterations", "1"],
+    "wildapex.test.": ["--nsec3", "--opt-out"],
+    "dnapex.test.": ["--csk", "--algorithm", "ed25519"],
+    "gen.test.": ["--nsec3", "--opt-out"],
+}
 
 
 def log(*args):
@@ -158,10 +181,14 @@ def start_nsd(tmp, zones, port):
 
 
 def import_zones(args, tmp, zones, database):
-    """Imports every zone into a fresh database with mongodns-import."""
+    """Imports every zone into a fresh database with mongodns-import (from
+    tmp/source in the signed pass, else tmp/zones)."""
     env = dict(os.environ, MONGODB_URI=args.mongodb_uri, MONGODNS_DATABASE=database)
+    src = os.path.join(tmp, "source")
+    if not os.path.isdir(src):
+        src = os.path.join(tmp, "zones")
     for origin, path in zones:
-        full = os.path.join(tmp, "zones", path)
+        full = os.path.join(src, path)
         r = subprocess.run([args.import_bin, "--zone", origin, full],
                            env=env, capture_output=True, text=True)
         if r.returncode != 0:
@@ -381,9 +408,9 @@ def random_case(rng, labels):
     return tuple(out)
 
 
-def make_case(rng, labels, qtype, zone, edns="random", case="random"):
+def make_case(rng, labels, qtype, zone, edns="random", case="random", choices=EDNS_CHOICES):
     if edns == "random":
-        edns = rng.choice(EDNS_CHOICES)
+        edns = rng.choice(choices)
     if case == "random":
         case = rng.random() < 0.4
     ask = random_case(rng, labels) if case else labels
@@ -434,9 +461,12 @@ def derived_names(name, apex, types_here):
     return [n for n in out if len(w.name_wire(n)) <= 255]
 
 
-def build_cases(rng, zone_data, gen_origin):
-    """The query list: names × types × variants, for every zone."""
+def build_cases(rng, zone_data, gen_origin, signed=False):
+    """The query list: names × types × variants, for every zone. The signed
+    pass asks each name once (mostly with DO=1), and near names also for
+    DS, RRSIG and NSEC."""
     cases = []
+    choices = SIGNED_EDNS_CHOICES if signed else EDNS_CHOICES
     for origin, records in zone_data.items():
         apex = w.parse_name_text(origin)
         big = origin == gen_origin
@@ -445,23 +475,36 @@ def build_cases(rng, zone_data, gen_origin):
             if big:
                 qtypes = {w.TYPES[t] for t in rng.sample(GEN_TYPES, 2)} | present | {1}
                 variants = 1
+            elif signed and 50 in present:
+                # An NSEC3 owner (a hash): answered as if it did not exist
+                # (RFC 5155 §7.2.8). Asked itself, for a few types; names
+                # below it are where Knot and NSD differ most, not asked.
+                qtypes = {50, 46, 1, 255}
+                variants = 1
+            elif signed:
+                qtypes = ({w.type_code(t) for t in SIGNED_TYPES + rng.sample(SMALL_TYPES, 2)}
+                          | present)
+                variants = 1
             else:
                 qtypes = {w.type_code(t) for t in SMALL_TYPES} | present
                 variants = 2
             for qtype in sorted(qtypes):
                 for v in range(variants):
                     cases.append(make_case(rng, name, qtype, origin,
-                                           case=(v == 1 or rng.random() < 0.3)))
-            if big and rng.random() > 0.15:
+                                           case=(v == 1 or rng.random() < 0.3),
+                                           choices=choices))
+            if (big and rng.random() > 0.15) or (signed and 50 in present):
                 continue
             near_types = [1, 16] if big else [1, 28, 16, 2, 15, 5, 43, 255]
+            if signed:
+                near_types = [1, 43, 46] if big else rng.sample(near_types, 4) + [46, 43]
             for near in derived_names(name, apex, present):
                 for qtype in near_types:
-                    cases.append(make_case(rng, near, qtype, origin))
+                    cases.append(make_case(rng, near, qtype, origin, choices=choices))
     # Outside every zone, and the parents of zones.
     for name in ["test.", ".", "example.net.", "www.example.net.", "nx.test."]:
         for qtype in (1, 2, 6, 255):
-            cases.append(make_case(rng, w.parse_name_text(name), qtype, "-"))
+            cases.append(make_case(rng, w.parse_name_text(name), qtype, "-", choices=choices))
     return cases
 
 
@@ -522,6 +565,25 @@ def special_cases():
         add(w.build_query(www, qtype), f"qtype {w.type_name(qtype)} over UDP", qtype)
         add(w.build_query(w.parse_name_text("diff.test."), qtype),
             f"apex qtype {w.type_name(qtype)} over UDP", qtype)
+    return out
+
+
+def signed_special_cases():
+    """The signed pass's hand-built packets: DO with odd sizes and flags."""
+    out = []
+    for name, qtype in (("diff.test.", 48), ("diff3.test.", 48), ("diff.test.", 255),
+                        ("nx.diff.test.", 1), ("nx.diff3.test.", 1), ("big.diff.test.", 16),
+                        ("manya.diff.test.", 1), ("www.diff.test.", 46)):
+        labels = w.parse_name_text(name)
+        for size, do in ((0, True), (100, True), (512, True), (513, True), (65535, True),
+                         (512, False)):
+            out.append(Case(w.build_query(labels, qtype, edns=(size, do, 0, 0, b"")),
+                            f"{name} {w.type_name(qtype)} size {size}{' do' if do else ''}",
+                            qtype, "special"))
+        out.append(Case(w.build_query(labels, qtype, edns=(1232, True, 0, 0, b""), ad=True),
+                        f"{name} {w.type_name(qtype)} do ad", qtype, "special"))
+        out.append(Case(w.build_query(labels, qtype, edns=(1232, True, 1, 0, b"")),
+                        f"{name} {w.type_name(qtype)} do, EDNS version 1", qtype, "special"))
     return out
 
 
@@ -612,9 +674,32 @@ def _nsec3_alias(case, ref, ours):
     return case.qtype == 50 and any(" CNAME " in r for r in ours.get("answer") or [])
 
 
+def _all_rrsigs_tc(case, ref, ours):
+    """qtype=RRSIG: we send every RRSIG at the name (as NSD), Knot one; when
+    ours then needs TC where Knot's single record fit (and NSD denies the
+    name or sends fewer), the flags differ in TC only."""
+    if case.qtype != 46:
+        return False
+    flags = (ours.get("flags") or "").replace(" tc", "")
+    if flags not in (ref.get("flags"), _with_flag(ref.get("flags"), "cd")):
+        return False
+    n = lambda v: sum(" RRSIG " in r for r in v.get("answer") or [])
+    return n(ours) > n(ref)
+
+
+def _nsec3_alias_tc(case, ref, ours):
+    """The same, when our longer chain (with its RRSIGs, DO=1) did not fit
+    where the references' shorter answer did: the flags differ in TC only."""
+    return (_nsec3_alias(case, ref, ours)
+            and (ours.get("flags") or "").replace(" tc", "") in
+            (ref.get("flags"), _with_flag(ref.get("flags"), "cd")))
+
+
 EXPLAINED = [
     ("nsec3-query-at-alias (RFC 6604 3)", "rcode", _nsec3_alias),
+    ("nsec3-query-at-alias (RFC 6604 3)", "flags", _nsec3_alias_tc),
     ("cd-copied (RFC 4035 3.1.6)", "flags", _cd_copied),
+    ("every-RRSIG-at-the-name (RFC 2181 9)", "flags", _all_rrsigs_tc),
     ("fits-without-TC (RFC 1035 4.1.4)", "flags", _fits_without_tc),
     ("fits-without-TC (RFC 1035 4.1.4)", "rcode", _fits_without_tc),
     ("fits-without-TC (RFC 1035 4.1.4)", "answer", _fits_without_tc),
@@ -642,7 +727,7 @@ def compare(cases, knot, nsd, ours, report):
             a, b, c = vk.get(field), vn.get(field), vm.get(field)
             if a != b:
                 report["skipped"][field] += 1
-                if len(report["skip_examples"][field]) < 5:
+                if len(report["skip_examples"][field]) < report["keep_examples"]:
                     report["skip_examples"][field].append(
                         {"query": case.desc, "knot": a, "nsd": b, "mongodns": c})
                 continue
@@ -697,13 +782,22 @@ def main():
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--server-bin", default=default_bin("mongodns-server"))
     p.add_argument("--import-bin", default=default_bin("mongodns-import"))
+    p.add_argument("--sign-bin", default=default_bin("mongodns-sign"))
     p.add_argument("--mongodb-uri", default=os.environ.get(
         "MONGODB_URI", "mongodb://127.0.0.1:27017/?directConnection=true"))
     p.add_argument("--seed", type=int, default=int(os.environ.get("DIFF_SEED", "20240101")))
     p.add_argument("--gen-names", type=int, default=2500)
+    p.add_argument("--signed-gen-names", type=int, default=400,
+                   help="names of the generated zone in the signed pass")
+    p.add_argument("--pass", dest="passes", choices=("unsigned", "signed", "both"),
+                   default="both", help="which pass to run (--serve: unsigned unless signed)")
     p.add_argument("--min-queries", type=int, default=20000)
+    p.add_argument("--min-signed-queries", type=int, default=10000)
     p.add_argument("--window", type=int, default=64, help="queries in flight per server")
-    p.add_argument("--report", help="write the full JSON report here")
+    p.add_argument("--report", help="write the full JSON report here (signed pass: "
+                                     "FILE.signed.json)")
+    p.add_argument("--skip-examples", type=int, default=5,
+                   help="Knot/NSD disagreements kept per field in the report")
     p.add_argument("--show", type=int, default=25, help="differences to print in full")
     p.add_argument("--keep", action="store_true", help="keep the temp dir and servers' logs")
     p.add_argument("--serve", action="store_true",
@@ -713,38 +807,57 @@ def main():
         if shutil.which(tool) is None and not os.path.exists(f"/usr/sbin/{tool}"):
             raise Fail(f"{tool} is not installed (apt-get install knot nsd)")
     os.environ["PATH"] += ":/usr/sbin"
-    for b in (args.server_bin, args.import_bin):
+    passes = {"unsigned": [False], "signed": [True], "both": [False, True]}[args.passes]
+    if args.serve:
+        passes = passes[-1:] if args.passes == "signed" else passes[:1]
+    bins = [args.server_bin, args.import_bin] + ([args.sign_bin] if True in passes else [])
+    for b in bins:
         if not os.path.exists(b):
             raise Fail(f"{b} does not exist: build with `cargo build --bins` first")
+    status = 0
+    for signed in passes:
+        status = max(status, run_pass(args, signed))
+    if len(passes) > 1:
+        log(f"differential: {'passed' if status == 0 else 'FAILED'} (both passes)")
+    return status
 
-    tmp = tempfile.mkdtemp(prefix="mongodns-diff-")
+
+def run_pass(args, signed):
+    """One pass: servers up, queries, verdict. The signed pass signs the
+    zones in mongodns first and gives Knot and NSD the zones it serves."""
+    label = "signed" if signed else "unsigned"
+    tmp = tempfile.mkdtemp(prefix=f"mongodns-diff-{label}-")
     procs = []
-    database = f"mdt_diff_{os.getpid()}"
+    database = f"mdt_diff_{label}_{os.getpid()}"
     started = time.time()
     try:
-        os.makedirs(os.path.join(tmp, "zones"))
-        zones = []
-        for f in sorted(os.listdir(ZONES_DIR)):
-            if f.endswith(".zone"):
-                shutil.copy(os.path.join(ZONES_DIR, f), os.path.join(tmp, "zones", f))
-                zones.append((f[:-len("zone")], f))
-        with open(os.path.join(tmp, "zones", "gen.test.zone"), "w") as f:
-            f.write(genzone.generate(GEN_ORIGIN, args.seed, args.gen_names))
-        zones.append((GEN_ORIGIN, "gen.test.zone"))
-        log(f"differential: {len(zones)} zones, seed {args.seed}, temp dir {tmp}")
-
+        zones = copy_zones(args, tmp, signed)
+        log(f"differential ({label}): {len(zones)} zones, seed {args.seed}, temp dir {tmp}")
         ports = {name: free_port() for name in ("knot", "nsd", "mongodns")}
-        servers = {"knot": start_knot(tmp, zones, ports["knot"]),
-                   "nsd": start_nsd(tmp, zones, ports["nsd"])}
-        procs += servers.values()
+        servers = {}
+        if not signed:
+            servers = {"knot": start_knot(tmp, zones, ports["knot"]),
+                       "nsd": start_nsd(tmp, zones, ports["nsd"])}
+            procs += servers.values()
         import_zones(args, tmp, zones, database)
-        log(f"differential: zones imported into {database} ({time.time() - started:.1f} s)")
+        log(f"differential ({label}): zones imported into {database} "
+            f"({time.time() - started:.1f} s)")
+        if signed:
+            sign_zones(args, zones, database)
+            log(f"differential ({label}): zones signed ({time.time() - started:.1f} s)")
         servers["mongodns"] = start_mongodns(args, tmp, database, ports["mongodns"])
         procs.append(servers["mongodns"])
         deadline = time.time() + 60
+        if signed:
+            wait_ready("mongodns", servers["mongodns"], ports["mongodns"], zones, deadline)
+            asyncio.run(write_signed_zones(tmp, zones, ports["mongodns"]))
+            servers["knot"] = start_knot(tmp, zones, ports["knot"])
+            servers["nsd"] = start_nsd(tmp, zones, ports["nsd"])
+            procs += [servers["knot"], servers["nsd"]]
+            deadline = time.time() + 60
         for name, proc in servers.items():
             wait_ready(name, proc, ports[name], zones, deadline)
-        log(f"differential: knotd :{ports['knot']}, nsd :{ports['nsd']}, "
+        log(f"differential ({label}): knotd :{ports['knot']}, nsd :{ports['nsd']}, "
             f"mongodns :{ports['mongodns']} serving ({time.time() - started:.1f} s)")
         if args.serve:
             log("differential: serving until interrupted (SIGINT or SIGTERM)")
@@ -756,9 +869,9 @@ def main():
             except KeyboardInterrupt:
                 pass
             return 0
-        verdict = asyncio.run(run_suite(args, zones, ports))
+        verdict = asyncio.run(run_suite(args, zones, ports, signed))
     except Fail as e:
-        log(f"differential: FAILED: {e}")
+        log(f"differential ({label}): FAILED: {e}")
         verdict = 2
     finally:
         for proc in procs:
@@ -770,11 +883,65 @@ def main():
                 proc.kill()
         drop_database(args, database)
         if args.keep:
-            log(f"differential: kept {tmp}")
+            log(f"differential ({label}): kept {tmp}")
         else:
             shutil.rmtree(tmp, ignore_errors=True)
-    log(f"differential: {time.time() - started:.1f} s")
+    log(f"differential ({label}): {time.time() - started:.1f} s")
     return verdict
+
+
+def copy_zones(args, tmp, signed):
+    """The pass's zone files into tmp/zones (signed: into tmp/source, the
+    served files come later from mongodns); returns [(origin, file)]."""
+    src = os.path.join(tmp, "source" if signed else "zones")
+    os.makedirs(src)
+    os.makedirs(os.path.join(tmp, "zones"), exist_ok=True)
+    zones = []
+    for f in sorted(os.listdir(ZONES_DIR)):
+        if f.endswith(".zone"):
+            shutil.copy(os.path.join(ZONES_DIR, f), os.path.join(src, f))
+            zones.append((f[:-len("zone")], f))
+    if signed:
+        with open(os.path.join(ZONES_DIR, "diff.test.zone")) as f:
+            text = f.read().replace("diff.test.", "diff3.test.")
+        with open(os.path.join(src, "diff3.test.zone"), "w") as f:
+            f.write(text)
+        zones.append(("diff3.test.", "diff3.test.zone"))
+    names = args.signed_gen_names if signed else args.gen_names
+    with open(os.path.join(src, "gen.test.zone"), "w") as f:
+        f.write(genzone.generate(GEN_ORIGIN, args.seed, names))
+    zones.append((GEN_ORIGIN, "gen.test.zone"))
+    return zones
+
+
+def sign_zones(args, zones, database):
+    """`mongodns-sign secure-zone` for every zone, options from SIGNED_ZONES."""
+    env = dict(os.environ, MONGODB_URI=args.mongodb_uri, MONGODNS_DATABASE=database)
+    for origin, _ in zones:
+        opts = SIGNED_ZONES.get(origin)
+        if opts is None:
+            continue
+        r = subprocess.run([args.sign_bin, "-q", "secure-zone", origin, "--grace", "0",
+                            "--threads", "2"] + opts,
+                           env=env, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise Fail(f"mongodns-sign secure-zone {origin} failed:\n{r.stderr}")
+
+
+async def write_signed_zones(tmp, zones, port):
+    """Each zone as mongodns serves it (AXFR) into tmp/zones, byte for byte
+    (RFC 3597 rdata): Knot and NSD then serve the very same signatures."""
+    for origin, path in zones:
+        msgs = await axfr(port, origin)
+        if not msgs:
+            raise Fail(f"mongodns gave no AXFR of {origin}")
+        lines = []
+        for raw in msgs:
+            lines += w.zone_file_lines(raw)
+        if len(lines) < 2 or " TYPE6 " not in lines[0]:
+            raise Fail(f"mongodns's AXFR of {origin} does not start with its SOA")
+        with open(os.path.join(tmp, "zones", path), "w") as f:
+            f.write("\n".join(lines[:-1]) + "\n")
 
 
 def drop_database(args, database):
@@ -787,8 +954,8 @@ def drop_database(args, database):
         pass
 
 
-async def run_suite(args, zones, ports):
-    rng = random.Random(args.seed)
+async def run_suite(args, zones, ports, signed=False):
+    rng = random.Random(args.seed + (1 if signed else 0))
     report = {
         "cases": 0,
         "checked": collections.Counter(),
@@ -797,6 +964,7 @@ async def run_suite(args, zones, ports):
         "skip_examples": collections.defaultdict(list),
         "axfr": {},
         "reference_malformed": 0,
+        "keep_examples": args.skip_examples,
     }
     diffs = []
     # 1. Zone contents from Knot by AXFR (and the transfer compared).
@@ -813,7 +981,8 @@ async def run_suite(args, zones, ports):
         zone_data[origin] = records
         compare_axfr(origin, results, report, diffs)
     # 2. Queries.
-    cases = build_cases(rng, zone_data, GEN_ORIGIN) + special_cases()
+    cases = build_cases(rng, zone_data, GEN_ORIGIN, signed)
+    cases += signed_special_cases() if signed else special_cases()
     log(f"differential: {len(cases)} queries to each of 3 servers")
     t0 = time.time()
     packets = [c.packet for c in cases]
@@ -851,11 +1020,12 @@ async def run_suite(args, zones, ports):
             raise Fail(f"{name} answered only {got} of {len(replies)} TCP queries")
     diffs += compare(tcp_cases, *tcp_answers, report)
     total = len(cases) + len(tcp_cases)
-    return verdict(args, report, diffs, total)
+    return verdict(args, report, diffs, total, signed)
 
 
-def verdict(args, report, diffs, total):
+def verdict(args, report, diffs, total, signed=False):
     log("")
+    log(f"differential: the {'signed' if signed else 'unsigned'} pass")
     log(f"differential: {total} queries ({report['cases']} compared), "
         f"{len(diffs)} unexplained differences")
     log("  checked per field:  " + ", ".join(f"{k} {v}" for k, v in report["checked"].items()))
@@ -876,7 +1046,7 @@ def verdict(args, report, diffs, total):
             log(f"  nsd:      {json.dumps(vn, indent=None)}")
         log(f"  mongodns: {json.dumps(vm, indent=None)}")
     if args.report:
-        with open(args.report, "w") as f:
+        with open(args.report + (".signed.json" if signed else ""), "w") as f:
             json.dump({
                 "queries": total,
                 "checked": report["checked"],
@@ -893,8 +1063,9 @@ def verdict(args, report, diffs, total):
             for ex in examples[:2]:
                 log(f"    {field}: {ex['query']}: knot={ex['knot']} nsd={ex['nsd']}")
     failed = False
-    if total < args.min_queries:
-        log(f"differential: FAILED: only {total} queries, at least {args.min_queries} required")
+    least = args.min_signed_queries if signed else args.min_queries
+    if total < least:
+        log(f"differential: FAILED: only {total} queries, at least {least} required")
         failed = True
     if diffs:
         log("differential: FAILED: unexplained differences (see above)")

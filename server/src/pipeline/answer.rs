@@ -4,7 +4,8 @@
 //!  solve_answer    follow the name through CNAME/DNAME/wildcards ─► State
 //!                  (HIT, NODATA, NXDOMAIN, DELEG, YXDOMAIN, ending zone);
 //!                  each alias target is looked up in the deepest served
-//!                  zone holding it; ANY takes one RRset (RFC 8482)
+//!                  zone holding it; ANY takes one RRset (RFC 8482);
+//!                  RRSIG takes every signature at the name
 //!  solve_authority State ─► SOA (negative TTL, RFC 2308) or NS (referral)
 //!  solve_additional NS/MX/SRV targets in the zone ─► A, AAAA
 //! ```
@@ -177,6 +178,18 @@ fn take_node(answer: &mut Answer, owner: &Name, node: &Node, qtype: RType) -> Op
             }
             None => answer.outcome = Outcome::NoData,
         }
+        return None;
+    }
+    if qtype == RType::RRSIG && !node.sigs.is_empty() {
+        // RRSIG asked for: every signature at the name, one RRSIG RRset per
+        // covered type, as NSD does; never followed through a CNAME.
+        for sigs in &node.sigs {
+            answer.answer.push(Placed {
+                owner: owner.clone(),
+                rrset: sigs.clone(),
+            });
+        }
+        answer.outcome = Outcome::Hit;
         return None;
     }
     if let Some(rrset) = node.rrset(qtype) {

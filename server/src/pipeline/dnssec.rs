@@ -6,6 +6,8 @@
 //!   ├─ answer RRsets ─► their RRSIGs (a wildcard's, for a wildcard answer,
 //!   │                   plus the proof that no closer name exists)
 //!   ├─ authority RRsets (SOA, DS) ─► their RRSIGs
+//!   ├─ additional RRsets (A/AAAA of targets) ─► their RRSIGs, right after
+//!   │                   each (render drops the pair when it does not fit)
 //!   └─ by outcome, for the last name of the chain:
 //!        NXDOMAIN ─► prove_nxdomain   (RFC 4035 §3.1.3.2, RFC 5155 §7.2.2)
 //!        NODATA   ─► prove_nodata     (§3.1.3.1 / §7.2.3, §7.2.4 for DS)
@@ -92,10 +94,11 @@ pub async fn decorate<B: Backend>(
     for placed in &answer.answer {
         let owner = &placed.owner;
         let rtype = placed.rrset.rtype;
-        if rtype == RType::RRSIG {
-            continue;
+        if rtype == RType::RRSIG && qtype != RType::RRSIG {
+            continue; // the signatures added below
         }
-        let Some(signed) = signed_zone_of(backend, &mut zones, owner, &base).await? else {
+        // (RRSIGs asked for: nothing to add but a wildcard's proof.)
+        let Some(signed) = signed_zone_of(backend, &mut zones, owner, rtype, &base).await? else {
             continue;
         };
         if walked.iter().any(|(n, t, _)| n == owner && *t == rtype) {
@@ -133,7 +136,8 @@ pub async fn decorate<B: Backend>(
             }
         }
     }
-    let zone_signed = signed_zone_of(backend, &mut zones, &answer.zone.apex, &base).await?;
+    let zone_signed =
+        signed_zone_of(backend, &mut zones, &answer.zone.apex, RType::SOA, &base).await?;
     if let Some(signed) = zone_signed.filter(|_| last.is_subdomain_of(&answer.zone.apex)) {
         match answer.outcome {
             Outcome::NxDomain => {
@@ -178,7 +182,8 @@ pub async fn decorate<B: Backend>(
         if rtype == RType::NS {
             continue; // NS at a cut is not signed; NS elsewhere is not sent.
         }
-        let Some(signed) = signed_zone_of(backend, &mut zones, &placed.owner, &base).await? else {
+        let Some(signed) = signed_zone_of(backend, &mut zones, &placed.owner, rtype, &base).await?
+        else {
             continue;
         };
         if let Some(node) = backend.get_node(&signed.zone, &placed.owner).await? {
@@ -197,6 +202,26 @@ pub async fn decorate<B: Backend>(
             }
         }
     }
+    // Additional RRsets (addresses of NS/MX/SRV targets): each followed by
+    // its RRSIGs, as Knot and NSD send them (RFC 4035 §3.1.1 allows it).
+    // Glue is below a cut, never signed, so it gets none.
+    let mut additional = Vec::with_capacity(answer.additional.len() * 2);
+    for placed in std::mem::take(&mut answer.additional) {
+        let rtype = placed.rrset.rtype;
+        let sigs = match signed_zone_of(backend, &mut zones, &placed.owner, rtype, &base).await? {
+            Some(signed) => backend
+                .get_node(&signed.zone, &placed.owner)
+                .await?
+                .and_then(|node| node.rrsig(rtype).cloned()),
+            None => None,
+        };
+        additional.push(placed);
+        if let Some(sigs) = sigs {
+            let owner = additional[additional.len() - 1].owner.clone();
+            additional.push(Placed { owner, rrset: sigs });
+        }
+    }
+    answer.additional = additional;
     answer.answer.extend(extra.answer);
     for p in extra.authority {
         let dup = answer
@@ -210,14 +235,16 @@ pub async fn decorate<B: Backend>(
     Ok(())
 }
 
-/// The signed zone holding `name`, remembered per apex for this answer.
+/// The signed zone holding `name`'s `rtype` RRset (DS at a zone's apex: the
+/// parent's), remembered per apex for this answer.
 async fn signed_zone_of<B: Backend>(
     backend: &B,
     memo: &mut Vec<(Name, Option<Arc<Signed>>)>,
     name: &Name,
+    rtype: RType,
     base: &ZoneInfo,
 ) -> Result<Option<Arc<Signed>>, StoreError> {
-    let Some(zone) = lookup::find_zone(backend, name).await? else {
+    let Some(zone) = lookup::zone_for_question(backend, name, rtype).await? else {
         return Ok(None);
     };
     // The version the answer stages read, not a newer one published since:

@@ -2,15 +2,18 @@
 //!
 //! ```text
 //!  answer RRsets  ─ one does not fit ─► TC, stop
-//!  authority      ─ one does not fit ─► TC, stop
-//!  additional     ─ one does not fit ─► skip it (no TC)
+//!  authority      ─ one does not fit ─► TC, the whole section dropped
+//!                   (as Knot and NSD: no partial denial proof)
+//!  additional     ─ one does not fit ─► skip it and its RRSIGs (no TC)
 //!  header: QR, AA, RD and CD copied, rcode (extended part in OPT)
 //!  afterwards: add_ede (EDE option into the OPT), sign_reply (TSIG)
 //! ```
 
 use super::answer::Answer;
 use super::Transport;
+use crate::wire::writer::Mark;
 use crate::wire::{flags, Edns, MessageWriter, Query, Rcode, Section};
+use backend_mongo::RType;
 
 /// The reply size limit for `query` arriving over `transport`.
 pub fn size_limit(query: &Query, transport: Transport, max_udp: u16) -> usize {
@@ -51,17 +54,40 @@ pub fn render(
         (Section::Answer, &answer.answer),
         (Section::Authority, &answer.authority),
     ] {
+        let start = w.mark();
         for placed in list {
             if w.push_rrset(section, &placed.owner, &placed.rrset).is_err() {
                 truncated = true;
+                if section == Section::Authority {
+                    // Half a proof is no proof: send none, TC asks for TCP.
+                    w.rollback(start);
+                }
                 break 'sections;
             }
         }
     }
     if !truncated {
+        // Additional data is optional: leave out what does not fit, an RRset
+        // together with the RRSIGs that follow it (dnssec::decorate puts
+        // them right after it).
+        let mut covered: Option<(Mark, bool)> = None;
         for placed in &answer.additional {
-            // Additional data is optional: leave out what does not fit.
-            let _ = w.push_rrset(Section::Additional, &placed.owner, &placed.rrset);
+            if placed.rrset.rtype == RType::RRSIG {
+                if let Some((mark, true)) = covered {
+                    if w.push_rrset(Section::Additional, &placed.owner, &placed.rrset)
+                        .is_err()
+                    {
+                        w.rollback(mark);
+                        covered = Some((mark, false));
+                    }
+                }
+                continue;
+            }
+            let mark = w.mark();
+            let fits = w
+                .push_rrset(Section::Additional, &placed.owner, &placed.rrset)
+                .is_ok();
+            covered = Some((mark, fits));
         }
     }
     let mut f = header_flags(packet, answer.authoritative);

@@ -4,6 +4,7 @@
 //!  MessageWriter::new(query header, question bytes, limit)
 //!    ├─ push_rrset(section, owner, rrset)  → Ok | Err(Full)  (all or nothing)
 //!    ├─ names compressed against everything written so far (case-insensitive)
+//!    ├─ mark() / rollback(mark)  drop what was written since (RRset + RRSIGs)
 //!    ├─ set_ede(code)   an Extended DNS Error option (RFC 8914) in the OPT
 //!    └─ finish(rcode, flags, edns) → bytes  (room for OPT is always kept)
 //! ```
@@ -20,6 +21,14 @@ pub enum Section {
     Authority = 1,
     /// Additional.
     Additional = 2,
+}
+
+/// A point in a reply being written, to go back to (`MessageWriter::rollback`).
+#[derive(Debug, Clone, Copy)]
+pub struct Mark {
+    len: usize,
+    names: usize,
+    counts: [u16; 3],
 }
 
 /// The RRset did not fit; nothing of it was written.
@@ -205,6 +214,23 @@ impl MessageWriter {
         self.buf.extend_from_slice(&rd[pos..]);
     }
 
+    /// Where the reply is now, to roll back to.
+    pub fn mark(&self) -> Mark {
+        Mark {
+            len: self.buf.len(),
+            names: self.names.len(),
+            counts: self.counts,
+        }
+    }
+
+    /// Drops everything written after `mark` (an RRset and its RRSIGs go
+    /// together or not at all).
+    pub fn rollback(&mut self, mark: Mark) {
+        self.buf.truncate(mark.len);
+        self.names.truncate(mark.names);
+        self.counts = mark.counts;
+    }
+
     /// Bytes written so far.
     pub fn len(&self) -> usize {
         self.buf.len()
@@ -281,6 +307,35 @@ mod tests {
         let mut q = name.as_wire().to_vec();
         q.extend_from_slice(&[0, 1, 0, 1]);
         q
+    }
+
+    #[test]
+    fn rollback_drops_records_counts_and_names_written_since_the_mark() {
+        let qname = n("www.example.com.");
+        let q = question(&qname);
+        let mut w = MessageWriter::new(&q, &qname, 512, false);
+        let set = Arc::new(RRset {
+            rtype: RType::NS,
+            ttl: 60,
+            rdata: vec![n("ns.other.example.").as_wire().into()],
+        });
+        let mark = w.mark();
+        let before = w.len();
+        w.push_rrset(Section::Additional, &n("a.example.net."), &set)
+            .unwrap();
+        assert_eq!(w.count(Section::Additional), 1);
+        w.rollback(mark);
+        assert_eq!(w.len(), before);
+        assert_eq!(w.count(Section::Additional), 0);
+        // Names written after the mark are forgotten: a later record cannot
+        // point into the dropped bytes, so it is written in full again.
+        w.push_rrset(Section::Answer, &n("a.example.net."), &set)
+            .unwrap();
+        let full = before + n("a.example.net.").as_wire().len() + 10;
+        assert!(w.len() >= full + n("ns.other.example.").as_wire().len());
+        let msg = w.finish(7, super::super::flags::QR, Rcode::NOERROR, None, 1232);
+        assert_eq!(&msg[6..8], &[0, 1]);
+        assert_eq!(&msg[10..12], &[0, 0]);
     }
 
     #[test]
