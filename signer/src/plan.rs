@@ -136,6 +136,11 @@ impl KeySet {
                 }
             }
         }
+        // Canonical RRset order (RFC 4034 §6.3): the database returns keys
+        // in no fixed order, and a stored RRset is compared whole.
+        for set in [&mut dnskeys, &mut cdnskeys, &mut cds] {
+            set.sort();
+        }
         Ok(KeySet {
             ksks,
             zsks,
