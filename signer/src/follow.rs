@@ -4,14 +4,14 @@
 //! ```text
 //!  every interval: zones.find_one(_id) ─► gen moved?
 //!   ├─ first run, new version, hourly, or changes not accounted for
-//!   │     ─► full re-sign (resign: reads the whole version)
+//!   │     ─► full re-sign (resign: reads the whole version; the chain
+//!   │        copy is taken from what it wrote)
 //!   └─ else change records of gen+1..=G (one _id read each)
 //!        ├─ our own publishes ─► skipped
 //!        ├─ other signers' (signed: true) ─► nothing to sign; our chain
 //!        │                                   copy is stale: dropped
 //!        └─ unsigned writers' names ─► MergeSigner::resign_names (point
-//!              reads of those names; chain copy read once, kept between
-//!              polls) ─► SOA serial + 1, signed ─► publish_in_place with
+//!              reads of those names; chain copy kept between polls) ─► SOA serial + 1, signed ─► publish_in_place with
 //!              the names written (a signed record, remembered as ours)
 //! ```
 //!
@@ -20,7 +20,7 @@
 //! or another zone now sitting at that generation).
 
 use crate::merge::MergeSigner;
-use crate::{resign, NoProgress, PlanStats, Progress, Report, SignError, Validity};
+use crate::{resign_keeping, PlanStats, Progress, Report, SignError, Validity};
 use backend_mongo::{Name, Store, StoreError, ZoneInfo};
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -178,6 +178,7 @@ impl Follower<'_> {
                 .publish_in_place(self.zone, serial, Some(&touched))
                 .await?;
             self.ours.insert(gen);
+            report.published_gen = Some(gen);
             report.serial = serial;
             report.written += 1;
             report.stats.signed += 1;
@@ -189,15 +190,14 @@ impl Follower<'_> {
     /// when next needed.
     async fn full(&mut self) -> Result<(Report, bool), SignError> {
         self.signer = None;
-        let report = resign(
-            self.store,
-            self.zone,
-            false,
-            self.validity,
-            self.threads,
-            &NoProgress,
-        )
-        .await?;
+        let (report, nodes) =
+            resign_keeping(self.store, self.zone, self.validity, self.threads).await?;
+        self.ours.extend(report.published_gen);
+        // Keep the chain as just written: the next incremental pass need
+        // not read it.
+        self.signer = MergeSigner::with_nodes(self.store, self.zone, report.ver, Some(nodes))
+            .await?
+            .map(|s| (report.ver, s));
         Ok((report, true))
     }
 }

@@ -109,6 +109,8 @@ pub struct Report {
     pub ver: i64,
     /// The version this run replaced, if it switched to a new one.
     pub old_ver: Option<i64>,
+    /// The generation it published in place, if it did.
+    pub published_gen: Option<i64>,
     /// How long each step took, in order (`read`, `sign`, `write`,
     /// `switch`, `cleanup`).
     pub timings: Vec<(&'static str, Duration)>,
@@ -354,6 +356,7 @@ pub async fn secure_zone_switch(
             old_ver: switched.old,
             timings: steps.done,
             cleanup: Collected::default(),
+            published_gen: None,
         });
     }
     Err(last_err.expect("three attempts failed"))
@@ -550,6 +553,35 @@ pub async fn resign_version(
     threads: usize,
     progress: &dyn Progress,
 ) -> Result<Report, SignError> {
+    resign_version_keeping(
+        store,
+        zone,
+        ver,
+        must_exceed,
+        publish,
+        full,
+        validity,
+        threads,
+        progress,
+    )
+    .await
+    .map(|(report, _)| report)
+}
+
+/// [`resign_version`], also returning the version's nodes as now stored
+/// (for `resign --follow` to keep the chain without reading it again).
+#[allow(clippy::too_many_arguments)]
+async fn resign_version_keeping(
+    store: &Store,
+    zone: &Name,
+    ver: i64,
+    must_exceed: Option<u32>,
+    publish: bool,
+    full: bool,
+    validity: &Validity,
+    threads: usize,
+    progress: &dyn Progress,
+) -> Result<(Report, Vec<FullNode>), SignError> {
     let config = store.dnssec_config(zone).await?;
     if !config.secured {
         return Err(SignError::NotSecured(zone.to_string()));
@@ -610,23 +642,28 @@ pub async fn resign_version(
         });
     }
     let written = changes.len() as u64;
+    let mut published_gen = None;
     if !changes.is_empty() {
         progress.phase("writing", written);
         store.apply_changes(zone, ver, &changes).await?;
         progress.set(written);
         if publish {
             let owners = backend_mongo::dnssec::changed_owners(zone, &changes);
-            store.publish_in_place(zone, serial, Some(&owners)).await?;
+            published_gen = Some(store.publish_in_place(zone, serial, Some(&owners)).await?);
         }
     }
-    Ok(Report {
-        nodes,
-        stats,
-        written,
-        serial,
-        ver,
-        ..Report::default()
-    })
+    Ok((
+        Report {
+            nodes,
+            stats,
+            written,
+            serial,
+            ver,
+            published_gen,
+            ..Report::default()
+        },
+        desired,
+    ))
 }
 
 /// Re-signs the served version of a secured zone (see [`resign_version`]).
@@ -644,6 +681,32 @@ pub async fn resign(
         .ok_or_else(|| StoreError::NoSuchZone(zone.to_string()))?;
     resign_version(
         store, zone, served.ver, None, true, full, validity, threads, progress,
+    )
+    .await
+}
+
+/// [`resign`] of the served version, also returning its nodes as now
+/// stored (see [`resign_version_keeping`]).
+pub(crate) async fn resign_keeping(
+    store: &Store,
+    zone: &Name,
+    validity: &Validity,
+    threads: usize,
+) -> Result<(Report, Vec<FullNode>), SignError> {
+    let served = store
+        .find_zone(zone)
+        .await?
+        .ok_or_else(|| StoreError::NoSuchZone(zone.to_string()))?;
+    resign_version_keeping(
+        store,
+        zone,
+        served.ver,
+        None,
+        true,
+        false,
+        validity,
+        threads,
+        &NoProgress,
     )
     .await
 }
@@ -765,6 +828,7 @@ pub async fn unsecure_zone_switch(
         old_ver: switched.old,
         timings: steps.done,
         cleanup: Collected::default(),
+        published_gen: None,
     })
 }
 

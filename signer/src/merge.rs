@@ -89,6 +89,18 @@ impl MergeSigner {
     /// A signer for merges into version `ver` of `zone`; `None` when the
     /// zone is not secured.
     pub async fn new(store: &Store, zone: &Name, ver: i64) -> Result<Option<Self>, SignError> {
+        Self::with_nodes(store, zone, ver, None).await
+    }
+
+    /// Like [`MergeSigner::new`], taking the chain from `known` (the
+    /// version's nodes as stored, e.g. just written by a full re-sign)
+    /// instead of reading it.
+    pub async fn with_nodes(
+        store: &Store,
+        zone: &Name,
+        ver: i64,
+        known: Option<Vec<FullNode>>,
+    ) -> Result<Option<Self>, SignError> {
         let config = match store.dnssec_config(zone).await {
             Ok(c) if c.secured => c,
             Ok(_) | Err(StoreError::NoSuchZone(_)) => return Ok(None),
@@ -108,8 +120,12 @@ impl MergeSigner {
         } else {
             RType::NSEC
         };
+        let nodes = match known {
+            Some(nodes) => nodes,
+            None => store.read_chain(zone, ver).await?,
+        };
         let mut chain = BTreeMap::new();
-        for n in store.read_chain(zone, ver).await? {
+        for n in nodes {
             if let (Some(dk), Some(record)) = (n.dk.clone(), n.get(chain_type).cloned()) {
                 chain.insert(
                     dk,
