@@ -12,6 +12,13 @@
 //!      ─► write 1: each node whole (records + sigs + its NSEC), NSEC3 nodes
 //!      ─► write 2: predecessors outside the batch
 //!  sign_soa(served serial) the SOA with serial + 1, signed, before finish
+//!
+//!  resign_names(names)     `resign --follow` for writers that do not sign:
+//!                          the listed names as stored now (point lookups);
+//!                          deleted or emptied ones leave the chain (their
+//!                          predecessor relinked first), the rest as above
+//!  both go through settle: chain, signatures, and writes of only the
+//!  documents that differ from what is stored; take_touched() lists them
 //! ```
 //!
 //! Every document update is single-document atomic, so a reader sees a
