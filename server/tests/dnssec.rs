@@ -547,6 +547,7 @@ fn spawn_follower(
             &validity,
             1,
             Duration::from_millis(100),
+            Duration::from_secs(3600),
             &reports,
         );
         tokio::select! {

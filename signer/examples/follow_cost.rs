@@ -92,6 +92,7 @@ async fn main() {
                 &validity,
                 0,
                 Duration::from_millis(100),
+                Duration::from_secs(3600),
                 &Passes(tx),
             )
             .await

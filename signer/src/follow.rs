@@ -3,7 +3,8 @@
 //!
 //! ```text
 //!  every interval: zones.find_one(_id) ─► gen moved?
-//!   ├─ first run, new version, hourly, or changes not accounted for
+//!   ├─ first run, new version, every --full-every (an hour), or changes
+//!   │  not accounted for
 //!   │     ─► full re-sign (resign: reads the whole version; the chain
 //!   │        copy is taken from what it wrote)
 //!   └─ else change records of gen+1..=G (one _id read each)
@@ -27,9 +28,6 @@ use std::time::{Duration, Instant};
 
 /// Most generations one poll looks at record by record; more: full run.
 const MAX_GENERATIONS: i64 = 256;
-
-/// How often every signature is looked at, whatever changed.
-const FULL_EVERY: Duration = Duration::from_secs(3600);
 
 /// What changed between two polls, by the change records.
 #[derive(Debug, Default)]
@@ -206,7 +204,8 @@ impl Follower<'_> {
 /// `interval`) and re-signs whenever any writer changed the zone: only the
 /// names the writers' change records list when they account for the
 /// change, else the whole zone (see the module documentation); and the
-/// whole zone at least hourly so signatures never near expiry. Returns
+/// whole zone at least every `full_every` (`--full-every`, default an
+/// hour) so signatures never near expiry. Returns
 /// only on a fault that is not the database's (a missing key, an unsigned
 /// zone); database faults are reported and retried.
 pub async fn follow(
@@ -215,6 +214,7 @@ pub async fn follow(
     validity: &Validity,
     threads: usize,
     interval: Duration,
+    full_every: Duration,
     progress: &dyn Progress,
 ) -> Result<(), SignError> {
     let mut follower = Follower {
@@ -241,7 +241,7 @@ pub async fn follow(
                 continue;
             }
         };
-        let due = last_full.elapsed() > FULL_EVERY;
+        let due = last_full.elapsed() > full_every;
         if Some(served.gen) != seen || due {
             let started = Instant::now();
             match follower.step(&served, seen, due).await {

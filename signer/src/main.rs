@@ -105,6 +105,11 @@ enum Command {
         /// Seconds between checks with --follow.
         #[arg(long, default_value_t = 1.0)]
         interval: f64,
+        /// With --follow: seconds between full passes (every node read,
+        /// signatures near expiry refreshed); changes in between are
+        /// re-signed by reading only the names they list.
+        #[arg(long, default_value_t = 3600)]
+        full_every: u64,
         /// Replace every signature, not only the stale ones.
         #[arg(long)]
         full: bool,
@@ -374,19 +379,25 @@ async fn run_command(store: &Store, cli: Cli) -> Result<(), SignError> {
             zone,
             follow,
             interval,
+            full_every,
             full,
         } => {
             let zone = parse_zone(&zone)?;
             let validity = Validity::default();
             let b = Bar::start(store, &zone, cli.quiet || follow);
             let started = Instant::now();
-            let r = signer::resign(store, &zone, full, &validity, threads, &b).await;
-            if !follow {
-                b.finish(&r).await;
+            if !follow || full {
+                let r = signer::resign(store, &zone, full, &validity, threads, &b).await;
+                if !follow {
+                    b.finish(&r).await;
+                    report_resign(&zone, &r?, started);
+                    return Ok(());
+                }
                 report_resign(&zone, &r?, started);
-                return Ok(());
+            } else if !store.dnssec_config(&zone).await?.secured {
+                return Err(signer::SignError::NotSecured(zone.to_string()));
             }
-            report_resign(&zone, &r?, started);
+            // The first pass of --follow is a full one.
             b.phase("follow", 0);
             let result = signer::follow(
                 store,
@@ -394,6 +405,7 @@ async fn run_command(store: &Store, cli: Cli) -> Result<(), SignError> {
                 &validity,
                 threads,
                 Duration::from_secs_f64(interval.max(0.05)),
+                Duration::from_secs(full_every.max(1)),
                 &b,
             )
             .await;

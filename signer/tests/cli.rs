@@ -142,6 +142,13 @@ fn errors_are_clear_and_exit_non_zero() {
     let o = db.sign(&["resign", "example.net"]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("is not secured"), "{}", stderr(&o));
+    // --follow checks before it starts polling (it would run forever).
+    let o = db.sign(&["resign", "example.net", "--follow"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("is not secured"), "{}", stderr(&o));
+    let o = db.sign(&["resign", "nosuch.example", "--follow"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("does not exist"), "{}", stderr(&o));
     let o = db.sign(&["secure-zone", "example.net", "--algorithm", "md5"]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("unknown algorithm md5"));
