@@ -74,3 +74,20 @@ pub async fn delete_nodes_as_foreign_writer(
         .await?;
     Ok(deleted)
 }
+
+/// Merges `nodes` into the served version of `zone` the way a program that
+/// follows `docs/schema.md` but knows nothing of DNSSEC would (a
+/// [`crate::WriteMode::Merge`] writer: records added, serial and generation
+/// moved, a change record listing the names, not signed). Returns the
+/// zone as now served.
+pub async fn merge_as_foreign_writer(
+    store: &crate::Store,
+    zone: &crate::Name,
+    nodes: &[crate::NodeWrite],
+) -> Result<crate::ZoneInfo, crate::StoreError> {
+    let writer = store
+        .begin_zone_write(zone, crate::WriteMode::Merge)
+        .await?;
+    writer.write_nodes(nodes).await?;
+    writer.finish(std::time::Duration::ZERO).await
+}

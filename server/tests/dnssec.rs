@@ -88,26 +88,44 @@ struct Fixture {
     keys: Vec<DNSKEY>,
 }
 
-fn fixture(tag: &str, nsec3: Option<Nsec3Config>) -> Fixture {
-    let db = run(async {
+/// A database holding `example.com.` (`text`) secured with `nsec3`, and
+/// the zones of `others` (unsigned).
+fn secured_db(
+    tag: &str,
+    text: &str,
+    others: &[(&str, &str)],
+    nsec3: Option<Nsec3Config>,
+) -> TestZoneDb {
+    run(async {
         let db = TestZoneDb::new(tag).await;
-        db.import("example.com.", ZONE, false).await;
+        db.import("example.com.", text, false).await;
+        for (zone, text) in others {
+            db.import(zone, text, false).await;
+        }
         let zone: Name = "example.com.".parse().unwrap();
         signer::secure_zone(&db.store, &zone, &secure_options(nsec3), &NoProgress)
             .await
             .expect("secure-zone");
         db
-    });
-    let server = ServerProcess::start(&db.name, &[]);
-    let m = ask_until(server.port, "example.com.", 48, |m| !m.answers.is_empty());
-    let keys: Vec<DNSKEY> = m
-        .answers
+    })
+}
+
+/// The DNSKEY records `example.com.` publishes, once the server serves them.
+fn published_keys(port: u16) -> Vec<DNSKEY> {
+    let m = ask_until(port, "example.com.", 48, |m| !m.answers.is_empty());
+    m.answers
         .iter()
         .filter_map(|r| match &r.data {
             RData::DNSSEC(DNSSECRData::DNSKEY(k)) => Some(k.clone()),
             _ => None,
         })
-        .collect();
+        .collect()
+}
+
+fn fixture(tag: &str, nsec3: Option<Nsec3Config>) -> Fixture {
+    let db = secured_db(tag, ZONE, &[], nsec3);
+    let server = ServerProcess::start(&db.name, &[]);
+    let keys = published_keys(server.port);
     assert_eq!(keys.len(), 2, "a KSK and a ZSK are published");
     Fixture { db, server, keys }
 }
@@ -484,15 +502,7 @@ fn an_interrupted_secure_zone_exposes_nothing_and_a_rerun_completes() {
             .await
             .expect("re-run");
     });
-    let m = ask_until(server.port, "example.com.", 48, |m| !m.answers.is_empty());
-    let keys: Vec<DNSKEY> = m
-        .answers
-        .iter()
-        .filter_map(|r| match &r.data {
-            RData::DNSSEC(DNSSECRData::DNSKEY(k)) => Some(k.clone()),
-            _ => None,
-        })
-        .collect();
+    let keys = published_keys(server.port);
     assert_eq!(keys.len(), 2);
     let m = ask_udp(server.port, "www.example.com.", 1, DO);
     assert_eq!(verify_section(&m.answers, &keys), 1);
@@ -560,24 +570,17 @@ fn spawn_follower(
 
 /// Adds records the way any schema-following writer would, without signing.
 async fn unsigned_merge(db: &TestZoneDb, owner: &str, rdata: [u8; 4]) {
-    let zone = name("example.com.");
-    let writer = db
-        .store
-        .begin_zone_write(&zone, WriteMode::Merge)
+    let node = NodeWrite {
+        name: name(owner),
+        rrsets: vec![RRset {
+            rtype: RType::A,
+            ttl: 3600,
+            rdata: vec![Box::new(rdata)],
+        }],
+    };
+    backend_mongo::testing::merge_as_foreign_writer(&db.store, &name("example.com."), &[node])
         .await
         .unwrap();
-    writer
-        .write_nodes(&[NodeWrite {
-            name: name(owner),
-            rrsets: vec![RRset {
-                rtype: RType::A,
-                ttl: 3600,
-                rdata: vec![Box::new(rdata)],
-            }],
-        }])
-        .await
-        .unwrap();
-    writer.finish(Duration::ZERO).await.unwrap();
 }
 
 #[test]
@@ -1134,29 +1137,23 @@ fn follow_reads_only_changed_names(tag: &str, nsec3: Option<Nsec3Config>) {
         unsigned_merge(&f.db, "www.example.com.", [192, 0, 2, 82]).await;
         unsigned_merge(&f.db, "m.example.com.", [192, 0, 2, 9]).await;
         // A schema-following writer adds the empty non-terminal too.
-        let writer =
-            f.db.store
-                .begin_zone_write(&zone, WriteMode::Merge)
-                .await
-                .unwrap();
-        writer
-            .write_nodes(&[
-                NodeWrite {
-                    name: name("newent.example.com."),
-                    rrsets: Vec::new(),
-                },
-                NodeWrite {
-                    name: name("x.newent.example.com."),
-                    rrsets: vec![RRset {
-                        rtype: RType::A,
-                        ttl: 3600,
-                        rdata: vec![Box::new([192, 0, 2, 10])],
-                    }],
-                },
-            ])
+        let nodes = [
+            NodeWrite {
+                name: name("newent.example.com."),
+                rrsets: Vec::new(),
+            },
+            NodeWrite {
+                name: name("x.newent.example.com."),
+                rrsets: vec![RRset {
+                    rtype: RType::A,
+                    ttl: 3600,
+                    rdata: vec![Box::new([192, 0, 2, 10])],
+                }],
+            },
+        ];
+        backend_mongo::testing::merge_as_foreign_writer(&f.db.store, &zone, &nodes)
             .await
             .unwrap();
-        writer.finish(Duration::ZERO).await.unwrap();
     });
     let r = reports.wait_for_write(before);
     assert!(
@@ -1243,28 +1240,15 @@ m4      IN A   192.0.2.104
 /// partial authority section when a denial is truncated.
 #[test]
 fn signed_pass_findings_match_knot_and_nsd() {
-    let db = run(async {
-        let db = TestZoneDb::new("dnssec_sdiff").await;
-        db.import("example.com.", &format!("{ZONE}{MANY_MX}"), false)
-            .await;
-        db.import("secure.example.com.", CHILD, false).await;
-        let zone: Name = "example.com.".parse().unwrap();
-        signer::secure_zone(&db.store, &zone, &secure_options(None), &NoProgress)
-            .await
-            .expect("secure-zone");
-        db
-    });
+    let db = secured_db(
+        "dnssec_sdiff",
+        &format!("{ZONE}{MANY_MX}"),
+        &[("secure.example.com.", CHILD)],
+        None,
+    );
     let server = ServerProcess::start(&db.name, &[]);
     let port = server.port;
-    let m = ask_until(port, "example.com.", 48, |m| !m.answers.is_empty());
-    let keys: Vec<DNSKEY> = m
-        .answers
-        .iter()
-        .filter_map(|r| match &r.data {
-            RData::DNSSEC(DNSSECRData::DNSKEY(k)) => Some(k.clone()),
-            _ => None,
-        })
-        .collect();
+    let keys = published_keys(port);
     let covered_types = |records: &[Record]| -> Vec<RecordType> {
         let mut t: Vec<RecordType> = rrsigs(records)
             .iter()

@@ -18,7 +18,7 @@
 //!     --names 100 --rounds 3
 //! ```
 
-use backend_mongo::{Name, NodeWrite, RRset, RType, Store, WriteMode};
+use backend_mongo::{Name, NodeWrite, RRset, RType, Store};
 use clap::Parser;
 use signer::{Progress, Report, Validity};
 use std::time::{Duration, Instant};
@@ -61,6 +61,17 @@ async fn next_write(rx: &mut mpsc::UnboundedReceiver<(Report, Duration)>) -> (Re
             return got;
         }
     }
+}
+
+/// Waits for the pass that signs a change just made and prints its row.
+async fn measure_pass(
+    rx: &mut mpsc::UnboundedReceiver<(Report, Duration)>,
+    what: &str,
+    changed: usize,
+) {
+    let changed_at = Instant::now();
+    let (r, pass) = next_write(rx).await;
+    row(what, changed, &r, pass, changed_at.elapsed());
 }
 
 fn row(what: &str, changed: usize, r: &Report, pass: Duration, seen: Duration) {
@@ -122,33 +133,14 @@ async fn main() {
                 }],
             })
             .collect();
-        let writer = store
-            .begin_zone_write(&args.zone, WriteMode::Merge)
+        backend_mongo::testing::merge_as_foreign_writer(&store, &args.zone, &nodes)
             .await
-            .expect("begin write");
-        writer.write_nodes(&nodes).await.expect("write");
-        writer.finish(Duration::ZERO).await.expect("finish");
-        let written_at = Instant::now();
-        let (r, pass) = next_write(&mut rx).await;
-        row(
-            "incremental: add",
-            names.len(),
-            &r,
-            pass,
-            written_at.elapsed(),
-        );
+            .expect("merge");
+        measure_pass(&mut rx, "incremental: add", names.len()).await;
         backend_mongo::testing::delete_nodes_as_foreign_writer(&store, &args.zone, &names)
             .await
             .expect("delete");
-        let deleted_at = Instant::now();
-        let (r, pass) = next_write(&mut rx).await;
-        row(
-            "incremental: delete",
-            names.len(),
-            &r,
-            pass,
-            deleted_at.elapsed(),
-        );
+        measure_pass(&mut rx, "incremental: delete", names.len()).await;
     }
     follower.abort();
     store.shutdown().await;

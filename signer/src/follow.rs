@@ -21,7 +21,7 @@
 //! or another zone now sitting at that generation).
 
 use crate::merge::MergeSigner;
-use crate::{resign_keeping, PlanStats, Progress, Report, SignError, Validity};
+use crate::{resign_keeping, NoProgress, PlanStats, Progress, Report, SignError, Validity};
 use backend_mongo::{Name, Store, StoreError, ZoneInfo};
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -188,8 +188,15 @@ impl Follower<'_> {
     /// when next needed.
     async fn full(&mut self) -> Result<(Report, bool), SignError> {
         self.signer = None;
-        let (report, nodes) =
-            resign_keeping(self.store, self.zone, self.validity, self.threads).await?;
+        let (report, nodes) = resign_keeping(
+            self.store,
+            self.zone,
+            false,
+            self.validity,
+            self.threads,
+            &NoProgress,
+        )
+        .await?;
         self.ours.extend(report.published_gen);
         // Keep the chain as just written: the next incremental pass need
         // not read it.

@@ -540,38 +540,11 @@ fn diff(current: &[FullNode], desired: &[FullNode]) -> Vec<NodeChange> {
 /// digest), signatures near expiry, and the chain around added or removed
 /// names. When anything changed, or the SOA serial is not above
 /// `must_exceed`, the serial moves forward and the SOA is re-signed. With
-/// `publish`, servers are told (new generation).
+/// `publish`, servers are told (new generation). Also returns the
+/// version's nodes as now stored (`resign --follow` keeps the chain from
+/// them instead of reading it again).
 #[allow(clippy::too_many_arguments)]
 pub async fn resign_version(
-    store: &Store,
-    zone: &Name,
-    ver: i64,
-    must_exceed: Option<u32>,
-    publish: bool,
-    full: bool,
-    validity: &Validity,
-    threads: usize,
-    progress: &dyn Progress,
-) -> Result<Report, SignError> {
-    resign_version_keeping(
-        store,
-        zone,
-        ver,
-        must_exceed,
-        publish,
-        full,
-        validity,
-        threads,
-        progress,
-    )
-    .await
-    .map(|(report, _)| report)
-}
-
-/// [`resign_version`], also returning the version's nodes as now stored
-/// (for `resign --follow` to keep the chain without reading it again).
-#[allow(clippy::too_many_arguments)]
-async fn resign_version_keeping(
     store: &Store,
     zone: &Name,
     ver: i64,
@@ -675,38 +648,26 @@ pub async fn resign(
     threads: usize,
     progress: &dyn Progress,
 ) -> Result<Report, SignError> {
+    resign_keeping(store, zone, full, validity, threads, progress)
+        .await
+        .map(|(report, _)| report)
+}
+
+/// [`resign`], also returning the version's nodes as now stored.
+pub(crate) async fn resign_keeping(
+    store: &Store,
+    zone: &Name,
+    full: bool,
+    validity: &Validity,
+    threads: usize,
+    progress: &dyn Progress,
+) -> Result<(Report, Vec<FullNode>), SignError> {
     let served = store
         .find_zone(zone)
         .await?
         .ok_or_else(|| StoreError::NoSuchZone(zone.to_string()))?;
     resign_version(
         store, zone, served.ver, None, true, full, validity, threads, progress,
-    )
-    .await
-}
-
-/// [`resign`] of the served version, also returning its nodes as now
-/// stored (see [`resign_version_keeping`]).
-pub(crate) async fn resign_keeping(
-    store: &Store,
-    zone: &Name,
-    validity: &Validity,
-    threads: usize,
-) -> Result<(Report, Vec<FullNode>), SignError> {
-    let served = store
-        .find_zone(zone)
-        .await?
-        .ok_or_else(|| StoreError::NoSuchZone(zone.to_string()))?;
-    resign_version_keeping(
-        store,
-        zone,
-        served.ver,
-        None,
-        true,
-        false,
-        validity,
-        threads,
-        &NoProgress,
     )
     .await
 }
@@ -741,7 +702,7 @@ pub async fn sign_after_write(
         &NoProgress,
     )
     .await
-    .map(Some)
+    .map(|(report, _)| Some(report))
 }
 
 /// Removes every DNSSEC record from `zone` (new version, switched at once)

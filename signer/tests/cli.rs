@@ -651,26 +651,21 @@ fn follow_keeps_the_zone_valid(tag: &str, nsec3: bool) {
             rdata: vec![Box::new(ip)],
         }],
     };
-    let written = runtime().block_on(async {
-        let writer = db
-            .store
-            .begin_zone_write(&zone, WriteMode::Merge)
-            .await
-            .unwrap();
-        writer
-            .write_nodes(&[
-                a("a.example.net.", [192, 0, 2, 10]),
-                NodeWrite {
-                    name: "sub.example.net.".parse().unwrap(),
-                    rrsets: Vec::new(),
-                },
-                a("b.sub.example.net.", [192, 0, 2, 11]),
-                a("ns1.example.net.", [192, 0, 2, 12]),
-            ])
-            .await
-            .unwrap();
-        writer.finish(Duration::ZERO).await.unwrap().serial
-    });
+    let nodes = [
+        a("a.example.net.", [192, 0, 2, 10]),
+        NodeWrite {
+            name: "sub.example.net.".parse().unwrap(),
+            rrsets: Vec::new(),
+        },
+        a("b.sub.example.net.", [192, 0, 2, 11]),
+        a("ns1.example.net.", [192, 0, 2, 12]),
+    ];
+    let written = runtime()
+        .block_on(backend_mongo::testing::merge_as_foreign_writer(
+            &db.store, &zone, &nodes,
+        ))
+        .unwrap()
+        .serial;
     let serial = wait_for_serial_above(&db, written);
     let export = db.ok(&["export-zone", "example.net"]);
     assert!(export.contains("b.sub.example.net."), "{export}");
