@@ -21,7 +21,7 @@
 //! or another zone now sitting at that generation).
 
 use crate::merge::MergeSigner;
-use crate::{resign_keeping, NoProgress, PlanStats, Progress, Report, SignError, Validity};
+use crate::{resign_version, NoProgress, PlanStats, Progress, Report, SignError, Validity};
 use backend_mongo::{Name, Store, StoreError, ZoneInfo};
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -188,9 +188,18 @@ impl Follower<'_> {
     /// when next needed.
     async fn full(&mut self) -> Result<(Report, bool), SignError> {
         self.signer = None;
-        let (report, nodes) = resign_keeping(
+        // The version served now (a replace may have switched since the poll).
+        let served = self
+            .store
+            .find_zone(self.zone)
+            .await?
+            .ok_or_else(|| StoreError::NoSuchZone(self.zone.to_string()))?;
+        let (report, nodes) = resign_version(
             self.store,
             self.zone,
+            served.ver,
+            None,
+            true,
             false,
             self.validity,
             self.threads,

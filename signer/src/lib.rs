@@ -648,20 +648,6 @@ pub async fn resign(
     threads: usize,
     progress: &dyn Progress,
 ) -> Result<Report, SignError> {
-    resign_keeping(store, zone, full, validity, threads, progress)
-        .await
-        .map(|(report, _)| report)
-}
-
-/// [`resign`], also returning the version's nodes as now stored.
-pub(crate) async fn resign_keeping(
-    store: &Store,
-    zone: &Name,
-    full: bool,
-    validity: &Validity,
-    threads: usize,
-    progress: &dyn Progress,
-) -> Result<(Report, Vec<FullNode>), SignError> {
     let served = store
         .find_zone(zone)
         .await?
@@ -670,6 +656,7 @@ pub(crate) async fn resign_keeping(
         store, zone, served.ver, None, true, full, validity, threads, progress,
     )
     .await
+    .map(|(report, _)| report)
 }
 
 /// The importer's hook: signs what a writer put into version `ver` of
