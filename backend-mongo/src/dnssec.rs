@@ -18,8 +18,10 @@
 //! not above a key is the NSEC/NSEC3 record that matches or covers it, so
 //! every denial proof is one indexed lookup (`zone_ver_dk`).
 
+use crate::lock::ZONE_LOCK;
 use crate::schema::{self, binary, node_id, RRset, ZoneInfo, NODES};
 use crate::store::{Store, StoreError};
+use crate::writer::LOCK_WAIT;
 use crate::{Name, Node, RType};
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, DateTime, Document};
@@ -589,13 +591,10 @@ impl Store {
         })
     }
 
-    /// Writes the zone's `dnssec` section (`None` removes it).
-    pub async fn set_dnssec_config(
-        &self,
-        zone: &Name,
-        config: Option<&DnssecConfig>,
-    ) -> Result<(), StoreError> {
-        let update = match config {
+    /// The zone document's `dnssec` field for `config` (`Bson::Null`
+    /// removes it), for writers that set it in the same update as a switch.
+    pub fn dnssec_field(config: Option<&DnssecConfig>) -> Bson {
+        match config {
             Some(c) => {
                 let mut sec = doc! {"secured": c.secured, "cds": c.cds};
                 if let Some(n) = &c.nsec3 {
@@ -604,14 +603,33 @@ impl Store {
                         doc! {"iter": i32::from(n.iterations), "salt": to_hex(&n.salt), "optout": n.opt_out},
                     );
                 }
-                doc! {"$set": {"dnssec": sec}}
+                Bson::Document(sec)
             }
-            None => doc! {"$unset": {"dnssec": ""}},
+            None => Bson::Null,
+        }
+    }
+
+    /// Writes the zone's `dnssec` section (`None` removes it), under the
+    /// zone lock.
+    pub async fn set_dnssec_config(
+        &self,
+        zone: &Name,
+        config: Option<&DnssecConfig>,
+    ) -> Result<(), StoreError> {
+        let update = match Self::dnssec_field(config) {
+            Bson::Null => doc! {"$unset": {"dnssec": ""}},
+            sec => doc! {"$set": {"dnssec": sec}},
         };
-        self.zones
-            .update_one(doc! {"_id": zone.to_string()}, update)
+        let lock = self
+            .lock(ZONE_LOCK, zone, "dnssec-config", LOCK_WAIT)
             .await?;
-        Ok(())
+        let r = self
+            .zones
+            .update_one(doc! {"_id": zone.to_string()}, update)
+            .await
+            .map(|_| ())
+            .map_err(StoreError::from);
+        lock.release_with(r).await
     }
 
     /// Every key of `zone`, oldest first.
@@ -713,6 +731,29 @@ impl Store {
             out.push(full_node_from_doc(&d)?);
         }
         Ok(out)
+    }
+
+    /// Stores `node` whole in version `ver`, replacing what was there (a
+    /// signer catching a new version up with the served one).
+    pub async fn put_full_node(
+        &self,
+        zone: &Name,
+        ver: i64,
+        node: &FullNode,
+    ) -> Result<(), StoreError> {
+        self.nodes
+            .replace_one(doc! {"_id": node.id(zone, ver)}, node.to_doc(zone, ver))
+            .upsert(true)
+            .await?;
+        Ok(())
+    }
+
+    /// Deletes the ordinary node `name` of version `ver`, if it exists.
+    pub async fn delete_node(&self, zone: &Name, ver: i64, name: &Name) -> Result<(), StoreError> {
+        self.nodes
+            .delete_one(doc! {"_id": node_id(zone, ver, name)})
+            .await?;
+        Ok(())
     }
 
     /// Inserts whole nodes into a version that is not served yet.
@@ -832,18 +873,42 @@ impl Store {
         Ok(())
     }
 
-    /// Tells servers that the served version of `zone` changed in place:
-    /// records the new SOA serial and a new generation, after storing a
-    /// signed change record of that generation listing `changed` (the
-    /// owner names whose documents the signer wrote; `None` or more than
-    /// [`schema::MAX_CHANGED_NAMES`]: "all"). Servers then drop only those
-    /// names; `resign --follow` knows there is nothing to re-sign for them.
+    /// Tells servers that version `ver` of `zone`, served, changed in
+    /// place: records the new SOA serial and a new generation, after
+    /// storing a signed change record of that generation listing `changed`
+    /// (the owner names whose documents the signer wrote; `None` or more
+    /// than [`schema::MAX_CHANGED_NAMES`]: "all"). Servers then drop only
+    /// those names; `resign --follow` knows there is nothing to re-sign for
+    /// them. Under the zone lock; fails with [`StoreError::Conflict`] when
+    /// another writer switched the zone away from `ver` meanwhile (what was
+    /// written went into a version no longer served).
     pub async fn publish_in_place(
         &self,
         zone: &Name,
+        ver: i64,
         serial: u32,
         changed: Option<&[Name]>,
     ) -> Result<i64, StoreError> {
+        let lock = self.lock(ZONE_LOCK, zone, "publish", LOCK_WAIT).await?;
+        let r = self
+            .publish_in_place_locked(zone, ver, serial, changed)
+            .await;
+        lock.release_with(r).await
+    }
+
+    async fn publish_in_place_locked(
+        &self,
+        zone: &Name,
+        ver: i64,
+        serial: u32,
+        changed: Option<&[Name]>,
+    ) -> Result<i64, StoreError> {
+        let served = self.find_zone(zone).await?;
+        if served.as_ref().map(|z| z.ver) != Some(ver) {
+            return Err(StoreError::Conflict(format!(
+                "zone {zone}: another writer switched it away from version {ver} while it was being signed; nothing was published"
+            )));
+        }
         let gen = self.next_seq().await?;
         let record = schema::change_doc(gen, zone, changed, true);
         if let Err(e) = self.changes.insert_one(record).await {
@@ -854,7 +919,7 @@ impl Store {
         self.zones
             .update_one(
                 doc! {"_id": zone.to_string()},
-                doc! {"$set": {"serial": i64::from(serial), "gen": gen, "updated": DateTime::now()}},
+                doc! {"$set": {"serial": i64::from(serial), "updated": DateTime::now()}, "$max": {"gen": gen}},
             )
             .await?;
         Ok(gen)

@@ -11,14 +11,17 @@
 
 pub mod civil;
 pub mod dnssec;
+pub mod lock;
 pub mod name;
 pub mod progress;
 pub mod rtype;
 pub mod schema;
+pub mod serial;
 pub mod store;
 pub mod testing;
 pub mod writer;
 
+pub use mongodb::bson;
 pub use name::{Name, NameError};
 pub use progress::{JobProgress, ProgressReporter};
 pub use rtype::RType;

@@ -179,7 +179,7 @@ fn bad(id: &str, reason: impl Into<String>) -> SchemaError {
     }
 }
 
-fn int_field(d: &Document, key: &str) -> Option<i64> {
+pub(crate) fn int_field(d: &Document, key: &str) -> Option<i64> {
     match d.get(key)? {
         Bson::Int32(v) => Some(i64::from(*v)),
         Bson::Int64(v) => Some(*v),

@@ -57,6 +57,10 @@ pub enum StoreError {
     /// refused at once instead of queueing behind them (load shedding).
     #[error("database busy: {0}")]
     Busy(String),
+    /// Another writer got there first (a lock is held, a version was
+    /// switched): nothing was changed by this call.
+    #[error("{0}")]
+    Conflict(String),
     /// The failure of a read that several callers waited for together.
     #[error(transparent)]
     Shared(std::sync::Arc<StoreError>),

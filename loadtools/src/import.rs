@@ -76,7 +76,7 @@ pub struct ImportSummary {
 }
 
 /// Progress callbacks (a progress bar, or nothing).
-pub trait Progress {
+pub trait Progress: Sync {
     /// Called with the total once validation counted the records.
     fn start(&self, total: u64);
     /// Called as records are written.
@@ -574,14 +574,26 @@ pub async fn import_file_with(
     let (writer, skip) = store
         .begin_resumable_write(&options.zone, mode, key.as_deref())
         .await?;
-    // A merge into a secured zone is signed before it is written (docs/dnssec.md).
-    let mut merge_signer = if writer.mode() == WriteMode::Merge {
-        signer::merge::MergeSigner::new(store, &options.zone, writer.ver())
+    // A merge into a secured zone is signed before it is written
+    // (docs/dnssec.md), under the zone's signing lease; when another signer
+    // holds it, the merge is written unsigned and its change records hand
+    // the names to that signer (docs/schema.md, "Concurrency").
+    let start_gen = writer.previous().map_or(0, |p| p.gen);
+    let mut lease = None;
+    let mut merge_signer = None;
+    if writer.mode() == WriteMode::Merge && zone_secured(store, &options.zone).await? {
+        lease = signer::lease::try_take(store, &options.zone, "import")
             .await
-            .map_err(signing_failed)?
-    } else {
-        None
-    };
+            .map_err(signing_failed)?;
+        if lease.is_some() {
+            merge_signer = signer::merge::MergeSigner::new(store, &options.zone, writer.ver())
+                .await
+                .map_err(signing_failed)?;
+        } else {
+            tracing::info!(zone = %options.zone,
+                "another signer holds the zone's lease: writing unsigned, the holder signs");
+        }
+    }
     let writer = Arc::new(writer);
     let (tx, mut rx) = mpsc::channel(options.in_flight.max(1) * 2);
     let reader = ZoneFileReader::open(path, options.zone.clone(), None)?;
@@ -656,7 +668,17 @@ pub async fn import_file_with(
     // A secured zone stays signed (docs/dnssec.md): a new version is signed
     // before readers switch to it; a merge was signed batch by batch, and
     // its SOA is signed with the new serial before `finish` publishes it.
-    if writer.mode() == WriteMode::Replace {
+    if writer.mode() == WriteMode::Replace && zone_secured(store, &options.zone).await? {
+        lease = Some(
+            signer::lease::take(
+                store,
+                &options.zone,
+                "import --replace",
+                signer::lease::lease_wait(),
+            )
+            .await
+            .map_err(signing_failed)?,
+        );
         let served_serial = writer.previous().map(|p| p.serial);
         signer::sign_after_write(store, &options.zone, writer.ver(), served_serial, false)
             .await
@@ -669,6 +691,16 @@ pub async fn import_file_with(
             .await
             .map_err(signing_failed)?;
     }
+    let unsigned_since = (merge_signer.is_none() && writer.mode() == WriteMode::Merge)
+        // A resumed run skipped records a killed one wrote unsigned, before
+        // any generation it knows of: re-sign from the start (a full pass).
+        .then(|| {
+            if skip > 0 {
+                0
+            } else {
+                writer.moved_at_gen().unwrap_or(start_gen)
+            }
+        });
     let mut zone = writer.finish(options.grace).await?;
     if merge_signer.as_ref().is_some_and(|s| s.needs_full_resign()) {
         // A delegation or DNAME appeared above existing names.
@@ -679,6 +711,14 @@ pub async fn import_file_with(
             zone.serial = r.serial;
         }
     }
+    if let Some(since) = unsigned_since {
+        if let Some(r) = sign_unsigned_writes(store, &options.zone, since, lease.take()).await? {
+            zone.serial = r.serial;
+        }
+    }
+    if let Some(l) = lease {
+        l.release_with(Ok(())).await.map_err(signing_failed)?;
+    }
     Ok(ImportSummary {
         records: total,
         writes: stats,
@@ -686,6 +726,58 @@ pub async fn import_file_with(
         zone,
         resumed_from: skip,
     })
+}
+
+/// How long an import that wrote unsigned into a secured zone waits for
+/// the signing lease to sign its names itself.
+const UNSIGNED_HANDOFF_WAIT: Duration = Duration::from_secs(15);
+
+/// True when `zone` is secured (its writes must be signed).
+async fn zone_secured(store: &Store, zone: &Name) -> Result<bool, ImportError> {
+    match store.dnssec_config(zone).await {
+        Ok(c) => Ok(c.secured),
+        Err(StoreError::NoSuchZone(_)) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// After an unsigned merge: if the zone is secured now (it was, and the
+/// lease was held by another signer; or it was secured while this import
+/// ran), signs what writers changed since generation `since`, under the
+/// signing lease, unless another signer still holds it (that signer then
+/// signs them: `resign --follow`). Returns the report when it signed.
+async fn sign_unsigned_writes(
+    store: &Store,
+    zone: &Name,
+    since: i64,
+    lease: Option<signer::lease::Lease>,
+) -> Result<Option<signer::Report>, ImportError> {
+    if !zone_secured(store, zone).await? {
+        return Ok(None);
+    }
+    let lease = match lease {
+        Some(l) => l,
+        // A one-shot signer (resign, secure-zone) ends soon; `--follow`
+        // holds the lease for good and signs these names itself.
+        None => match signer::lease::take(store, zone, "import", UNSIGNED_HANDOFF_WAIT).await {
+            Ok(l) => l,
+            Err(signer::SignError::Busy(holder)) => {
+                tracing::info!(%zone, %holder, "names written unsigned are left to the signer holding the lease");
+                return Ok(None);
+            }
+            Err(e) => return Err(signing_failed(e)),
+        },
+    };
+    // The zone may have been unsecured while we waited for the lease.
+    if !zone_secured(store, zone).await? {
+        return lease.release_with(Ok(None)).await.map_err(signing_failed);
+    }
+    let r = signer::sign_changes_since(store, zone, since).await;
+    lease
+        .release_with(r)
+        .await
+        .map(Some)
+        .map_err(signing_failed)
 }
 
 fn signing_failed(e: signer::SignError) -> ImportError {

@@ -20,14 +20,12 @@
 //! when every generation in between is explained (a record of this zone,
 //! or another zone now sitting at that generation).
 
+use crate::catchup::records_since;
 use crate::merge::MergeSigner;
 use crate::{resign_version, NoProgress, PlanStats, Progress, Report, SignError, Validity};
 use backend_mongo::{Name, Store, StoreError, ZoneInfo};
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
-
-/// Most generations one poll looks at record by record; more: full run.
-const MAX_GENERATIONS: i64 = 256;
 
 /// What changed between two polls, by the change records.
 #[derive(Debug, Default)]
@@ -49,38 +47,22 @@ async fn changes_since(
     to: i64,
     ours: &HashSet<i64>,
 ) -> Result<Option<Since>, StoreError> {
-    if to <= from || to - from > MAX_GENERATIONS {
+    if to <= from {
         return Ok(None);
     }
-    let records = store.change_records(from + 1, to).await?;
+    let Some(records) = records_since(store, zone, from, to).await? else {
+        return Ok(None);
+    };
     let mut since = Since::default();
-    let mut missing = Vec::new();
-    for gen in from + 1..=to {
-        match records.get(&gen) {
-            Some(r) if r.zone == *zone => {
-                if ours.contains(&gen) {
-                    continue;
-                }
-                if r.signed {
-                    since.signed_elsewhere = true;
-                    continue;
-                }
-                match &r.names {
-                    Some(names) => since.unsigned.extend(names.iter().cloned()),
-                    None => return Ok(None),
-                }
-            }
-            Some(_) => {}
-            None => missing.push(gen),
+    for (gen, r) in records {
+        if ours.contains(&gen) {
+            continue;
         }
-    }
-    if !missing.is_empty() {
-        // Explained only if another zone sits at that generation now.
-        let others = store.zones_changed_since(from).await?;
-        let explained = |g: &i64| others.iter().any(|z| z.gen == *g && z.apex != *zone);
-        if !missing.iter().all(explained) {
-            return Ok(None);
+        if r.signed {
+            since.signed_elsewhere = true;
+            continue;
         }
+        since.unsigned.extend(r.names.unwrap_or_default());
     }
     Ok(Some(since))
 }
@@ -173,7 +155,7 @@ impl Follower<'_> {
             touched.dedup();
             let gen = self
                 .store
-                .publish_in_place(self.zone, serial, Some(&touched))
+                .publish_in_place(self.zone, served.ver, serial, Some(&touched))
                 .await?;
             self.ours.insert(gen);
             report.published_gen = Some(gen);
@@ -216,6 +198,34 @@ impl Follower<'_> {
     }
 }
 
+/// Signs what writers that do not sign changed in `zone` since generation
+/// `since` (their change records), as one `resign --follow` pass would; a
+/// whole re-sign when the records do not account for every generation.
+/// The caller holds the signing lease (an importer that wrote unsigned).
+pub async fn sign_changes_since(
+    store: &Store,
+    zone: &Name,
+    since: i64,
+) -> Result<Report, SignError> {
+    let served = store
+        .find_zone(zone)
+        .await?
+        .ok_or_else(|| StoreError::NoSuchZone(zone.to_string()))?;
+    let validity = Validity::default();
+    let mut follower = Follower {
+        store,
+        zone,
+        validity: &validity,
+        threads: 0,
+        signer: None,
+        ours: HashSet::new(),
+    };
+    follower
+        .step(&served, Some(since), false)
+        .await
+        .map(|(report, _)| report)
+}
+
 /// `resign --follow`: polls the zone's generation (one `_id` read per
 /// `interval`) and re-signs whenever any writer changed the zone: only the
 /// names the writers' change records list when they account for the
@@ -233,6 +243,11 @@ pub async fn follow(
     full_every: Duration,
     progress: &dyn Progress,
 ) -> Result<(), SignError> {
+    // The one signing writer of this zone for as long as it follows;
+    // importers that find the lease held hand their names over through
+    // their (unsigned) change records.
+    let lease =
+        crate::lease::take(store, zone, "resign --follow", crate::lease::lease_wait()).await?;
     let mut follower = Follower {
         store,
         zone,
@@ -244,6 +259,11 @@ pub async fn follow(
     let mut seen: Option<i64> = None;
     let mut last_full = Instant::now();
     loop {
+        if lease.is_lost() {
+            return Err(SignError::Busy(format!(
+                "zone {zone}: the signing lease was taken over (this process stalled past its expiry); stopping"
+            )));
+        }
         let served = match store.find_zone(zone).await {
             Ok(Some(z)) => z,
             Ok(None) => {

@@ -17,20 +17,24 @@
 //! [`merge::MergeSigner`] before each batch is written (see `docs/dnssec.md`).
 #![warn(missing_docs)]
 
+mod catchup;
 pub mod crypto;
 pub mod export;
 mod follow;
+pub mod lease;
 pub mod merge;
 pub mod plan;
 
 use backend_mongo::dnssec::{FullNode, KeyState, NodeChange, Nsec3Config, StoredKey};
+use backend_mongo::lock::ZONE_LOCK;
 use backend_mongo::writer::serial_gt;
+use backend_mongo::writer::LOCK_WAIT;
 use backend_mongo::{Collected, Name, RType, Store, StoreError, WriteMode};
 use futures::stream::{FuturesUnordered, StreamExt};
 use plan::{KeySet, PlanError, PlanStats, SignOptions};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-pub use follow::follow;
+pub use follow::{follow, sign_changes_since};
 
 /// Why a signer operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -53,6 +57,9 @@ pub enum SignError {
     /// Bad arguments.
     #[error("{0}")]
     Usage(String),
+    /// Another signing writer holds the zone's lease.
+    #[error("{0}")]
+    Busy(String),
 }
 
 /// Validity settings for new signatures.
@@ -264,38 +271,72 @@ pub async fn secure_zone(
 /// [`secure_zone`] up to the switch: the signed version is served when
 /// this returns; the version it replaced is listed in the zone's
 /// `old_vers` (never served) for [`cleanup`] or any later writer to delete.
+///
+/// Holds the zone's signing lease throughout. Merge writers go on while it
+/// signs: what they publish meanwhile is copied into the new version and
+/// signed ([`catchup`]), pass after pass until a pass is small; then, under
+/// the zone lock (merge writers wait on it for that long: milliseconds), a
+/// last pass, the SOA moved past the served serial, and the switch. A
+/// replace switching meanwhile makes it start over (three attempts).
 pub async fn secure_zone_switch(
     store: &Store,
     zone: &Name,
     options: &SecureOptions,
     progress: &dyn Progress,
 ) -> Result<Report, SignError> {
-    let mut steps = Steps::new();
-    let mut config = store.dnssec_config(zone).await?;
-    let mut keys = store.zone_keys(zone).await?;
-    if keys.is_empty() {
-        let mut new = vec![crypto::generate(
+    let lease = lease::take(store, zone, "secure-zone", lease::lease_wait()).await?;
+    let r = secure_under_lease(store, zone, options, progress, &lease).await;
+    lease.release_with(r).await
+}
+
+/// Keys of `zone`, made (and stored) when it has none.
+async fn ensure_keys(
+    store: &Store,
+    zone: &Name,
+    options: &SecureOptions,
+) -> Result<Vec<StoredKey>, SignError> {
+    let keys = store.zone_keys(zone).await?;
+    if !keys.is_empty() {
+        return Ok(keys);
+    }
+    let mut new = vec![crypto::generate(
+        zone,
+        options.algorithm,
+        257,
+        KeyState::Active,
+    )?];
+    if !options.csk {
+        new.push(crypto::generate(
             zone,
             options.algorithm,
-            257,
+            256,
             KeyState::Active,
-        )?];
-        if !options.csk {
-            new.push(crypto::generate(
-                zone,
-                options.algorithm,
-                256,
-                KeyState::Active,
-            )?);
-        }
-        for k in &new {
-            store.insert_key(k).await?;
-        }
-        keys = new;
+        )?);
     }
+    for k in &new {
+        store.insert_key(k).await?;
+    }
+    Ok(new)
+}
+
+/// A pass of the catch-up that copied fewer names than this is followed by
+/// the last pass under the zone lock.
+const SMALL_PASS: usize = 500;
+
+async fn secure_under_lease(
+    store: &Store,
+    zone: &Name,
+    options: &SecureOptions,
+    progress: &dyn Progress,
+    lease: &lease::Lease,
+) -> Result<Report, SignError> {
+    let mut steps = Steps::new();
+    let mut config = store.dnssec_config(zone).await?;
+    config.secured = true;
+    config.nsec3 = options.nsec3.clone();
+    config.cds = options.cds;
+    let keys = ensure_keys(store, zone, options).await?;
     let mut last_err = None;
-    // A write to the served version while the new one is built would be
-    // lost at the switch: build again if the zone's generation moved.
     for _attempt in 0..3 {
         let served = store
             .find_zone(zone)
@@ -321,7 +362,7 @@ pub async fn secure_zone_switch(
         let prepared = plan::prepare(zone, &current, &keyset, &opts, Some(serial))?;
         drop(current);
         steps.end("chain");
-        let (written, stats) = sign_and_insert(
+        let (written, stats, chain) = sign_and_insert(
             store,
             zone,
             writer.ver(),
@@ -332,34 +373,102 @@ pub async fn secure_zone_switch(
         )
         .await?;
         steps.end("sign+write");
-        let again = store.find_zone(zone).await?;
-        if again.as_ref().map(|z| z.gen) != Some(served.gen) {
-            last_err = Some(SignError::Usage(format!(
-                "zone {zone} kept changing while it was being signed; try again"
-            )));
-            continue;
+        let signer =
+            merge::MergeSigner::with_config(store, zone, writer.ver(), config.clone(), Some(chain))
+                .await?;
+        let mut catch_up = catchup::CatchUp::new(
+            store,
+            zone,
+            served.ver,
+            writer.ver(),
+            served.gen,
+            Some(signer),
+        );
+        progress.phase("catching up", 0);
+        match switch_caught_up(store, zone, writer, &mut catch_up, Some(&config), lease).await? {
+            Ok(switched) => {
+                steps.end("catch-up+switch");
+                return Ok(Report {
+                    nodes,
+                    stats,
+                    written: written + catch_up.copied,
+                    serial: switched.zone.serial,
+                    ver: switched.zone.ver,
+                    old_ver: switched.old,
+                    timings: steps.done,
+                    cleanup: Collected::default(),
+                    published_gen: None,
+                });
+            }
+            Err(catchup::StartOver(why)) => {
+                last_err = Some(SignError::Usage(format!(
+                    "zone {zone}: {why}; signing started over three times, giving up (try again)"
+                )));
+                tracing::info!(%zone, reason = %why, "secure-zone starts over");
+            }
         }
-        let ver = writer.ver();
-        progress.phase("switching", 0);
-        let switched = writer.switch().await?;
-        config.secured = true;
-        config.nsec3 = options.nsec3.clone();
-        config.cds = options.cds;
-        store.set_dnssec_config(zone, Some(&config)).await?;
-        steps.end("switch");
-        return Ok(Report {
-            nodes,
-            stats,
-            written,
-            serial: switched.zone.serial,
-            ver,
-            old_ver: switched.old,
-            timings: steps.done,
-            cleanup: Collected::default(),
-            published_gen: None,
-        });
     }
     Err(last_err.expect("three attempts failed"))
+}
+
+/// Catch-up passes until one is small, then the last pass and the switch
+/// under the zone lock (merge writers wait only for that). `config`: the
+/// zone's DNSSEC settings to set in the switch itself (`None` removes
+/// them). Leaves the new version pending (for the next attempt to retire)
+/// when it must start over.
+async fn switch_caught_up(
+    store: &Store,
+    zone: &Name,
+    writer: backend_mongo::ZoneWriter,
+    catch_up: &mut catchup::CatchUp<'_>,
+    config: Option<&backend_mongo::dnssec::DnssecConfig>,
+    lease: &lease::Lease,
+) -> Result<Result<backend_mongo::Switched, catchup::StartOver>, SignError> {
+    for _ in 0..20 {
+        match catch_up.pass().await? {
+            Ok(n) if n < SMALL_PASS => break,
+            Ok(_) => continue,
+            Err(e) => return Ok(Err(e)),
+        }
+    }
+    let fence = store
+        .lock(ZONE_LOCK, zone, "signer-switch", LOCK_WAIT)
+        .await?;
+    let switched = async {
+        if let Err(e) = catch_up.pass().await? {
+            return Ok(Err(e));
+        }
+        let served = store
+            .find_zone(zone)
+            .await?
+            .ok_or_else(|| StoreError::NoSuchZone(zone.to_string()))?;
+        if let Some(signer) = catch_up.signer() {
+            // The served serial may have moved while signing: the signed
+            // SOA must come after it, or the switch would change it unsigned.
+            signer.sign_soa(store, served.serial).await?;
+        }
+        if lease.is_lost() {
+            return Err(SignError::Busy(format!(
+                "zone {zone}: the signing lease was lost (renewal failed); nothing was published"
+            )));
+        }
+        let extra = mongodb_doc_dnssec(config);
+        Ok(Ok(writer.switch_under(&fence, served.ver, extra).await?))
+    }
+    .await;
+    let released = fence.release().await;
+    let switched = switched?;
+    released?;
+    Ok(switched)
+}
+
+/// The zone-document fields a switch sets for `config`.
+fn mongodb_doc_dnssec(
+    config: Option<&backend_mongo::dnssec::DnssecConfig>,
+) -> backend_mongo::bson::Document {
+    let mut d = backend_mongo::bson::Document::new();
+    d.insert("dnssec", Store::dnssec_field(config));
+    d
 }
 
 /// Deletes the old versions of `zone` (replaced by a switch, or left by a
@@ -392,8 +501,10 @@ const WRITE_IN_FLIGHT: usize = 4;
 /// batch (unordered bulk insert, a task of its own, [`WRITE_IN_FLIGHT`] at
 /// once, as the importer writes), the next batch is signed on every core.
 /// The database's work (decoding and storing documents) and the signing
-/// overlap instead of following each other. Returns the documents written
-/// and the plan's counts.
+/// overlap instead of following each other. Returns the documents written,
+/// the plan's counts, and the NSEC/NSEC3 chain as written (each chain
+/// node's name, denial key and signed NSEC/NSEC3 RRset only), for a
+/// [`merge::MergeSigner`] to go on from.
 async fn sign_and_insert(
     store: &Store,
     zone: &Name,
@@ -402,23 +513,48 @@ async fn sign_and_insert(
     keys: &KeySet,
     options: &SignOptions,
     progress: &dyn Progress,
-) -> Result<(u64, PlanStats), SignError> {
+) -> Result<(u64, PlanStats, Vec<FullNode>), SignError> {
     let (batches, mut stats) = prepared.into_batches(WRITE_BATCH);
-    let (written, signed) =
-        insert_batches(store, zone, ver, batches, Some((keys, options)), progress).await?;
+    let mut chain = Vec::new();
+    let (written, signed) = insert_batches(
+        store,
+        zone,
+        ver,
+        batches,
+        Some((keys, options)),
+        Some(&mut chain),
+        progress,
+    )
+    .await?;
     stats.signed = signed;
-    Ok((written, stats))
+    Ok((written, stats, chain))
+}
+
+/// A chain node's name, denial key and NSEC/NSEC3 RRset.
+fn chain_link(n: &FullNode) -> FullNode {
+    FullNode {
+        name: n.name.clone(),
+        rrsets: n
+            .rrsets
+            .iter()
+            .filter(|r| matches!(r.rrset.rtype, RType::NSEC | RType::NSEC3))
+            .cloned()
+            .collect(),
+        dk: n.dk.clone(),
+        nsec3: n.nsec3,
+    }
 }
 
 /// Writes `batches` into version `ver`, signing each first when `signer`
-/// is given (see [`sign_and_insert`]). Returns the documents written and
-/// the signatures made.
+/// is given (see [`sign_and_insert`]), keeping the signed chain in `chain`
+/// when given. Returns the documents written and the signatures made.
 async fn insert_batches(
     store: &Store,
     zone: &Name,
     ver: i64,
     batches: Vec<plan::Batch>,
     signer: Option<(&KeySet, &SignOptions)>,
+    mut chain: Option<&mut Vec<FullNode>>,
     progress: &dyn Progress,
 ) -> Result<(u64, u64), SignError> {
     progress.phase(
@@ -442,6 +578,15 @@ async fn insert_batches(
             } else {
                 sign()
             };
+        }
+        if let Some(chain) = chain.as_mut() {
+            chain.extend(
+                batch
+                    .nodes
+                    .iter()
+                    .filter(|n| n.dk.is_some())
+                    .map(chain_link),
+            );
         }
         let chunk = batch.nodes;
         let (store, zone) = (store.clone(), zone.clone());
@@ -622,7 +767,11 @@ pub async fn resign_version(
         progress.set(written);
         if publish {
             let owners = backend_mongo::dnssec::changed_owners(zone, &changes);
-            published_gen = Some(store.publish_in_place(zone, serial, Some(&owners)).await?);
+            published_gen = Some(
+                store
+                    .publish_in_place(zone, ver, serial, Some(&owners))
+                    .await?,
+            );
         }
     }
     Ok((
@@ -648,15 +797,20 @@ pub async fn resign(
     threads: usize,
     progress: &dyn Progress,
 ) -> Result<Report, SignError> {
-    let served = store
-        .find_zone(zone)
-        .await?
-        .ok_or_else(|| StoreError::NoSuchZone(zone.to_string()))?;
-    resign_version(
-        store, zone, served.ver, None, true, full, validity, threads, progress,
-    )
-    .await
-    .map(|(report, _)| report)
+    let lease = lease::take(store, zone, "resign", lease::lease_wait()).await?;
+    let r = async {
+        let served = store
+            .find_zone(zone)
+            .await?
+            .ok_or_else(|| StoreError::NoSuchZone(zone.to_string()))?;
+        resign_version(
+            store, zone, served.ver, None, true, full, validity, threads, progress,
+        )
+        .await
+        .map(|(report, _)| report)
+    }
+    .await;
+    lease.release_with(r).await
 }
 
 /// The importer's hook: signs what a writer put into version `ver` of
@@ -709,28 +863,22 @@ pub async fn unsecure_zone(
 }
 
 /// [`unsecure_zone`] up to the switch; the replaced version is left for
-/// [`cleanup`].
+/// [`cleanup`]. Under the signing lease; merges written meanwhile are
+/// copied into the new version as for [`secure_zone_switch`].
 pub async fn unsecure_zone_switch(
     store: &Store,
     zone: &Name,
     keep_keys: bool,
     progress: &dyn Progress,
 ) -> Result<Report, SignError> {
-    let mut steps = Steps::new();
-    let served = store
-        .find_zone(zone)
-        .await?
-        .ok_or_else(|| StoreError::NoSuchZone(zone.to_string()))?;
-    let writer = store.begin_zone_write(zone, WriteMode::Replace).await?;
-    progress.phase("reading", 0);
-    let current = store.read_version(zone, served.ver).await?;
-    steps.end("read");
-    let nodes = current.len() as u64;
-    let serial = next_serial(&[
-        served.serial,
-        soa_serial_of(&current, zone).unwrap_or(served.serial),
-    ]);
-    let plain: Vec<FullNode> = current
+    let lease = lease::take(store, zone, "unsecure-zone", lease::lease_wait()).await?;
+    let r = unsecure_under_lease(store, zone, keep_keys, progress, &lease).await;
+    lease.release_with(r).await
+}
+
+/// `nodes` without anything DNSSEC, the apex SOA set to `serial`.
+fn strip_dnssec(zone: &Name, nodes: Vec<FullNode>, serial: u32) -> Vec<FullNode> {
+    nodes
         .into_iter()
         .filter(|n| !n.nsec3)
         .map(|mut n| {
@@ -748,36 +896,71 @@ pub async fn unsecure_zone_switch(
             }
             n
         })
-        .collect();
-    let (batches, _) = plan::Prepared {
-        nodes: plain,
-        jobs: Vec::new(),
-        stats: PlanStats::default(),
-    }
-    .into_batches(WRITE_BATCH);
-    let (written, _) = insert_batches(store, zone, writer.ver(), batches, None, progress).await?;
-    steps.end("write");
-    let ver = writer.ver();
-    progress.phase("switching", 0);
-    let switched = writer.switch().await?;
-    store.set_dnssec_config(zone, None).await?;
-    if !keep_keys {
-        for k in store.zone_keys(zone).await? {
-            store.delete_key(&k.id).await?;
+        .collect()
+}
+
+async fn unsecure_under_lease(
+    store: &Store,
+    zone: &Name,
+    keep_keys: bool,
+    progress: &dyn Progress,
+    lease: &lease::Lease,
+) -> Result<Report, SignError> {
+    let mut steps = Steps::new();
+    let mut last_err = None;
+    for _attempt in 0..3 {
+        let served = store
+            .find_zone(zone)
+            .await?
+            .ok_or_else(|| StoreError::NoSuchZone(zone.to_string()))?;
+        let writer = store.begin_zone_write(zone, WriteMode::Replace).await?;
+        progress.phase("reading", 0);
+        let current = store.read_version(zone, served.ver).await?;
+        steps.end("read");
+        let nodes = current.len() as u64;
+        let serial = next_serial(&[
+            served.serial,
+            soa_serial_of(&current, zone).unwrap_or(served.serial),
+        ]);
+        let (batches, _) = plan::Prepared {
+            nodes: strip_dnssec(zone, current, serial),
+            jobs: Vec::new(),
+            stats: PlanStats::default(),
+        }
+        .into_batches(WRITE_BATCH);
+        let (written, _) =
+            insert_batches(store, zone, writer.ver(), batches, None, None, progress).await?;
+        steps.end("write");
+        let mut catch_up =
+            catchup::CatchUp::new(store, zone, served.ver, writer.ver(), served.gen, None);
+        match switch_caught_up(store, zone, writer, &mut catch_up, None, lease).await? {
+            Ok(switched) => {
+                if !keep_keys {
+                    for k in store.zone_keys(zone).await? {
+                        store.delete_key(&k.id).await?;
+                    }
+                }
+                steps.end("catch-up+switch");
+                return Ok(Report {
+                    nodes,
+                    stats: PlanStats::default(),
+                    written: written + catch_up.copied,
+                    serial: switched.zone.serial,
+                    ver: switched.zone.ver,
+                    old_ver: switched.old,
+                    timings: steps.done,
+                    cleanup: Collected::default(),
+                    published_gen: None,
+                });
+            }
+            Err(catchup::StartOver(why)) => {
+                last_err = Some(SignError::Usage(format!(
+                    "zone {zone}: {why}; started over three times, giving up (try again)"
+                )));
+            }
         }
     }
-    steps.end("switch");
-    Ok(Report {
-        nodes,
-        stats: PlanStats::default(),
-        written,
-        serial: switched.zone.serial,
-        ver,
-        old_ver: switched.old,
-        timings: steps.done,
-        cleanup: Collected::default(),
-        published_gen: None,
-    })
+    Err(last_err.expect("three attempts failed"))
 }
 
 /// Finds one key of `zone` by key tag or `_id`.

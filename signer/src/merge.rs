@@ -35,8 +35,8 @@
 use crate::plan::{self, signer_owned, KeySet, SignOptions};
 use crate::SignError;
 use backend_mongo::dnssec::{
-    base32hex, bitmap_types, nsec3_hash, rrset_digest, type_bitmap, FullNode, NodeChange,
-    Nsec3Config, SignedRRset,
+    base32hex, bitmap_types, nsec3_hash, rrset_digest, type_bitmap, DnssecConfig, FullNode,
+    NodeChange, Nsec3Config, SignedRRset,
 };
 use backend_mongo::{Name, NodeWrite, RRset, RType, Store, StoreError, WriteStats};
 use futures::future::try_join_all;
@@ -113,6 +113,21 @@ impl MergeSigner {
             Ok(_) | Err(StoreError::NoSuchZone(_)) => return Ok(None),
             Err(e) => return Err(e.into()),
         };
+        Self::with_config(store, zone, ver, config, known)
+            .await
+            .map(Some)
+    }
+
+    /// A signer for version `ver` signed with `config` (which the zone
+    /// document need not show yet: `secure-zone` catching its new version
+    /// up before the switch), its chain taken from `known` or read.
+    pub async fn with_config(
+        store: &Store,
+        zone: &Name,
+        ver: i64,
+        config: DnssecConfig,
+        known: Option<Vec<FullNode>>,
+    ) -> Result<Self, SignError> {
         let keys = KeySet::load(zone, &store.zone_keys(zone).await?)?;
         let apex = store
             .read_full_node(zone, ver, zone)
@@ -145,7 +160,7 @@ impl MergeSigner {
         }
         let options =
             crate::sign_options(config.nsec3.clone(), &crate::Validity::default(), 0, false);
-        Ok(Some(MergeSigner {
+        Ok(MergeSigner {
             zone: zone.clone(),
             ver,
             keys,
@@ -156,7 +171,7 @@ impl MergeSigner {
             occluders: HashMap::new(),
             full_resign: false,
             touched: Vec::new(),
-        }))
+        })
     }
 
     /// True when a write changed what is authoritative below existing names

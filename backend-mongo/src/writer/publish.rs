@@ -1,0 +1,350 @@
+//! Publishing a write: acknowledging merge batches, moving the SOA serial
+//! and the generation, switching versions — each under the zone lock.
+//!
+//! ```text
+//!  settle (Merge) ─► [lock] every unsettled batch in the served ver?
+//!        ├─ yes ─► change record (names), gen = seq ─► [unlock] acknowledged
+//!        └─ no  ─► [unlock] write them again into the served ver ─► retry
+//!  publish_locked(last) ─► zone document read under the lock
+//!        ─► Replace: pending_ver still ours (else Conflict)
+//!        ─► serial = the apex's if it is after the document's, else
+//!           document's + 1 (RFC 1982: never backwards)
+//!        ─► change record (Merge) ─► one update: serial, gen (+ ver,
+//!           old_vers += served ver, pending_ver unset: the switch)
+//! ```
+
+use super::{Switched, WriteMode, ZoneWriter, LOCK_WAIT, OLD_VERSIONS};
+use crate::lock::{Held, ZONE_LOCK};
+use crate::schema::{self, int_field, node_id, ZoneInfo};
+use crate::serial::{serial_gt, set_soa_serial, soa_serial};
+use crate::store::{Store, StoreError};
+use crate::RType;
+use mongodb::bson::{doc, DateTime, Document};
+use std::time::Duration;
+
+/// What a publish under the lock did.
+struct Published {
+    serial: u32,
+    gen: i64,
+    ver: i64,
+    /// The version served before, when this publish switched away from it.
+    old: Option<i64>,
+}
+
+fn conflict(text: String) -> StoreError {
+    StoreError::Conflict(text)
+}
+
+impl ZoneWriter {
+    /// `Merge`: acknowledges the batches written so far. Under the zone
+    /// lock, if every one of them went into the version served now, a
+    /// change record listing their names is stored and the zone's `gen`
+    /// moves to it: from then on a switch by another writer either carries
+    /// them (a signer catches up from change records) or supersedes them (a
+    /// replace is the zone as of its switch). A batch that went into a
+    /// version no longer served is written again into the served one first.
+    pub(crate) async fn settle(&self) -> Result<(), StoreError> {
+        let _one = self.settle_lock.lock().await;
+        loop {
+            let mut batches =
+                std::mem::take(&mut *self.unsettled.lock().unwrap_or_else(|p| p.into_inner()));
+            if batches.is_empty() {
+                return Ok(());
+            }
+            let lock = self
+                .store
+                .lock(ZONE_LOCK, &self.zone, "merge", LOCK_WAIT)
+                .await?;
+            let served = self.served_ver().await;
+            let served = match served {
+                Ok(Some((v, _))) if batches.iter().all(|(bv, _)| *bv == v) => {
+                    for (_, b) in &batches {
+                        self.note_changed(b.iter().map(|n| &n.name));
+                    }
+                    let r = self.publish_gen().await;
+                    return lock.release_with(r.map(|_| ())).await;
+                }
+                Ok(Some((v, gen))) => {
+                    *self.moved_gen.lock().unwrap_or_else(|p| p.into_inner()) = Some(gen);
+                    v
+                }
+                Ok(None) => {
+                    return lock
+                        .release_with(Err(conflict(format!(
+                            "zone {} is no longer served (deleted, or being created anew); \
+                             the merge stopped",
+                            self.zone
+                        ))))
+                        .await
+                }
+                Err(e) => return lock.release_with(Err(e)).await,
+            };
+            lock.release().await?;
+            tracing::info!(zone = %self.zone, ver = served,
+                "another writer switched the zone while merging: batches written again into the version now served");
+            self.ver.store(served, std::sync::atomic::Ordering::SeqCst);
+            for (bv, b) in batches.iter_mut() {
+                if *bv != served {
+                    self.write_into(served, b).await?;
+                    *bv = served;
+                }
+            }
+            self.unsettled
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend(batches);
+        }
+    }
+
+    /// The served version and generation, read now (under the caller's
+    /// lock).
+    async fn served_ver(&self) -> Result<Option<(i64, i64)>, StoreError> {
+        let d = self
+            .store
+            .zones
+            .find_one(doc! {"_id": self.zone.to_string()})
+            .await?;
+        Ok(d.as_ref().and_then(|d| {
+            let gen = int_field(d, "gen").unwrap_or(0);
+            int_field(d, "ver").map(|v| (v, gen))
+        }))
+    }
+
+    /// Under the lock: a new generation with its change record, `gen` moved.
+    async fn publish_gen(&self) -> Result<i64, StoreError> {
+        let gen = self.record_change().await?;
+        self.store
+            .zones
+            .update_one(
+                doc! {"_id": self.zone.to_string()},
+                doc! {"$max": {"gen": gen}, "$set": {"updated": DateTime::now()}},
+            )
+            .await?;
+        Ok(gen)
+    }
+
+    /// Takes a new generation and, before any zone shows it, stores what
+    /// it changed: the names written since the last publish (`Merge`), or
+    /// nothing ("all"). Servers that find the record drop only those names
+    /// from their record caches; without one they drop the whole zone.
+    async fn record_change(&self) -> Result<i64, StoreError> {
+        let names = match self.mode {
+            WriteMode::Merge => self
+                .changed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .replace(Vec::new()),
+            WriteMode::Replace => None,
+        };
+        let gen = self.store.next_seq().await?;
+        if self.mode == WriteMode::Merge {
+            // A publish with no names written through this writer: something
+            // else wrote, so say "all" (slower for servers, never wrong).
+            let names = names.filter(|n| !n.is_empty()).map(|mut n| {
+                n.sort();
+                n.dedup();
+                n
+            });
+            let signed = self.signed.load(std::sync::atomic::Ordering::Relaxed);
+            let record = schema::change_doc(gen, &self.zone, names.as_deref(), signed);
+            if let Err(e) = self.store.changes.insert_one(record).await {
+                // Without the record, servers drop the whole zone: slower,
+                // never wrong.
+                tracing::debug!(error = %e, "change record not stored");
+            }
+        }
+        Ok(gen)
+    }
+
+    /// Publishes the write: fixes the SOA serial, bumps the generation and,
+    /// for `Replace`, switches readers to the new version and, after
+    /// `grace`, deletes the old one. Returns the zone as now served.
+    pub async fn finish(self, grace: Duration) -> Result<ZoneInfo, StoreError> {
+        let store = self.store.clone();
+        let merge = self.mode == WriteMode::Merge;
+        let switched = self.switch().await?;
+        if merge {
+            if let Err(e) = store.prune_changes(super::CHANGE_RECORDS_KEPT).await {
+                tracing::debug!(error = %e, "old change records not pruned");
+            }
+        }
+        if switched.old.is_some() {
+            store
+                .collect_old_versions(&switched.zone.apex, grace, &|_| {})
+                .await?;
+        }
+        Ok(switched.zone)
+    }
+
+    /// Publishes the write like [`ZoneWriter::finish`] but leaves the old
+    /// version in place (listed in the zone's `old_vers`, never served):
+    /// the caller deletes it when it suits, with
+    /// [`Store::collect_old_versions`], or a later write does.
+    pub async fn switch(self) -> Result<Switched, StoreError> {
+        self.settle().await?;
+        let lock = self
+            .store
+            .lock(ZONE_LOCK, &self.zone, "switch", LOCK_WAIT)
+            .await?;
+        let r = self.publish_locked(true, None, Document::new()).await;
+        let p = lock.release_with(r).await?;
+        Ok(self.switched(p))
+    }
+
+    /// [`ZoneWriter::switch`] for a caller that holds the zone lock (a
+    /// signer's fence): fails with [`StoreError::Conflict`] unless version
+    /// `expect_served` is still the one served; `extra` fields are set in
+    /// the same update (the zone's DNSSEC settings).
+    pub async fn switch_under(
+        self,
+        _lock: &Held,
+        expect_served: i64,
+        extra: Document,
+    ) -> Result<Switched, StoreError> {
+        let p = self
+            .publish_locked(true, Some(expect_served), extra)
+            .await?;
+        Ok(self.switched(p))
+    }
+
+    fn switched(self, p: Published) -> Switched {
+        Switched {
+            zone: ZoneInfo {
+                apex: self.zone,
+                ver: p.ver,
+                gen: p.gen,
+                serial: p.serial,
+            },
+            old: p.old,
+        }
+    }
+
+    /// `Merge` only: makes what was merged so far official while the write
+    /// goes on: the SOA serial moves forward and the zone gets a new `gen`,
+    /// so servers drop what they cached. Returns the serial.
+    pub async fn publish(&self) -> Result<u32, StoreError> {
+        if self.mode != WriteMode::Merge {
+            return Err(conflict(
+                "publish is for Merge writes: a Replace write is published by finish".into(),
+            ));
+        }
+        self.settle().await?;
+        let lock = self
+            .store
+            .lock(ZONE_LOCK, &self.zone, "publish", LOCK_WAIT)
+            .await?;
+        let r = self.publish_locked(false, None, Document::new()).await;
+        Ok(lock.release_with(r).await?.serial)
+    }
+
+    /// The publish itself; the caller holds the zone lock.
+    async fn publish_locked(
+        &self,
+        last: bool,
+        expect_served: Option<i64>,
+        extra: Document,
+    ) -> Result<Published, StoreError> {
+        let zone_id = self.zone.to_string();
+        let current = self.store.zones.find_one(doc! {"_id": &zone_id}).await?;
+        let served = current.as_ref().and_then(|d| int_field(d, "ver"));
+        let pending = current.as_ref().and_then(|d| int_field(d, "pending_ver"));
+        let switching = last && self.mode == WriteMode::Replace;
+        if let Some(e) = expect_served {
+            if served != Some(e) {
+                return Err(conflict(format!(
+                    "zone {zone_id}: another writer switched it to version {} meanwhile; nothing was published",
+                    served.map_or("none".into(), |v| v.to_string())
+                )));
+            }
+        }
+        let ver = match self.mode {
+            WriteMode::Replace if switching && pending != Some(self.ver()) => {
+                return Err(conflict(format!(
+                    "zone {zone_id}: another writer took over version {} before the switch; nothing was published",
+                    self.ver()
+                )))
+            }
+            WriteMode::Replace => self.ver(),
+            // Every batch was settled into what is served now.
+            WriteMode::Merge => served.ok_or_else(|| {
+                conflict(format!("zone {zone_id} is no longer served; nothing was published"))
+            })?,
+        };
+        let before = served.and(current.as_ref().and_then(|d| int_field(d, "serial")));
+        let serial = self.move_serial(ver, before.map(|s| s as u32)).await?;
+        let gen = self.record_change().await?;
+        let mut set = doc! {"serial": i64::from(serial), "updated": DateTime::now()};
+        set.extend(extra);
+        let mut update = doc! {"$max": {"gen": gen}};
+        let mut old = None;
+        if switching {
+            set.insert("ver", ver);
+            update.insert("$unset", doc! {"pending_ver": "", "resume": ""});
+            if let Some(prev) = served.filter(|p| *p != ver) {
+                // Recorded in the switch itself: a writer killed right after
+                // it leaves the old version listed for a later run to delete.
+                update.insert("$addToSet", doc! {OLD_VERSIONS: prev});
+                old = Some(prev);
+            }
+        } else if last {
+            update.insert("$unset", doc! {"resume": ""});
+        }
+        update.insert("$set", set);
+        self.store
+            .zones
+            .update_one(doc! {"_id": &zone_id}, update)
+            .upsert(true)
+            .await?;
+        Ok(Published {
+            serial,
+            gen,
+            ver,
+            old,
+        })
+    }
+
+    /// Makes the apex SOA serial of version `ver` come after `before` (the
+    /// serial served now, read under the lock): kept when it already does
+    /// (a signer that moved and signed it), else `before + 1`.
+    async fn move_serial(&self, ver: i64, before: Option<u32>) -> Result<u32, StoreError> {
+        let apex_id = node_id(&self.zone, ver, &self.zone);
+        let rdata = self.store.apex_soa(&apex_id).await?.ok_or_else(|| {
+            conflict(format!(
+                "zone {} has no SOA record at its apex; nothing was published",
+                self.zone
+            ))
+        })?;
+        let written =
+            soa_serial(&rdata).ok_or_else(|| conflict("malformed SOA rdata at the apex".into()))?;
+        let serial = match before {
+            Some(b) if !serial_gt(written, b) => b.wrapping_add(1),
+            _ => written,
+        };
+        if serial != written {
+            let mut rdata = rdata;
+            set_soa_serial(&mut rdata, serial);
+            self.store
+                .nodes
+                .update_one(
+                    doc! {"_id": &apex_id},
+                    doc! {"$set": {"rrsets.SOA.rd": [schema::binary(&rdata)]}},
+                )
+                .await?;
+            self.note_changed(std::iter::once(&self.zone));
+        }
+        Ok(serial)
+    }
+}
+
+impl Store {
+    /// The first SOA rdata of the node `apex_id`, if it has one.
+    async fn apex_soa(&self, apex_id: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let apex = self.nodes.find_one(doc! {"_id": apex_id}).await?;
+        let soa = apex
+            .as_ref()
+            .map(schema::node_from_doc)
+            .transpose()?
+            .and_then(|n| n.rrset(RType::SOA).cloned());
+        Ok(soa.and_then(|s| s.rdata.first().map(|r| r.to_vec())))
+    }
+}

@@ -1,0 +1,672 @@
+//! Many writers on one zone, against the real database and the real server:
+//! importers (merge and replace), `secure-zone`, `unsecure-zone` and
+//! `resign` at once, nothing acknowledged lost (`docs/schema.md`,
+//! "Concurrency").
+//!
+//! ```text
+//!  reproductions: a merge overlapping a --replace; secure-zone while an
+//!                 import writes into the same zone
+//!  randomized:    seeded writers for MANY_WRITERS_SECS (CI: 40 s; the long
+//!                 run is bench/many-writers), tasks cancelled at random and
+//!                 re-run; a model computes what must (and must not) be served
+//!  every test:    a poller asks the apex SOA all along: never NXDOMAIN, the
+//!                 serial never goes backwards; at the end the AXFR is the
+//!                 model, and `dnssec-verify` accepts it when the zone is secured
+//! ```
+
+mod common;
+
+use backend_mongo::{Name, Store};
+use common::*;
+use hickory_proto::op::ResponseCode;
+use hickory_proto::rr::RData;
+use loadtools::import::{import_file_with, ImportOptions, ImportSummary, ImportTuning, NoProgress};
+use signer::{SecureOptions, Validity};
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const ZONE: &str = "many.test.";
+
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(4)
+            .enable_all()
+            .build()
+            .unwrap()
+    })
+}
+
+fn zone() -> Name {
+    ZONE.parse().unwrap()
+}
+
+/// A zone file: the apex (serial `serial`) when `apex`, then one A record
+/// per name in `names` (each `<label>.many.test.`).
+fn zone_text(serial: u32, apex: bool, names: &[String]) -> String {
+    let mut z = format!("$ORIGIN {ZONE}\n$TTL 60\n");
+    if apex {
+        z.push_str(&format!(
+            "@ IN SOA ns admin {serial} 3600 600 86400 60\n@ IN NS ns\nns IN A 192.0.2.53\n"
+        ));
+    }
+    for (i, n) in names.iter().enumerate() {
+        z.push_str(&format!(
+            "{n} IN A 10.{}.{}.{}\n",
+            i / 65536 % 256,
+            i / 256 % 256,
+            i % 256
+        ));
+    }
+    z
+}
+
+fn labels(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{prefix}-{i}")).collect()
+}
+
+/// Imports `text` as a file of its own; merge unless `replace`.
+async fn import(
+    store: &Store,
+    dir: &Path,
+    file: &str,
+    text: &str,
+    replace: bool,
+    rate: Option<f64>,
+) -> Result<ImportSummary, String> {
+    let path = dir.join(file);
+    if !path.exists() {
+        std::fs::write(&path, text).unwrap();
+    }
+    let options = ImportOptions {
+        zone: zone(),
+        replace,
+        batch_size: 50,
+        in_flight: 1,
+        grace: Duration::from_millis(500),
+    };
+    let tuning = ImportTuning {
+        rate,
+        publish_every: Some(Duration::from_millis(200)),
+        resumable: true,
+    };
+    import_file_with(store, &path, &options, &tuning, &NoProgress)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+fn secure_options() -> SecureOptions {
+    SecureOptions {
+        algorithm: 13,
+        csk: false,
+        nsec3: None,
+        cds: false,
+        validity: Validity::default(),
+        threads: 2,
+        grace: Duration::from_millis(500),
+    }
+}
+
+/// Asks the apex SOA every 20 ms until stopped: fails on NXDOMAIN or
+/// REFUSED (the zone vanished) and on a serial that went backwards.
+struct Poller {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<Result<u64, String>>>,
+}
+
+impl Poller {
+    fn start(port: u16) -> Poller {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut last: Option<u32> = None;
+            let mut asked = 0u64;
+            while !flag.load(Ordering::Relaxed) {
+                let q = build_query(0x5151, ZONE, 6, None, false);
+                if let Some(reply) = udp_exchange(port, &q, Duration::from_millis(500)) {
+                    let m =
+                        hickory_proto::op::Message::from_vec(&reply).map_err(|e| e.to_string())?;
+                    let rcode = m.metadata.response_code;
+                    if rcode == ResponseCode::NXDomain || rcode == ResponseCode::Refused {
+                        return Err(format!("the apex SOA was answered {rcode:?}"));
+                    }
+                    if let Some(serial) = m.answers.iter().find_map(|r| match &r.data {
+                        RData::SOA(soa) => Some(soa.serial),
+                        _ => None,
+                    }) {
+                        if let Some(l) = last {
+                            if backend_mongo::writer::serial_gt(l, serial) {
+                                return Err(format!(
+                                    "the serial went backwards: {l} then {serial}"
+                                ));
+                            }
+                        }
+                        last = Some(serial);
+                    }
+                    asked += 1;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Ok(asked)
+        });
+        Poller {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn finish(mut self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        let asked = self.thread.take().unwrap().join().unwrap();
+        let asked = asked.unwrap_or_else(|e| panic!("poller: {e}"));
+        assert!(asked > 0, "the poller got no answer at all");
+        asked
+    }
+}
+
+/// The zone as served, by AXFR through the server: (text, owner labels of
+/// A records below the apex, excluding `ns`).
+fn axfr(port: u16) -> (String, BTreeSet<String>) {
+    let out = Command::new("dig")
+        .args([
+            "@127.0.0.1",
+            "-p",
+            &port.to_string(),
+            ZONE,
+            "AXFR",
+            "+nocmd",
+            "+nostats",
+            "+nocomments",
+            "+noquestion",
+            "+time=10",
+        ])
+        .output()
+        .expect("dig is needed (bind9-dnsutils)");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success() && text.matches("\tSOA\t").count() >= 2,
+        "AXFR failed: {text}"
+    );
+    let mut names = BTreeSet::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() >= 5 && f[3] == "A" {
+            let label = f[0].trim_end_matches(ZONE).trim_end_matches('.');
+            if !label.is_empty() && label != "ns" {
+                names.insert(label.to_string());
+            }
+        }
+    }
+    (text, names)
+}
+
+/// `dnssec-verify` and `ldns-verify-zone` on the served zone.
+fn verify_signed(dir: &Path, text: &str) {
+    let file = dir.join("served.zone");
+    std::fs::write(&file, text).unwrap();
+    let o = Command::new("dnssec-verify")
+        .args(["-o", ZONE])
+        .arg(&file)
+        .output()
+        .expect("dnssec-verify is needed (bind9-utils)");
+    assert!(
+        o.status.success(),
+        "dnssec-verify: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = Command::new("ldns-verify-zone")
+        .arg(&file)
+        .output()
+        .expect("ldns-verify-zone is needed (ldnsutils)");
+    assert!(
+        o.status.success(),
+        "ldns-verify-zone: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+fn set(v: &[String]) -> BTreeSet<String> {
+    v.iter().cloned().collect()
+}
+
+fn server_for(db: &TestZoneDb) -> ServerProcess {
+    ServerProcess::start(
+        &db.name,
+        &["--freshness-ms", "50", "--axfr-allow", "127.0.0.1/32"],
+    )
+}
+
+/// Reproduction 1: a merge import overlapping a `--replace` of the same
+/// zone used to remove the zone (the merge's publish switched it back to
+/// the version being deleted: NXDOMAIN for the apex, an empty AXFR).
+/// Now the replace is the zone as of its switch, and the merge batches
+/// acknowledged after it are applied to the new version: the final zone
+/// is the replace's names plus a suffix of the merge's, in input order.
+#[test]
+fn a_merge_overlapping_a_replace_keeps_the_zone() {
+    let rt = runtime();
+    let base = labels("old", 300);
+    let db = rt.block_on(async {
+        let db = TestZoneDb::new("mw_overlap").await;
+        db.import(ZONE, &zone_text(10, true, &base), true).await;
+        db
+    });
+    let server = server_for(&db);
+    let poller = Poller::start(server.port);
+    let merged = labels("merged", 3000);
+    let replaced = labels("new", 300);
+    let (merge, replace) = rt.block_on(async {
+        let store = db.store.clone();
+        let dir = db.dir.clone();
+        let text = zone_text(0, false, &merged);
+        let merge = tokio::spawn(async move {
+            import(&store, &dir, "merge.zone", &text, false, Some(1500.0)).await
+        });
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        let replace = import(
+            &db.store,
+            &db.dir,
+            "replace.zone",
+            &zone_text(5, true, &replaced),
+            true,
+            None,
+        )
+        .await;
+        (merge.await.unwrap(), replace)
+    });
+    let replace = replace.expect("the replace succeeds");
+    let merge = merge.expect("the merge succeeds: it follows the zone to the new version");
+    std::thread::sleep(Duration::from_millis(300));
+    let (_, served) = axfr(server.port);
+    let asked = poller.finish();
+    let expected_base = set(&replaced);
+    assert!(
+        served.is_superset(&expected_base),
+        "every name of the replace is served"
+    );
+    let extra: Vec<&String> = served.difference(&expected_base).collect();
+    assert!(
+        extra.iter().all(|n| n.starts_with("merged-")),
+        "no name of the replaced version survives: {:?}",
+        extra
+            .iter()
+            .filter(|n| !n.starts_with("merged-"))
+            .take(5)
+            .collect::<Vec<_>>()
+    );
+    // The merge's names served form one suffix of its input (batches were
+    // written in order, one at a time).
+    let first = merged.iter().position(|n| served.contains(n));
+    let k = first.expect("merge batches acknowledged after the switch are served");
+    assert!(
+        merged[k..].iter().all(|n| served.contains(n)),
+        "every merge batch after the first one served is served too"
+    );
+    assert!(
+        k > 0,
+        "the replace superseded the batches before its switch"
+    );
+    assert!(
+        backend_mongo::writer::serial_gt(merge.zone.serial, replace.zone.serial),
+        "the serial moved past the replace's: {} then {}",
+        replace.zone.serial,
+        merge.zone.serial
+    );
+    eprintln!(
+        "merge names kept: {} of {}; poller asked {asked} times",
+        merged.len() - k,
+        merged.len()
+    );
+    drop(server);
+    rt.block_on(db.drop_db());
+}
+
+/// Reproduction 2: `secure-zone` used to fail ("kept changing while it was
+/// being signed") on a zone an import was writing into. Now it catches up
+/// with the import and switches behind a short fence; every record the
+/// import wrote, before, during and after, is served and signed.
+#[test]
+fn secure_zone_signs_a_zone_while_an_import_writes_into_it() {
+    let rt = runtime();
+    let base = labels("base", 300);
+    let db = rt.block_on(async {
+        let db = TestZoneDb::new("mw_secure").await;
+        db.import(ZONE, &zone_text(10, true, &base), true).await;
+        db
+    });
+    let server = server_for(&db);
+    let poller = Poller::start(server.port);
+    let merged = labels("imp", 2500);
+    let (merge, secured, secure_secs) = rt.block_on(async {
+        let store = db.store.clone();
+        let dir = db.dir.clone();
+        let text = zone_text(0, false, &merged);
+        let merge = tokio::spawn(async move {
+            import(&store, &dir, "merge.zone", &text, false, Some(800.0)).await
+        });
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let t = Instant::now();
+        let secured =
+            signer::secure_zone(&db.store, &zone(), &secure_options(), &signer::NoProgress).await;
+        let secs = t.elapsed().as_secs_f64();
+        (merge.await.unwrap(), secured, secs)
+    });
+    let report = secured.expect("secure-zone succeeds while the import runs");
+    merge.expect("the import succeeds while secure-zone runs");
+    std::thread::sleep(Duration::from_millis(300));
+    let (text, served) = axfr(server.port);
+    poller.finish();
+    let expected: BTreeSet<String> = set(&base).union(&set(&merged)).cloned().collect();
+    assert_eq!(
+        served, expected,
+        "every record imported before, during and after secure-zone is served"
+    );
+    verify_signed(&db.dir, &text);
+    eprintln!(
+        "secure-zone took {secure_secs:.1} s with the import running; {} names caught up",
+        report.written
+    );
+    drop(server);
+    rt.block_on(db.drop_db());
+}
+
+/// One writer's operation in the randomized test, for the model.
+#[derive(Clone, Debug)]
+struct Op {
+    kind: &'static str,
+    names: Vec<String>,
+    started: Instant,
+    ended: Instant,
+    ok: bool,
+}
+
+/// A small deterministic generator (the test prints its seed).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Runs `fut`, cancelled after a random delay one time in `cancel_one_in`
+/// (the writer dies mid-way, as if killed); the same operation is then
+/// run again to completion. Returns the last run's result.
+async fn maybe_cancelled<F, Fut, T>(
+    rng: &Mutex<Rng>,
+    cancel_one_in: u64,
+    make: F,
+) -> Result<T, String>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T, String>> + Send + 'static,
+    T: Send + 'static,
+{
+    let (cancel, after) = {
+        let mut r = rng.lock().unwrap();
+        (r.below(cancel_one_in) == 0, r.below(1500))
+    };
+    if cancel {
+        let task = tokio::spawn(make());
+        tokio::time::sleep(Duration::from_millis(after)).await;
+        task.abort();
+        let _ = task.await;
+    }
+    make().await
+}
+
+/// The randomized many-writers test: for `MANY_WRITERS_SECS` (default 40)
+/// seconds, with seed `MANY_WRITERS_SEED` (default: from the clock,
+/// printed), three kinds of writers on one zone at once, each cancelled at
+/// random and run again:
+/// * merge imports of fresh names (two tasks);
+/// * replace imports, one at a time, each with names of its own;
+/// * one signing task: `secure-zone`, `resign` and `unsecure-zone` in a
+///   random order.
+///
+/// The model: the names of the last replace are served, and none of the
+/// earlier ones; a merge that ended before the last replace began is
+/// superseded; a merge that began after it ended is served whole; a merge
+/// overlapping it is served as a suffix of its input. When the last signing
+/// operation secured the zone, the served zone verifies.
+#[test]
+fn randomized_many_writers_lose_nothing() {
+    let secs: u64 = std::env::var("MANY_WRITERS_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(40);
+    let seed: u64 = std::env::var("MANY_WRITERS_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+                | 1
+        });
+    eprintln!("randomized many-writers: MANY_WRITERS_SEED={seed} MANY_WRITERS_SECS={secs}");
+    let rt = runtime();
+    let first = labels("r0", 100);
+    let db = rt.block_on(async {
+        let db = TestZoneDb::new("mw_random").await;
+        db.import(ZONE, &zone_text(1, true, &first), true).await;
+        db
+    });
+    let server = server_for(&db);
+    let poller = Poller::start(server.port);
+    let rng = Arc::new(Mutex::new(Rng(seed)));
+    let ops: Arc<Mutex<Vec<Op>>> = Arc::new(Mutex::new(vec![Op {
+        kind: "replace",
+        names: first,
+        started: Instant::now(),
+        ended: Instant::now(),
+        ok: true,
+    }]));
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let last_signing: Arc<Mutex<&'static str>> = Arc::new(Mutex::new("unsecure-zone"));
+    rt.block_on(async {
+        let mut tasks = Vec::new();
+        for w in 0..2 {
+            let (store, dir, rng, ops) =
+                (db.store.clone(), db.dir.clone(), rng.clone(), ops.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut n = 0;
+                while Instant::now() < deadline {
+                    n += 1;
+                    let size = 50 + rng.lock().unwrap().below(300) as usize;
+                    let names = labels(&format!("m{w}x{n}"), size);
+                    let text = zone_text(0, false, &names);
+                    let file = format!("merge-{w}-{n}.zone");
+                    let started = Instant::now();
+                    let r = maybe_cancelled(&rng, 4, || {
+                        let (store, dir, text, file) =
+                            (store.clone(), dir.clone(), text.clone(), file.clone());
+                        async move { import(&store, &dir, &file, &text, false, Some(1000.0)).await }
+                    })
+                    .await;
+                    if let Err(e) = &r {
+                        eprintln!("merge {file} failed: {e}");
+                    }
+                    ops.lock().unwrap().push(Op {
+                        kind: "merge",
+                        names,
+                        started,
+                        ended: Instant::now(),
+                        ok: r.is_ok(),
+                    });
+                }
+            }));
+        }
+        {
+            let (store, dir, rng, ops) =
+                (db.store.clone(), db.dir.clone(), rng.clone(), ops.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut n = 0;
+                while Instant::now() < deadline {
+                    n += 1;
+                    let pause = rng.lock().unwrap().below(3000);
+                    tokio::time::sleep(Duration::from_millis(pause)).await;
+                    let size = 50 + rng.lock().unwrap().below(200) as usize;
+                    let names = labels(&format!("r{n}"), size);
+                    let text = zone_text(1, true, &names);
+                    let file = format!("replace-{n}.zone");
+                    let started = Instant::now();
+                    let r = maybe_cancelled(&rng, 4, || {
+                        let (store, dir, text, file) =
+                            (store.clone(), dir.clone(), text.clone(), file.clone());
+                        async move { import(&store, &dir, &file, &text, true, None).await }
+                    })
+                    .await;
+                    if let Err(e) = &r {
+                        eprintln!("replace {file} failed: {e}");
+                    }
+                    ops.lock().unwrap().push(Op {
+                        kind: "replace",
+                        names,
+                        started,
+                        ended: Instant::now(),
+                        ok: r.is_ok(),
+                    });
+                }
+            }));
+        }
+        {
+            let (store, rng, last) = (db.store.clone(), rng.clone(), last_signing.clone());
+            tasks.push(tokio::spawn(async move {
+                while Instant::now() < deadline {
+                    let pause = rng.lock().unwrap().below(2000);
+                    tokio::time::sleep(Duration::from_millis(pause)).await;
+                    let pick = rng.lock().unwrap().below(3);
+                    let kind = ["secure-zone", "resign", "unsecure-zone"][pick as usize];
+                    let r = maybe_cancelled(&rng, 4, || {
+                        let store = store.clone();
+                        async move {
+                            let z = zone();
+                            let r = match kind {
+                                "secure-zone" => signer::secure_zone(
+                                    &store,
+                                    &z,
+                                    &secure_options(),
+                                    &signer::NoProgress,
+                                )
+                                .await
+                                .map(|_| ()),
+                                "resign" => signer::resign(
+                                    &store,
+                                    &z,
+                                    false,
+                                    &Validity::default(),
+                                    2,
+                                    &signer::NoProgress,
+                                )
+                                .await
+                                .map(|_| ()),
+                                _ => signer::unsecure_zone(
+                                    &store,
+                                    &z,
+                                    true,
+                                    Duration::from_millis(500),
+                                )
+                                .await
+                                .map(|_| ()),
+                            };
+                            r.map_err(|e| e.to_string())
+                        }
+                    })
+                    .await;
+                    match r {
+                        Ok(()) if kind != "resign" => *last.lock().unwrap() = kind,
+                        Ok(()) => {}
+                        // resign on an unsecured zone is refused: expected.
+                        Err(e) if e.contains("is not secured") => {}
+                        Err(e) => eprintln!("{kind} failed: {e}"),
+                    }
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let (text, served) = axfr(server.port);
+    let asked = poller.finish();
+    let ops = ops.lock().unwrap().clone();
+    let failed: Vec<&Op> = ops.iter().filter(|o| !o.ok).collect();
+    assert!(
+        failed.is_empty(),
+        "every writer's operation succeeds (after a re-run when it was cancelled): {} failed",
+        failed.len()
+    );
+    let last = ops
+        .iter()
+        .filter(|o| o.kind == "replace")
+        .max_by_key(|o| o.ended)
+        .unwrap()
+        .clone();
+    let mut must = set(&last.names);
+    let mut may = BTreeSet::new();
+    for o in ops.iter().filter(|o| o.kind == "merge") {
+        if o.started > last.ended {
+            must.extend(o.names.iter().cloned());
+        } else if o.ended > last.started {
+            // Overlapping the last replace: a suffix of its input.
+            let first = o.names.iter().position(|n| served.contains(n));
+            if let Some(k) = first {
+                assert!(
+                    o.names[k..].iter().all(|n| served.contains(n)),
+                    "a merge overlapping the last replace is served as a suffix of its input"
+                );
+            }
+            may.extend(o.names.iter().cloned());
+        }
+    }
+    let missing: Vec<&String> = must.difference(&served).take(10).collect();
+    assert!(
+        missing.is_empty(),
+        "acknowledged names missing: {missing:?}"
+    );
+    let unexpected: Vec<&String> = served
+        .iter()
+        .filter(|n| !must.contains(*n) && !may.contains(*n))
+        .take(10)
+        .collect();
+    assert!(
+        unexpected.is_empty(),
+        "superseded names served: {unexpected:?}"
+    );
+    let secured = rt
+        .block_on(db.store.dnssec_config(&zone()))
+        .unwrap()
+        .secured;
+    assert_eq!(
+        secured,
+        *last_signing.lock().unwrap() == "secure-zone",
+        "the zone is secured exactly when the last signing operation secured it"
+    );
+    if secured {
+        verify_signed(&db.dir, &text);
+    }
+    let merges = ops.iter().filter(|o| o.kind == "merge").count();
+    let replaces = ops.iter().filter(|o| o.kind == "replace").count();
+    eprintln!(
+        "{merges} merges, {replaces} replaces; {} names served; secured: {secured}; poller asked {asked} times",
+        served.len()
+    );
+    drop(server);
+    rt.block_on(db.drop_db());
+}
