@@ -237,6 +237,43 @@ impl Store {
         }
     }
 
+    /// Takes `kind` for `zone` like [`Store::lock`], and while it waits,
+    /// says so ([`Store::is_wanted`]): writers that could do without the
+    /// lock (an importer, which can hand its names to the holder) then
+    /// leave it to this one, so a stream of them cannot starve it.
+    pub async fn lock_fairly(
+        &self,
+        kind: LockKind,
+        zone: &Name,
+        what: &str,
+        wait: Duration,
+    ) -> Result<Held, StoreError> {
+        if let Ok(held) = self.try_lock(kind, zone, what).await? {
+            return Ok(held);
+        }
+        let want = format!("want {}", lock_id(kind, zone));
+        let until = until_from_now(wait);
+        self.locks()
+            .replace_one(
+                doc! {"_id": &want},
+                doc! {"_id": &want, "zone": zone.to_string(), "until": until, "at": DateTime::now()},
+            )
+            .upsert(true)
+            .await?;
+        let r = self.lock(kind, zone, what, wait).await;
+        self.locks().delete_one(doc! {"_id": &want}).await?;
+        r
+    }
+
+    /// True while a writer waits for `kind` of `zone` in
+    /// [`Store::lock_fairly`].
+    pub async fn is_wanted(&self, kind: LockKind, zone: &Name) -> Result<bool, StoreError> {
+        let want = format!("want {}", lock_id(kind, zone));
+        let d = self.locks().find_one(doc! {"_id": &want}).await?;
+        Ok(d.and_then(|d| d.get_datetime("until").ok().copied())
+            .is_some_and(|u| u > DateTime::now()))
+    }
+
     /// Deletes takeover markers older than an hour (they only need to
     /// outlive the race they settle).
     pub async fn prune_lock_markers(&self) -> Result<u64, StoreError> {

@@ -618,16 +618,15 @@ pub async fn import_file_with(
                 let Payload::Nodes(nodes) = job.payload else {
                     continue;
                 };
-                match signer.write_batch(store, &nodes).await {
+                match signed_batch(store, &writer, signer, &nodes).await {
                     Ok(s) => {
-                        writer.note_signed(signer.take_touched().iter());
                         stats.inserted += s.inserted;
                         stats.merged += s.merged;
                         written += job.records;
                         progress.advance(written);
                     }
                     Err(e) => {
-                        failed = Some(signing_failed(e));
+                        failed = Some(e);
                         break;
                     }
                 }
@@ -668,17 +667,9 @@ pub async fn import_file_with(
     // A secured zone stays signed (docs/dnssec.md): a new version is signed
     // before readers switch to it; a merge was signed batch by batch, and
     // its SOA is signed with the new serial before `finish` publishes it.
+    // The new version is not served yet: no other signer touches it, so
+    // signing it needs no lease (resign --follow re-signs after the switch).
     if writer.mode() == WriteMode::Replace && zone_secured(store, &options.zone).await? {
-        lease = Some(
-            signer::lease::take(
-                store,
-                &options.zone,
-                "import --replace",
-                signer::lease::lease_wait(),
-            )
-            .await
-            .map_err(signing_failed)?,
-        );
         let served_serial = writer.previous().map(|p| p.serial);
         signer::sign_after_write(store, &options.zone, writer.ver(), served_serial, false)
             .await
@@ -728,6 +719,38 @@ pub async fn import_file_with(
     })
 }
 
+/// Writes one batch of a signed merge and acknowledges it under the zone
+/// lock; when a replace switched the zone meanwhile, the signer moves to
+/// the version now served and the batch is written (signed) there again.
+async fn signed_batch(
+    store: &Store,
+    writer: &ZoneWriter,
+    signer: &mut signer::merge::MergeSigner,
+    nodes: &[NodeWrite],
+) -> Result<WriteStats, ImportError> {
+    let mut stats = signer
+        .write_batch(store, nodes)
+        .await
+        .map_err(signing_failed)?;
+    writer.note_signed(signer.take_touched().iter());
+    while let Some(ver) = writer.acknowledge_signed().await? {
+        tracing::info!(zone = %writer.zone(), ver,
+            "another writer switched the zone while merging: the batch is signed into the version now served");
+        *signer = signer::merge::MergeSigner::new(store, writer.zone(), ver)
+            .await
+            .map_err(signing_failed)?
+            .ok_or_else(|| {
+                ImportError::Zone(format!("zone {} is no longer secured", writer.zone()))
+            })?;
+        stats = signer
+            .write_batch(store, nodes)
+            .await
+            .map_err(signing_failed)?;
+        writer.note_signed(signer.take_touched().iter());
+    }
+    Ok(stats)
+}
+
 /// How long an import that wrote unsigned into a secured zone waits for
 /// the signing lease to sign its names itself.
 const UNSIGNED_HANDOFF_WAIT: Duration = Duration::from_secs(15);
@@ -772,7 +795,17 @@ async fn sign_unsigned_writes(
     if !zone_secured(store, zone).await? {
         return lease.release_with(Ok(None)).await.map_err(signing_failed);
     }
-    let r = signer::sign_changes_since(store, zone, since).await;
+    let mut r = signer::sign_changes_since(store, zone, since).await;
+    for _ in 0..3 {
+        // A replace switched the zone while we signed: sign what is served
+        // now (the records then call for a full pass).
+        match &r {
+            Err(signer::SignError::Store(StoreError::Conflict(_))) => {
+                r = signer::sign_changes_since(store, zone, since).await;
+            }
+            _ => break,
+        }
+    }
     lease
         .release_with(r)
         .await

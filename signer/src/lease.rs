@@ -72,7 +72,7 @@ pub async fn take(
     what: &str,
     wait: Duration,
 ) -> Result<Lease, SignError> {
-    match store.lock(SIGN_LEASE, zone, what, wait).await {
+    match store.lock_fairly(SIGN_LEASE, zone, what, wait).await {
         Ok(held) => {
             let renew = held.keep_renewed();
             Ok(Lease {
@@ -88,11 +88,21 @@ pub async fn take(
     }
 }
 
-/// Takes the lease if nobody holds it, at once; `None` when busy.
+/// Takes the lease if nobody holds it and no signer waits for it, at
+/// once; `None` otherwise (an importer then writes unsigned and hands its
+/// names to the signer).
 pub async fn try_take(store: &Store, zone: &Name, what: &str) -> Result<Option<Lease>, SignError> {
-    match take(store, zone, what, Duration::ZERO).await {
-        Ok(l) => Ok(Some(l)),
-        Err(SignError::Busy(_)) => Ok(None),
-        Err(e) => Err(e),
+    if store.is_wanted(SIGN_LEASE, zone).await? {
+        return Ok(None);
+    }
+    match store.try_lock(SIGN_LEASE, zone, what).await? {
+        Ok(held) => {
+            let renew = held.keep_renewed();
+            Ok(Some(Lease {
+                held: Some(held),
+                _renew: renew,
+            }))
+        }
+        Err(_) => Ok(None),
     }
 }

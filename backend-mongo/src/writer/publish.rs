@@ -96,6 +96,34 @@ impl ZoneWriter {
         }
     }
 
+    /// `Merge` through a signer (which wrote into [`ZoneWriter::ver`]
+    /// itself): acknowledges what it wrote, as `settle` does — under the
+    /// zone lock, publishes the noted names if that version is still
+    /// served and returns `None`; else returns the version served now (the
+    /// caller signs its batch into it, then calls this again).
+    pub async fn acknowledge_signed(&self) -> Result<Option<i64>, StoreError> {
+        let lock = self
+            .store
+            .lock(ZONE_LOCK, &self.zone, "merge", LOCK_WAIT)
+            .await?;
+        let r = async {
+            match self.served_ver().await? {
+                Some((v, _)) if v == self.ver() => self.publish_gen().await.map(|_| None),
+                Some((v, gen)) => {
+                    *self.moved_gen.lock().unwrap_or_else(|p| p.into_inner()) = Some(gen);
+                    self.ver.store(v, std::sync::atomic::Ordering::SeqCst);
+                    Ok(Some(v))
+                }
+                None => Err(conflict(format!(
+                    "zone {} is no longer served; the merge stopped",
+                    self.zone
+                ))),
+            }
+        }
+        .await;
+        lock.release_with(r).await
+    }
+
     /// The served version and generation, read now (under the caller's
     /// lock).
     async fn served_ver(&self) -> Result<Option<(i64, i64)>, StoreError> {
