@@ -676,11 +676,16 @@ pub async fn import_file_with(
             .map_err(signing_failed)?;
     }
     if let Some(signer) = merge_signer.as_mut() {
-        let served = writer.previous().map_or(0, |p| p.serial);
+        // The serial as served now: other writers may have moved it.
+        let served = store
+            .find_zone(&options.zone)
+            .await?
+            .map_or(0, |z| z.serial);
         signer
             .sign_soa(store, served)
             .await
             .map_err(signing_failed)?;
+        writer.note_signed(std::iter::once(&options.zone));
     }
     let unsigned_since = (merge_signer.is_none() && writer.mode() == WriteMode::Merge)
         // A resumed run skipped records a killed one wrote unsigned, before

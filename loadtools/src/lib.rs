@@ -9,5 +9,6 @@
 pub mod import;
 pub mod perf;
 pub mod scenario;
+pub mod signed_check;
 pub mod zonefile;
 pub mod zonegen;

@@ -67,8 +67,13 @@ pub struct ScenarioArgs {
     /// (FerretDB writes the seed's ratio too slowly; docs/scenario.md).
     #[arg(long)]
     pub small_zones: Option<u64>,
-    /// Records of the zone `secure-zone` signs (secure.test.). Default:
-    /// 16,000,000 × scale ÷ 10.
+    /// Which zone `secure-zone` signs during the run: `import` (the zone
+    /// the steady import writes into, as the seed's users did) or
+    /// `separate` (secure.test., a zone of its own).
+    #[arg(long, default_value = "import", value_parser = ["import", "separate"])]
+    pub sign_zone: String,
+    /// Records of the zone `secure-zone` signs with `--sign-zone separate`
+    /// (secure.test.). Default: 16,000,000 × scale ÷ 10.
     #[arg(long)]
     pub sign_records: Option<u64>,
     /// Records per second of the steady import. Default: 7,500 × scale.
@@ -197,6 +202,8 @@ pub struct Plan {
     pub first_last: u64,
     /// Apex of the zone the steady import merges into.
     pub import_apex: String,
+    /// Apex of the zone `secure-zone` signs during the run.
+    pub sign_apex: String,
     /// Names in the hot file.
     pub hot: u64,
     /// Seconds of load.
@@ -247,6 +254,11 @@ impl Plan {
         } else {
             BIG_APEX.to_string()
         };
+        let sign_apex = if args.sign_zone == "separate" {
+            SECURE_APEX.to_string()
+        } else {
+            import_apex.clone()
+        };
         if args.listen.port() == 0 {
             return Err("--listen needs a port".into());
         }
@@ -259,6 +271,7 @@ impl Plan {
             import_records,
             first_last,
             import_apex,
+            sign_apex,
             hot: args.hot,
             duration: args.duration,
         })
@@ -409,6 +422,12 @@ pub struct Report {
     pub signing: (f64, bool),
     /// The signer's last output line.
     pub signing_line: String,
+    /// The signed zone checked at the end (transfer, `dnssec-verify`, every
+    /// steady-import name present), when it was signed.
+    pub check: Option<crate::signed_check::SignedCheck>,
+    /// `secure-zone` of the same zone again after the run, with nothing
+    /// else writing: seconds.
+    pub quiet_sign: Option<f64>,
     /// Freshness samples.
     pub freshness: Freshness,
     /// The note given with --note.
@@ -756,9 +775,11 @@ async fn run(args: &ScenarioArgs, plan: &Plan, children: &mut Children) -> Resul
         small.write_multi(&mut out).map_err(io)?;
         std::io::Write::flush(&mut out).map_err(io)?;
     }
-    BigZone::new(SECURE_APEX, args.seed ^ 0x5EC, plan.sign_records)
-        .write_file(&work.join("secure.zone"))
-        .map_err(io)?;
+    if plan.sign_apex == SECURE_APEX {
+        BigZone::new(SECURE_APEX, args.seed ^ 0x5EC, plan.sign_records)
+            .write_file(&work.join("secure.zone"))
+            .map_err(io)?;
+    }
     let run_tag = format!("f{:x}-", rand_id());
     let mut fresh = BigZone::new(&plan.import_apex, args.seed ^ 0xF5E5, plan.import_records);
     fresh.bare = true;
@@ -805,22 +826,26 @@ async fn run(args: &ScenarioArgs, plan: &Plan, children: &mut Children) -> Resul
         let f = w("small.zones");
         loads.push(import(args, children, &work, "small zones", &[&f]).await?);
     }
-    let f = w("secure.zone");
-    loads.push(
-        import(
-            args,
-            children,
-            &work,
-            "zone to sign",
-            &["--zone", SECURE_APEX, "--replace", "--grace-ms", "0", &f],
-        )
-        .await?,
-    );
+    if plan.sign_apex == SECURE_APEX {
+        let f = w("secure.zone");
+        loads.push(
+            import(
+                args,
+                children,
+                &work,
+                "zone to sign",
+                &["--zone", SECURE_APEX, "--replace", "--grace-ms", "0", &f],
+            )
+            .await?,
+        );
+    }
 
     // 3. Server.
     let server_log = work.join("server.log");
     let mut sa = db_flags(args);
     sa.extend(["--listen".into(), args.listen.to_string()]);
+    // The signed zone is checked at the end through a transfer.
+    sa.extend(["--axfr-allow".into(), format!("{}/32", args.listen.ip())]);
     sa.extend(args.server_arg.iter().cloned());
     log(format!("starting mongodns-server on {}", args.listen));
     let si = spawn(children, "mongodns-server", &server_bin, &sa, &server_log)?;
@@ -855,8 +880,8 @@ async fn run(args: &ScenarioArgs, plan: &Plan, children: &mut Children) -> Resul
     // 4. Everything at once.
     machine.push(("load average at the start of the run".into(), loadavg()));
     log(format!(
-        "running for {} s: 3 clients, import at {:.0} records/s, secure-zone {SECURE_APEX}",
-        plan.duration, plan.import_rate
+        "running for {} s: 3 clients, import at {:.0} records/s into {}, secure-zone {}",
+        plan.duration, plan.import_rate, plan.import_apex, plan.sign_apex
     ));
     let t0 = Instant::now();
     let fresh_file = w("fresh.zone");
@@ -877,7 +902,11 @@ async fn run(args: &ScenarioArgs, plan: &Plan, children: &mut Children) -> Resul
     let import_log = work.join("import-steady.log");
     let ii = spawn(children, "mongodns-import", &import_bin, &ia, &import_log)?;
     let mut ga = db_flags(args);
-    ga.extend(["--quiet".into(), "secure-zone".into(), SECURE_APEX.into()]);
+    ga.extend([
+        "--quiet".into(),
+        "secure-zone".into(),
+        plan.sign_apex.clone(),
+    ]);
     let sign_log = work.join("sign.log");
     let gi = spawn(children, "mongodns-sign", &sign_bin, &ga, &sign_log)?;
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -966,6 +995,20 @@ async fn run(args: &ScenarioArgs, plan: &Plan, children: &mut Children) -> Resul
         },
     };
     let signed = sign_status.is_some_and(|s| s.success());
+    let (check, quiet_sign) = if signed {
+        check_at_end(
+            args,
+            plan,
+            children,
+            &work,
+            &fresh,
+            &sign_bin,
+            &import_status,
+        )
+        .await?
+    } else {
+        (None, None)
+    };
     let signing_line = match &sign_status {
         Some(s) if s.success() => last_line_starting(&sign_log, "secured "),
         Some(s) => format!("failed ({s}): {}", tail(&sign_log, 3).replace('\n', " / ")),
@@ -1001,6 +1044,8 @@ async fn run(args: &ScenarioArgs, plan: &Plan, children: &mut Children) -> Resul
         steady_window,
         signing: (sign_secs, signed),
         signing_line,
+        check,
+        quiet_sign,
         freshness,
         note: args.note.clone(),
     };
@@ -1008,6 +1053,12 @@ async fn run(args: &ScenarioArgs, plan: &Plan, children: &mut Children) -> Resul
     std::fs::write(&args.report, &text).map_err(|e| format!("{}: {e}", args.report.display()))?;
     eprintln!("{text}");
     log(format!("wrote {}", args.report.display()));
+    if let Some(c) = report.check.as_ref().filter(|c| !c.passed()) {
+        return Err(format!(
+            "the zone signed during the run failed its check: {} of {} imported names missing; {}",
+            c.missing, c.expected, c.verdict
+        ));
+    }
     if args.json {
         println!("{}", report.json());
     }
@@ -1017,6 +1068,62 @@ async fn run(args: &ScenarioArgs, plan: &Plan, children: &mut Children) -> Resul
         let _ = std::fs::remove_dir_all(&work);
     }
     Ok(())
+}
+
+/// After the run: the signed zone checked through a transfer (every name
+/// of the steady import present when it finished), then `secure-zone` of
+/// the same zone once more with nothing else writing, timed.
+async fn check_at_end(
+    args: &ScenarioArgs,
+    plan: &Plan,
+    children: &mut Children,
+    work: &Path,
+    fresh: &BigZone,
+    sign_bin: &Path,
+    import_status: &Option<std::process::ExitStatus>,
+) -> Result<(Option<crate::signed_check::SignedCheck>, Option<f64>), String> {
+    let imported_here =
+        plan.sign_apex == plan.import_apex && import_status.is_some_and(|s| s.success());
+    let expected: Vec<String> = if imported_here {
+        fresh
+            .names()
+            .map(|g| fresh.fqdn(&g).to_ascii_lowercase())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    log(format!(
+        "checking the signed zone {} (AXFR, dnssec-verify)",
+        plan.sign_apex
+    ));
+    let (listen, apex, dir) = (args.listen, plan.sign_apex.clone(), work.to_path_buf());
+    let check = tokio::task::spawn_blocking(move || {
+        crate::signed_check::check_signed_zone(listen, &apex, expected.into_iter(), &dir)
+    })
+    .await
+    .map_err(|e| format!("check: {e}"))?;
+    log(format!(
+        "signed zone: passed={} {}",
+        check.passed(),
+        check.verdict
+    ));
+    let mut ga = db_flags(args);
+    ga.extend([
+        "--quiet".into(),
+        "secure-zone".into(),
+        plan.sign_apex.clone(),
+    ]);
+    let log_file = work.join("sign-quiet.log");
+    let t = Instant::now();
+    let gi = spawn(children, "mongodns-sign", sign_bin, &ga, &log_file)?;
+    let status = children
+        .wait(gi, Duration::from_secs_f64(args.finish_timeout))
+        .await;
+    let quiet = status.filter(|s| s.success()).map(|_| {
+        number_before(&last_line_starting(&log_file, "secured "), "s")
+            .unwrap_or(t.elapsed().as_secs_f64())
+    });
+    Ok((Some(check), quiet))
 }
 
 fn loadavg() -> String {
@@ -1265,14 +1372,33 @@ impl Report {
         let (secs, finished) = self.signing;
         let _ = writeln!(
             o,
-            "| secure-zone {SECURE_APEX} ({} records) | (seed: \"took some time\") | {} |",
-            thousands(p.sign_records as f64),
+            "| secure-zone {} ({} records), with the import running | (seed: \"took some time\") | {} |",
+            p.sign_apex,
+            thousands(if p.sign_apex == SECURE_APEX { p.sign_records } else { p.big_records } as f64),
             if finished {
                 format!("**{secs:.1} s**")
             } else {
                 self.signing_line.replace('|', "\\|")
             }
         );
+        if let Some(q) = self.quiet_sign {
+            let _ = writeln!(
+                o,
+                "| secure-zone {} again after the run, nothing else writing | | {q:.1} s |",
+                p.sign_apex
+            );
+        }
+        if let Some(c) = &self.check {
+            let _ = writeln!(
+                o,
+                "| the signed zone at the end (AXFR, `dnssec-verify`) | verifies, holds every imported record | {}: {} records; {} of {} steady-import names missing; {} |",
+                if c.passed() { "**passed**" } else { "**FAILED**" },
+                thousands(c.records as f64),
+                c.missing,
+                c.expected,
+                c.verdict.replace('|', "\\|")
+            );
+        }
         let f = &self.freshness;
         let fresh = match (f.median(), f.max()) {
             (Some(med), Some(max)) => format!(
@@ -1338,7 +1464,10 @@ impl Report {
                        "finished": self.steady.finished, "records": self.steady.records,
                        "seconds": self.steady.seconds, "rate": self.steady.rate,
                        "window": self.steady_window.map(|(r, s)| json!({"records": r, "seconds": s}))},
-            "signing": {"finished": self.signing.1, "seconds": self.signing.0},
+            "signing": {"finished": self.signing.1, "seconds": self.signing.0, "zone": self.plan.sign_apex,
+                        "quiet_seconds": self.quiet_sign,
+                        "check": self.check.as_ref().map(|c| json!({"passed": c.passed(), "records": c.records,
+                            "verified": c.verified, "expected": c.expected, "missing": c.missing, "verdict": c.verdict}))},
             "freshness": {"samples": self.freshness.samples, "delays_s": self.freshness.delays},
         })
         .to_string()

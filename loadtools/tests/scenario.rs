@@ -89,7 +89,11 @@ fn seed_scenario_runs_end_to_end_at_tiny_scale() {
     assert_eq!(v["big_records"], 1600);
     assert_eq!(v["small_zones"], 100);
     let loads = v["loads"].as_array().unwrap();
-    assert_eq!(loads.len(), 3, "big zone, small zones, zone to sign");
+    assert_eq!(
+        loads.len(),
+        2,
+        "big zone, small zones (secure-zone signs the big zone)"
+    );
     assert_eq!(loads[0]["records"], 1600);
     assert_eq!(loads[1]["records"], 700);
     // Every client got answers, and NOERROR ones (the names exist).
@@ -115,6 +119,15 @@ fn seed_scenario_runs_end_to_end_at_tiny_scale() {
     // secure-zone finished.
     assert_eq!(v["signing"]["finished"], true);
     assert!(v["signing"]["seconds"].as_f64().unwrap() > 0.0);
+    // It signed the zone the import wrote into, and at the end that zone
+    // verifies and holds every imported record.
+    assert_eq!(v["signing"]["zone"], "example.com.");
+    let check = &v["signing"]["check"];
+    assert_eq!(check["verified"], true, "{check}");
+    assert_eq!(check["expected"], 60, "{check}");
+    assert_eq!(check["missing"], 0, "{check}");
+    assert_eq!(check["passed"], true, "{check}");
+    assert!(v["signing"]["quiet_seconds"].as_f64().unwrap() > 0.0);
     // Freshness: at least one imported name was seen in the database and
     // then answered by the server.
     let delays = v["freshness"]["delays_s"].as_array().unwrap();

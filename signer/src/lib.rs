@@ -384,8 +384,17 @@ async fn secure_under_lease(
             served.gen,
             Some(signer),
         );
-        progress.phase("catching up", 0);
-        match switch_caught_up(store, zone, writer, &mut catch_up, Some(&config), lease).await? {
+        match switch_caught_up(
+            store,
+            zone,
+            writer,
+            &mut catch_up,
+            Some(&config),
+            lease,
+            progress,
+        )
+        .await?
+        {
             Ok(switched) => {
                 steps.end("catch-up+switch");
                 return Ok(Report {
@@ -423,7 +432,9 @@ async fn switch_caught_up(
     catch_up: &mut catchup::CatchUp<'_>,
     config: Option<&backend_mongo::dnssec::DnssecConfig>,
     lease: &lease::Lease,
+    progress: &dyn Progress,
 ) -> Result<Result<backend_mongo::Switched, catchup::StartOver>, SignError> {
+    progress.phase("catching up", 0);
     for _ in 0..20 {
         match catch_up.pass().await? {
             Ok(n) if n < SMALL_PASS => break,
@@ -431,6 +442,7 @@ async fn switch_caught_up(
             Err(e) => return Ok(Err(e)),
         }
     }
+    progress.phase("switching", 0);
     let fence = store
         .lock(ZONE_LOCK, zone, "signer-switch", LOCK_WAIT)
         .await?;
@@ -933,7 +945,7 @@ async fn unsecure_under_lease(
         steps.end("write");
         let mut catch_up =
             catchup::CatchUp::new(store, zone, served.ver, writer.ver(), served.gen, None);
-        match switch_caught_up(store, zone, writer, &mut catch_up, None, lease).await? {
+        match switch_caught_up(store, zone, writer, &mut catch_up, None, lease, progress).await? {
             Ok(switched) => {
                 if !keep_keys {
                     for k in store.zone_keys(zone).await? {

@@ -1,0 +1,111 @@
+//! The end of the seed scenario: is the zone that was signed while the
+//! import wrote into it served whole, and does it verify?
+//!
+//! ```text
+//!  dig AXFR (through the server) ─► zone file in the work dir
+//!     ├─ dnssec-verify -o <apex>     (BIND's verdict on every signature
+//!     │                               and the whole NSEC/NSEC3 chain)
+//!     └─ owner names ⊇ every name the steady import wrote?
+//! ```
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::Command;
+
+/// What the check found.
+#[derive(Clone, Debug, Default)]
+pub struct SignedCheck {
+    /// Records in the transfer.
+    pub records: u64,
+    /// `dnssec-verify` accepted the zone.
+    pub verified: bool,
+    /// Its verdict (last lines), or why it did not run.
+    pub verdict: String,
+    /// Names of the steady import looked for.
+    pub expected: u64,
+    /// Of those, names missing from the transfer.
+    pub missing: u64,
+}
+
+impl SignedCheck {
+    /// True when the zone verified and held every expected name.
+    pub fn passed(&self) -> bool {
+        self.verified && self.missing == 0 && self.records > 0
+    }
+}
+
+/// Transfers `apex` from `server`, verifies it, and counts which of
+/// `expected` (absolute names, lower case) it lacks.
+pub fn check_signed_zone(
+    server: SocketAddr,
+    apex: &str,
+    expected: impl Iterator<Item = String>,
+    work: &Path,
+) -> SignedCheck {
+    let mut check = SignedCheck::default();
+    let out = Command::new("dig")
+        .args([
+            &format!("@{}", server.ip()),
+            "-p",
+            &server.port().to_string(),
+            apex,
+            "AXFR",
+            "+nocmd",
+            "+nostats",
+            "+nocomments",
+            "+noquestion",
+            "+time=30",
+        ])
+        .output();
+    let text = match out {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).to_string(),
+        Ok(o) => {
+            check.verdict = format!("AXFR failed: {}", String::from_utf8_lossy(&o.stderr));
+            return check;
+        }
+        Err(e) => {
+            check.verdict = format!("dig (bind9-dnsutils) could not run: {e}");
+            return check;
+        }
+    };
+    let mut owners = HashSet::new();
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with(';') && !l.is_empty())
+    {
+        check.records += 1;
+        if let Some(owner) = line.split_whitespace().next() {
+            owners.insert(owner.to_ascii_lowercase());
+        }
+    }
+    for name in expected {
+        check.expected += 1;
+        if !owners.contains(&name) {
+            check.missing += 1;
+        }
+    }
+    let file = work.join("signed-at-end.zone");
+    if let Err(e) = std::fs::write(&file, &text) {
+        check.verdict = format!("{}: {e}", file.display());
+        return check;
+    }
+    match Command::new("dnssec-verify")
+        .args(["-o", apex])
+        .arg(&file)
+        .output()
+    {
+        Ok(o) => {
+            check.verified = o.status.success();
+            let all = format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            let lines: Vec<&str> = all.lines().filter(|l| !l.trim().is_empty()).collect();
+            check.verdict = lines[lines.len().saturating_sub(3)..].join(" / ");
+        }
+        Err(e) => check.verdict = format!("dnssec-verify (bind9-utils) could not run: {e}"),
+    }
+    check
+}
