@@ -5,7 +5,8 @@
 //!  resume:   mongodns-import (binary) killed midway ─► re-run ─► content equals
 //!            a clean import in another database, node for node
 //!  zonegen:  the binary's output is the library's, byte for byte, per seed
-//!  perf:     a UDP responder that drops every 10th query ─► exact counts
+//!  perf:     a UDP responder that drops every 10th query ─► exact counts;
+//!            TCP to a closed port ─► the run ends, every query lost
 //! ```
 
 use backend_mongo::testing::database_uri;
@@ -27,6 +28,50 @@ fn tmp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("mdt_lt_{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
+}
+
+/// Runs `cmd` to its end, its output captured; a run past `limit` is killed
+/// and fails the test as a hang. The time taken is printed, never judged.
+fn run_bounded(mut cmd: Command, what: &str, limit: Duration) -> std::process::Output {
+    let started = Instant::now();
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Drained on threads, so a full pipe never stalls the child.
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let out = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        std::io::Read::read_to_end(&mut out, &mut b).unwrap();
+        b
+    });
+    let err = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        std::io::Read::read_to_end(&mut err, &mut b).unwrap();
+        b
+    });
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > limit {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!(
+                "{what}: still running after {:.1?}: a hang",
+                started.elapsed()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    eprintln!("{what}: {:.2?}", started.elapsed());
+    std::process::Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
 }
 
 fn import_cmd(uri: &str, db: &str, args: &[&str]) -> Command {
@@ -298,21 +343,19 @@ fn perf_counts_exactly_the_replies() {
     let queries = tmp("perf-queries.txt");
     let text: String = (0..1000).map(|i| format!("n{i}.example.com A\n")).collect();
     std::fs::write(&queries, text).unwrap();
-    let started = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_mongodns-perf"))
-        .args([
-            "-s",
-            "127.0.0.1",
-            "-p",
-            &port.to_string(),
-            "-c",
-            "3",
-            "-q",
-            "30",
-        ])
-        .args(["-t", "0.5", "--json", "-d", queries.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let mut perf = Command::new(env!("CARGO_BIN_EXE_mongodns-perf"));
+    perf.args([
+        "-s",
+        "127.0.0.1",
+        "-p",
+        &port.to_string(),
+        "-c",
+        "3",
+        "-q",
+        "30",
+    ])
+    .args(["-t", "0.5", "--json", "-d", queries.to_str().unwrap()]);
+    let out = run_bounded(perf, "1000 queries, 100 lost", Duration::from_secs(120));
     stop.store(true, Ordering::Relaxed);
     responder.join().unwrap();
     assert!(out.status.success());
@@ -329,5 +372,38 @@ fn perf_counts_exactly_the_replies() {
             .filter(|n| !n.is_multiple_of(10) && n.is_multiple_of(3))
             .count() as u64
     );
-    assert!(started.elapsed() < Duration::from_secs(20));
+}
+
+#[test]
+fn perf_over_tcp_to_a_closed_port_ends_and_counts_every_query_lost() {
+    // A port nothing listens on (bound, then closed): every connect is refused.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let queries = tmp("perf-tcp-queries.txt");
+    let text: String = (0..20).map(|i| format!("n{i}.example.com A\n")).collect();
+    std::fs::write(&queries, text).unwrap();
+    let mut perf = Command::new(env!("CARGO_BIN_EXE_mongodns-perf"));
+    perf.args(["-s", "127.0.0.1", "-p", &port.to_string(), "-c", "2"])
+        .args([
+            "--tcp",
+            "-t",
+            "0.5",
+            "--json",
+            "-d",
+            queries.to_str().unwrap(),
+        ]);
+    // It used to retry the connection for ever: a one-pass run never ended.
+    let out = run_bounded(perf, "20 TCP queries refused", Duration::from_secs(60));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["queries_sent"], 20);
+    assert_eq!(v["queries_completed"], 0);
+    assert_eq!(v["queries_lost"], 20);
 }

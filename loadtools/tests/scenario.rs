@@ -2,16 +2,20 @@
 //! replay of the seed cannot rot (CI runs it with the other tests).
 //!
 //! ```text
-//!  mongodns-perf scenario seed-2011 --scale 1/10000 --duration 3 --json
+//!  mongodns-perf scenario seed-2011 --scale 1/10000 --duration 3 --json --keep-data
 //!     (generates, imports, starts mongodns-server, steady import,
 //!      secure-zone, three clients, freshness probe, report)
-//!  ─► JSON figures: every client answered, the import wrote every record,
-//!     signing finished, freshness measured; the markdown report written
+//!  ─► JSON figures: every client answered, its counts add up; freshness
+//!     measured; the markdown report carries this run's figures
+//!  ─► the database, read back: every record the load and the steady import
+//!     claim to have written is there, and the signed zone is signed
 //! ```
 //!
 //! Nothing here is timed: a slow machine only makes the figures smaller.
 
 use backend_mongo::testing::{database_uri, repo_root};
+use backend_mongo::{Name, RType, Store};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -77,7 +81,7 @@ fn seed_scenario_runs_end_to_end_at_tiny_scale() {
         .arg(&report)
         .arg("--work-dir")
         .arg(dir.join("work"))
-        .args(["--finish-timeout", "300", "--json"])
+        .args(["--finish-timeout", "300", "--json", "--keep-data"])
         .stderr(Stdio::inherit())
         .output()
         .expect("cannot run mongodns-perf scenario");
@@ -110,6 +114,9 @@ fn seed_scenario_runs_end_to_end_at_tiny_scale() {
         );
         assert!(c["qps"].as_f64().unwrap() > 0.0, "{c}");
         assert!(c["max_s"].as_f64().unwrap() >= c["p99_s"].as_f64().unwrap() * 0.999);
+        let n = |k: &str| c[k].as_u64().unwrap();
+        assert!(n("completed") + n("lost") <= n("sent"), "{c}");
+        assert!(n("noerror") <= n("completed"), "{c}");
     }
     // The steady import wrote all its records (3 s × 20 records/s).
     let import = &v["import"];
@@ -140,22 +147,117 @@ fn seed_scenario_runs_end_to_end_at_tiny_scale() {
         let d = d.as_f64().unwrap();
         assert!((0.0..60.0).contains(&d), "freshness delay {d}");
     }
-    // The report beside the seed's numbers.
+    // The report carries this run's measured figures, each client's beside
+    // the seed's qps for it.
     let text = std::fs::read_to_string(&report).unwrap();
-    for want in [
-        "4,359",
-        "4,376", // 4,375.94 (the issue rounds it down to 4,375)
-        "35,714",
-        "hot set",
-        "secure-zone",
-        "freshness",
-        "## Machine",
-    ] {
-        assert!(text.contains(want), "report lacks {want:?}:\n{text}");
+    for (c, seed) in clients.iter().zip(["4,359", "4,376", "35,714"]) {
+        let row = text
+            .lines()
+            .find(|l| l.starts_with(&format!("| {} |", c["label"].as_str().unwrap())))
+            .unwrap_or_else(|| panic!("no report row for {c}:\n{text}"));
+        for want in [
+            format!("| {seed} |"),
+            format!("**{}**", thousands(c["qps"].as_f64().unwrap())),
+            format!("| {} |", thousands(c["completed"].as_f64().unwrap())),
+            format!("| {} |", thousands(c["noerror"].as_f64().unwrap())),
+        ] {
+            assert!(row.contains(&want), "row lacks {want:?}: {row}");
+        }
     }
-    // The work directory and the database are cleaned up without --keep-data.
-    assert!(!dir.join("work").exists());
+    for want in [
+        format!(
+            "**{} records/s**",
+            thousands(import["rate"].as_f64().unwrap())
+        ),
+        format!("**{:.1} s**", v["signing"]["seconds"].as_f64().unwrap()),
+        "## Machine".to_string(),
+    ] {
+        assert!(text.contains(&want), "report lacks {want:?}:\n{text}");
+    }
+    // The database, read back: what the figures claim was written is there.
+    let work = dir.join("work");
+    let fresh: HashSet<String> = std::fs::read_to_string(work.join("fresh.zone"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with(['$', ';', ' ', '\t']))
+        .map(|l| format!("{}.example.com.", l.split_whitespace().next().unwrap()).to_lowercase())
+        .collect();
+    assert!(!fresh.is_empty());
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let store = Store::connect(&uri, &database, std::time::Duration::from_secs(10))
+                .await
+                .unwrap();
+            let nodes = |apex: &'static str| {
+                let store = &store;
+                async move {
+                    let apex: Name = apex.parse().unwrap();
+                    let zone = store.find_zone(&apex).await.unwrap();
+                    let zone = zone.unwrap_or_else(|| panic!("{apex} not stored"));
+                    store.zone_nodes(&zone).await.unwrap()
+                }
+            };
+            let big = nodes("example.com.").await;
+            let stored: usize = big
+                .iter()
+                .flat_map(|n| &n.rrsets)
+                .map(|r| r.rdata.len())
+                .sum();
+            assert_eq!(
+                stored as u64,
+                loads[0]["records"].as_u64().unwrap() + import["records"].as_u64().unwrap(),
+                "records stored in example.com. against the big zone's load plus the steady import"
+            );
+            let names: HashSet<String> = big.iter().map(|n| n.name.to_string()).collect();
+            let missing: Vec<_> = fresh.difference(&names).collect();
+            assert!(
+                missing.is_empty(),
+                "steady-import names not stored: {missing:?}"
+            );
+            // Signed: a DNSKEY at the apex, and signatures at every
+            // authoritative node (the delegation `sub` and its glue are not
+            // signed).
+            let signed = nodes(SIGNED_APEX).await;
+            let apex: Name = SIGNED_APEX.parse().unwrap();
+            let has = |n: &backend_mongo::Node, t: RType| n.rrsets.iter().any(|r| r.rtype == t);
+            assert!(
+                signed
+                    .iter()
+                    .any(|n| n.name == apex && has(n, RType::DNSKEY)),
+                "no DNSKEY at {SIGNED_APEX}"
+            );
+            let unsigned: Vec<String> = signed
+                .iter()
+                .filter(|n| !n.rrsets.is_empty() && n.sigs.is_empty())
+                .map(|n| n.name.to_string())
+                .filter(|n| !n.ends_with(&format!("sub.{SIGNED_APEX}")))
+                .collect();
+            assert!(
+                unsigned.is_empty(),
+                "unsigned after secure-zone: {unsigned:?}"
+            );
+            store.database().drop().await.unwrap();
+        });
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The zone `secure-zone` signs during the scenario.
+const SIGNED_APEX: &str = "secure.test.";
+
+/// `n` rounded, with thousands separated by commas (the report's format).
+fn thousands(n: f64) -> String {
+    let digits = format!("{n:.0}");
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 #[test]

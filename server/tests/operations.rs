@@ -491,43 +491,45 @@ fn sighup_applies_sampling_and_survives_a_broken_file() {
     let dir = scratch("hup");
     let log = dir.join("q.log");
     let file = dir.join("mongodns.toml");
-    std::fs::write(
-        &file,
-        format!(
-            "query_log = {:?}\nquery_log_sample = 1\n",
+    let config = |sample: u32| {
+        let text = format!(
+            "query_log = {:?}\nquery_log_sample = {sample}\n",
             log.to_str().unwrap()
-        ),
-    )
-    .unwrap();
+        );
+        std::fs::write(&file, text).unwrap();
+    };
+    config(1);
     let server = ServerProcess::start(&db.name, &["--config", file.to_str().unwrap()]);
     let count = |tag: &str| read_lines(&log).iter().filter(|l| l.contains(tag)).count();
+    // Rewrites the file (None: a broken one), sends SIGHUP, then asks `name`
+    // 20 times.
+    let hup_then_ask = |sample: Option<u32>, name: &str| {
+        match sample {
+            Some(n) => config(n),
+            None => std::fs::write(&file, "query_log_sample = \"lots\"\n").unwrap(),
+        }
+        server.signal("HUP");
+        std::thread::sleep(Duration::from_millis(300));
+        for _ in 0..20 {
+            ask_udp(server.port, name, 1, None);
+        }
+    };
     for _ in 0..20 {
         ask_udp(server.port, "one.ops.test.", 1, None);
     }
     wait_for("every query logged", || count("one.ops.test.") == 20);
     // Sampling 1 in 1000 from now on.
-    std::fs::write(
-        &file,
-        format!(
-            "query_log = {:?}\nquery_log_sample = 1000\n",
-            log.to_str().unwrap()
-        ),
-    )
-    .unwrap();
-    server.signal("HUP");
-    std::thread::sleep(Duration::from_millis(300));
-    for _ in 0..20 {
-        ask_udp(server.port, "two.ops.test.", 1, None);
-    }
+    hup_then_ask(Some(1000), "two.ops.test.");
     // A broken file is refused; the server keeps serving with what it had.
-    std::fs::write(&file, "query_log_sample = \"lots\"\n").unwrap();
-    server.signal("HUP");
-    std::thread::sleep(Duration::from_millis(300));
-    for _ in 0..20 {
-        ask_udp(server.port, "three.ops.test.", 1, None);
-    }
-    ask_udp(server.port, "marker.ops.test.", 1, None);
-    std::thread::sleep(Duration::from_millis(800));
+    hup_then_ask(None, "three.ops.test.");
+    // Sampling back to 1 in 1: the markers must all reach the log, which
+    // proves it is still written after the broken file (the counts below
+    // would otherwise hold on a dead log) and that what came before them is
+    // in it.
+    hup_then_ask(Some(1), "marker.ops.test.");
+    wait_for("every marker logged after the broken file", || {
+        count("marker.ops.test.") == 20
+    });
     assert!(
         count("two.ops.test.") <= 2,
         "sampling not applied: {}",

@@ -417,6 +417,19 @@ async fn client(shared: Arc<Shared>, index: usize, window_size: usize) -> Stats 
                 break;
             }
             conn = connect(config).await.ok();
+            if conn.is_none() {
+                // Nothing to send on (TCP refused): the query due now counts
+                // as sent and lost, so a run against a dead server ends (one
+                // pass) and reports what it lost instead of waiting for ever.
+                match shared.take(Instant::now()) {
+                    Ok(Some(q)) => {
+                        stats.sent(queries.messages[q].len(), Instant::now());
+                        stats.lost += 1;
+                    }
+                    Ok(None) => break,
+                    Err(_) => {}
+                }
+            }
             continue;
         }
         while sending && window.outstanding < window_size {
