@@ -72,6 +72,16 @@ impl StoreError {
             _ => false,
         }
     }
+
+    /// True when stored data is not well-formed ([`StoreError::Schema`]),
+    /// shared or not: the database answered, the data is at fault.
+    pub fn is_malformed(&self) -> bool {
+        match self {
+            StoreError::Schema(_) => true,
+            StoreError::Shared(inner) => inner.is_malformed(),
+            _ => false,
+        }
+    }
 }
 
 /// Handle to the mongodns database. Cheap to clone.

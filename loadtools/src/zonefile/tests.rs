@@ -5,6 +5,7 @@ use std::io::{BufRead, Cursor, Read};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::*;
+use backend_mongo::testing::long_wire_name;
 
 /// A zone using every supported feature. The expected bytes below were
 /// checked against an independent implementation.
@@ -580,6 +581,10 @@ fn include_errors() {
     assert!(e.message.contains("cannot open"));
 }
 
+fn to_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 #[test]
 fn error_cases_name_the_line() {
     let long_label = "x".repeat(64);
@@ -641,6 +646,29 @@ fn error_cases_name_the_line() {
         ("a AXFR x".into(), 1, "cannot appear in zone data"),
         ("a A \\# 5 c0000201".into(), 1, "does not match"),
         ("a A \\# 3 c00002".into(), 1, "must be 4 octets"),
+        (
+            format!("x CNAME \\# 256 {}", to_hex(&long_wire_name(256))),
+            1,
+            "CNAME rdata: bad name in target: name longer than 255",
+        ),
+        (
+            format!("x MX \\# 258 000a{}", to_hex(&long_wire_name(256))),
+            1,
+            "name longer than 255",
+        ),
+        ("a NS \\# 2 c00c".into(), 1, "NS rdata: bad name"),
+        (
+            "a SOA \\# 10 016100016200 00000001".into(),
+            1,
+            "SOA rdata is truncated",
+        ),
+        ("a NSEC3PARAM 1 0 101 -".into(), 1, "101 hash iterations"),
+        (
+            "a NSEC3 1 0 65535 - 0123456789abcdefghij0123456789ab A".into(),
+            1,
+            "65535 hash iterations",
+        ),
+        ("a NSEC3PARAM \\# 5 0100006500".into(), 1, "at most 100"),
         (" A 192.0.2.1".into(), 1, "no owner name"),
         ("a 3600 IN 60 A 192.0.2.1".into(), 1, "TTL given twice"),
         ("a 1x A 192.0.2.1".into(), 1, "bad TTL '1x'"),

@@ -1,0 +1,116 @@
+//! Hostile zone data against the real importer, the real database and the
+//! real server binary: names over 255 octets are refused at import, and
+//! malformed nodes written straight into the database give SERVFAIL for
+//! their names (never a panic) while the rest of the zone is served.
+
+mod common;
+
+use backend_mongo::schema::{node_doc, NODES};
+use backend_mongo::testing::long_wire_name;
+use backend_mongo::{Name, RRset, RType};
+use common::*;
+use hickory_proto::op::{Message, ResponseCode};
+use mongodb::bson::Document;
+use std::time::Duration;
+
+const ZONE: &str = "$ORIGIN bad.test.\n$TTL 300\n@ IN SOA ns admin 1 3600 600 86400 60\n@ IN NS ns\nns IN A 192.0.2.1\nwww IN A 192.0.2.2\n";
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn a_name_over_255_octets_is_refused_by_the_importer() {
+    block_on(async {
+        let db = TestZoneDb::new("longname").await;
+        // The reproduction of issue 20, item 2: a CNAME target of 256 octets.
+        let long = long_wire_name(256);
+        let text = format!("{ZONE}x IN CNAME \\# 256 {}\n", hex(&long));
+        let err = db.try_import("bad.test.", &text, false).await.unwrap_err();
+        let message = err.to_string();
+        assert!(message.contains(":7:"), "names line 7: {message}");
+        assert!(message.contains("name longer than 255"), "{message}");
+        // 255 octets is the longest name and is accepted.
+        let ok = format!("{ZONE}x IN CNAME \\# 255 {}\n", hex(&long_wire_name(255)));
+        db.import("bad.test.", &ok, false).await;
+        db.drop_db().await;
+    });
+}
+
+/// `rtype` at `owner` with one record `rd`, written straight into the
+/// database into the served version of `bad.test.`.
+async fn write_raw(db: &TestZoneDb, owner: &str, rtype: RType, rd: &[u8]) {
+    let apex: Name = "bad.test.".parse().unwrap();
+    let zone = db.store.find_zone(&apex).await.unwrap().unwrap();
+    let set = RRset {
+        rtype,
+        ttl: 300,
+        rdata: vec![rd.into()],
+    };
+    let owner: Name = owner.parse().unwrap();
+    let doc = node_doc(&apex, zone.ver, &owner, &[set]);
+    let nodes = db.store.database().collection::<Document>(NODES);
+    nodes.insert_one(doc).await.unwrap();
+}
+
+fn rcode_of(reply: Option<Vec<u8>>, what: &str) -> ResponseCode {
+    let reply = reply.unwrap_or_else(|| panic!("{what}: no reply (did the server panic?)"));
+    let m =
+        Message::from_vec(&reply).unwrap_or_else(|e| panic!("{what}: reply does not parse: {e}"));
+    m.metadata.response_code
+}
+
+#[test]
+fn malformed_stored_nodes_get_servfail_and_the_rest_is_served() {
+    let db = block_on(async {
+        let db = TestZoneDb::new("rawbad").await;
+        db.import("bad.test.", ZONE, false).await;
+        write_raw(&db, "long.bad.test.", RType::CNAME, &long_wire_name(256)).await;
+        write_raw(&db, "ptr.bad.test.", RType::CNAME, &[0xC0, 0x0C]).await;
+        let mut soa = b"\x02ns\x00\x05admin\x00".to_vec();
+        soa.extend_from_slice(&[0, 0, 0, 1, 0, 0]); // 6 of the 20 timer octets
+        write_raw(&db, "soa.bad.test.", RType::SOA, &soa).await;
+        write_raw(&db, "mx.bad.test.", RType::MX, b"\x00\x0a\x04mail").await;
+        write_raw(&db, "a.bad.test.", RType::A, &[192, 0, 2]).await;
+        db
+    });
+    let server = ServerProcess::start(
+        &db.name,
+        &["--axfr-allow", "127.0.0.0/8", "--query-timeout-ms", "3000"],
+    );
+    let port = server.port;
+    let wait = Duration::from_secs(5);
+    for (name, qtype) in [
+        ("long.bad.test.", 1),
+        ("long.bad.test.", 5),
+        ("ptr.bad.test.", 5),
+        ("soa.bad.test.", 6),
+        ("mx.bad.test.", 15),
+        ("a.bad.test.", 1),
+        ("below.long.bad.test.", 1),
+    ] {
+        let q = build_query(7, name, qtype, Some((1232, false)), false);
+        let udp = rcode_of(udp_exchange(port, &q, wait), &format!("{name}/{qtype} UDP"));
+        assert_eq!(udp, ResponseCode::ServFail, "{name}/{qtype} over UDP");
+        let tcp = rcode_of(Some(tcp_exchange(port, &q)), &format!("{name}/{qtype} TCP"));
+        assert_eq!(tcp, ResponseCode::ServFail, "{name}/{qtype} over TCP");
+        // Every other name is still served.
+        let m = ask_udp(port, "www.bad.test.", 1, None);
+        assert_eq!(m.metadata.response_code, ResponseCode::NoError);
+        assert_eq!(lines(&m.answers), vec!["www.bad.test. 300 A 192.0.2.2"]);
+        let m = ask_udp(port, "nothere.bad.test.", 1, None);
+        assert_eq!(m.metadata.response_code, ResponseCode::NXDomain);
+    }
+    // A transfer of the zone fails cleanly: one SERVFAIL, no hang.
+    let axfr = build_query(9, "bad.test.", 252, None, false);
+    let reply = tcp_exchange(port, &axfr);
+    assert_eq!(rcode_of(Some(reply), "AXFR"), ResponseCode::ServFail);
+    assert!(
+        std::path::Path::new(&format!("/proc/{}", server.pid())).exists(),
+        "the server is still running"
+    );
+    let m = ask_tcp(port, "ns.bad.test.", 1, None);
+    assert_eq!(m.metadata.response_code, ResponseCode::NoError);
+    drop(server);
+    block_on(db.drop_db());
+}
