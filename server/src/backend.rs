@@ -3,10 +3,11 @@
 //! ```text
 //!  pipeline ──Backend::{find_zone, get_node, zone_nodes, denial}──► Store (MongoDB)
 //!            (through cache::RecordCache, which caches all but zone_nodes)
+//!  cached_node: what the cache knows already, never a read (the name walk)
 //! ```
 //!
-//! Four questions are all the pipeline ever asks; anything else a store can
-//! do stays behind this line.
+//! Four questions are all the pipeline ever asks of storage; anything else
+//! a store can do stays behind this line.
 
 use backend_mongo::{Name, Node, Store, StoreError, ZoneInfo};
 use std::future::Future;
@@ -30,6 +31,13 @@ pub trait Backend: Send + Sync + 'static {
         &self,
         zone: &ZoneInfo,
     ) -> impl Future<Output = Result<Vec<Node>, StoreError>> + Send;
+    /// What a cache in front of storage already knows of the node `name`
+    /// of `zone`, without a read: `Some(Some(node))` it exists,
+    /// `Some(None)` it is known not to exist, `None` unknown (always, for
+    /// a backend without a cache). Lets the name walk skip what is known.
+    fn cached_node(&self, _zone: &ZoneInfo, _name: &Name) -> Option<Option<Arc<Node>>> {
+        None
+    }
     /// DNSSEC denial: the node owning the NSEC (key = canonical key `ck`)
     /// or NSEC3 (key = base32hex hash) record that matches or covers `key`,
     /// i.e. the greatest denial key not above it; with `wrap`, the greatest

@@ -460,6 +460,15 @@ impl<B: Backend> RecordCache<B> {
         caps[1].store(negative_ttl.as_millis() as u64, Ordering::Relaxed);
     }
 
+    /// The cached node (or known absence) under `key`, if it is of the
+    /// zone's current node `epoch` and not expired.
+    fn fresh(&self, key: &NodeKey, epoch: Option<u64>) -> Option<Option<Arc<Node>>> {
+        let now = Instant::now();
+        self.shared.nodes.with(key, |e| {
+            (Some(e.epoch) == epoch && e.expires > now).then(|| e.node.clone())
+        })?
+    }
+
     /// A database read made through the gate but outside the caches.
     async fn uncached<T>(
         &self,
@@ -519,13 +528,7 @@ impl<B: Backend> Backend for RecordCache<B> {
         // The zone's node epoch; an untracked zone (purged meanwhile) is
         // read but not kept.
         let epoch = self.zones.node_epoch(&zone.apex);
-        let now = Instant::now();
-        let cached = epoch.and_then(|epoch| {
-            self.shared.nodes.with(&key, |e| {
-                (e.epoch == epoch && e.expires > now).then(|| e.node.clone())
-            })
-        });
-        if let Some(Some(node)) = cached {
+        if let Some(node) = self.fresh(&key, epoch) {
             counters.record_hits.fetch_add(1, Ordering::Relaxed);
             return Ok(node);
         }
@@ -570,6 +573,19 @@ impl<B: Backend> Backend for RecordCache<B> {
             }
             other => other,
         }
+    }
+
+    fn cached_node(&self, zone: &ZoneInfo, name: &Name) -> Option<Option<Arc<Node>>> {
+        if !self.config.enabled && *name != zone.apex {
+            return None;
+        }
+        let key: NodeKey = (zone.apex.clone(), zone.ver, name.clone());
+        let found = self.fresh(&key, self.zones.node_epoch(&zone.apex))?;
+        self.shared
+            .counters
+            .record_hits
+            .fetch_add(1, Ordering::Relaxed);
+        Some(found)
     }
 
     async fn zone_nodes(&self, zone: &ZoneInfo) -> Result<Vec<Node>, StoreError> {
