@@ -5,13 +5,14 @@
 
 mod common;
 
-use backend_mongo::schema::{node_doc, NODES};
+use backend_mongo::dnssec::Nsec3Config;
+use backend_mongo::schema::{binary, node_doc, node_id, NODES};
 use backend_mongo::testing::long_wire_name;
 use backend_mongo::{Name, RRset, RType};
 use common::*;
 use hickory_proto::op::{Message, ResponseCode};
-use mongodb::bson::Document;
-use std::time::Duration;
+use mongodb::bson::{doc, Document};
+use std::time::{Duration, Instant};
 
 const ZONE: &str = "$ORIGIN bad.test.\n$TTL 300\n@ IN SOA ns admin 1 3600 600 86400 60\n@ IN NS ns\nns IN A 192.0.2.1\nwww IN A 192.0.2.2\n";
 
@@ -54,7 +55,7 @@ async fn write_raw(db: &TestZoneDb, owner: &str, rtype: RType, rd: &[u8]) {
 }
 
 fn rcode_of(reply: Option<Vec<u8>>, what: &str) -> ResponseCode {
-    let reply = reply.unwrap_or_else(|| panic!("{what}: no reply (did the server panic?)"));
+    let reply = reply.unwrap_or_else(|| panic!("{what}: no reply (a panic or a stalled worker)"));
     let m =
         Message::from_vec(&reply).unwrap_or_else(|e| panic!("{what}: reply does not parse: {e}"));
     m.metadata.response_code
@@ -111,6 +112,77 @@ fn malformed_stored_nodes_get_servfail_and_the_rest_is_served() {
     );
     let m = ask_tcp(port, "ns.bad.test.", 1, None);
     assert_eq!(m.metadata.response_code, ResponseCode::NoError);
+    drop(server);
+    block_on(db.drop_db());
+}
+
+/// `bad.test.` secured with NSEC3 (0 iterations), then its apex NSEC3PARAM
+/// rewritten in the database to ask for 65,535 iterations.
+async fn zone_with_huge_iterations(db: &TestZoneDb) {
+    db.import("bad.test.", ZONE, false).await;
+    let apex: Name = "bad.test.".parse().unwrap();
+    let options = signer::SecureOptions {
+        algorithm: 13,
+        csk: false,
+        nsec3: Some(Nsec3Config {
+            iterations: 0,
+            salt: Vec::new(),
+            opt_out: false,
+        }),
+        cds: false,
+        validity: signer::Validity::default(),
+        threads: 1,
+        grace: Duration::ZERO,
+    };
+    signer::secure_zone(&db.store, &apex, &options, &signer::NoProgress)
+        .await
+        .expect("secure-zone");
+    let zone = db.store.find_zone(&apex).await.unwrap().unwrap();
+    let nodes = db.store.database().collection::<Document>(NODES);
+    let param = binary(&[1, 0, 0xff, 0xff, 0]);
+    let done = nodes
+        .update_one(
+            doc! {"_id": node_id(&apex, zone.ver, &apex)},
+            doc! {"$set": {"rrsets.NSEC3PARAM.rd": [param]}},
+        )
+        .await
+        .unwrap();
+    assert_eq!(done.modified_count, 1);
+}
+
+#[test]
+fn an_nsec3param_with_huge_iterations_is_not_hashed() {
+    let db = block_on(async {
+        let db = TestZoneDb::new("iters").await;
+        zone_with_huge_iterations(&db).await;
+        db
+    });
+    let server = ServerProcess::start(&db.name, &[]);
+    let port = server.port;
+    let started = Instant::now();
+    let askers: Vec<_> = (0..20)
+        .map(|i| {
+            std::thread::spawn(move || {
+                let name = format!("missing{i}.bad.test.");
+                let q = build_query(i, &name, 1, Some((1232, true)), false);
+                rcode_of(udp_exchange(port, &q, Duration::from_secs(10)), &name)
+            })
+        })
+        .collect();
+    for asker in askers {
+        // A proof would need 65,536 SHA-1 rounds per hash: refused.
+        assert_eq!(asker.join().unwrap(), ResponseCode::ServFail);
+    }
+    println!(
+        "20 DO=1 NXDOMAIN questions in a 65,535-iteration zone: {:?}",
+        started.elapsed()
+    );
+    // Answers that need no hash are served, signed; without DO, all are.
+    let m = ask_udp(port, "www.bad.test.", 1, Some((1232, true)));
+    assert_eq!(m.metadata.response_code, ResponseCode::NoError);
+    assert_eq!(m.answers.len(), 2, "the A and its RRSIG");
+    let m = ask_udp(port, "missing.bad.test.", 1, None);
+    assert_eq!(m.metadata.response_code, ResponseCode::NXDomain);
     drop(server);
     block_on(db.drop_db());
 }
