@@ -32,11 +32,10 @@ pub trait Backend: Send + Sync + 'static {
         zone: &ZoneInfo,
     ) -> impl Future<Output = Result<Vec<Node>, StoreError>> + Send;
     /// What a cache in front of storage already knows of the node `name`
-    /// of `zone`, without a read: `Some(Some(node))` it exists,
-    /// `Some(None)` it is known not to exist, `None` unknown (always, for
-    /// a backend without a cache). Lets the name walk skip what is known.
-    fn cached_node(&self, _zone: &ZoneInfo, _name: &Name) -> Option<Option<Arc<Node>>> {
-        None
+    /// of `zone`, without a read (always [`CachedNode::Unknown`] for a
+    /// backend without a cache). Lets the name walk skip what is known.
+    fn cached_node(&self, _zone: &ZoneInfo, _name: &Name) -> CachedNode {
+        CachedNode::Unknown
     }
     /// DNSSEC denial: the node owning the NSEC (key = canonical key `ck`)
     /// or NSEC3 (key = base32hex hash) record that matches or covers `key`,
@@ -48,6 +47,18 @@ pub trait Backend: Send + Sync + 'static {
         key: &str,
         wrap: bool,
     ) -> impl Future<Output = Result<Option<Arc<Node>>, StoreError>> + Send;
+}
+
+/// What a cache knows of one node, without a read.
+#[derive(Clone, Debug)]
+pub enum CachedNode {
+    /// Known and fresh: the node, or `None` when it does not exist.
+    Fresh(Option<Arc<Node>>),
+    /// Expired, but it existed when it was last read: worth reading
+    /// together with the levels above it.
+    Expired,
+    /// Nothing known.
+    Unknown,
 }
 
 impl Backend for Store {

@@ -21,7 +21,7 @@ use super::denial::{At, Cached, DenialCache};
 use super::sharded::{ShardedLru, Weigh};
 use super::zones::{Known, NodePurge, ZoneRegistry};
 use super::Counters;
-use crate::backend::Backend;
+use crate::backend::{Backend, CachedNode};
 use backend_mongo::{Name, Node, StoreError, ZoneInfo};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -575,17 +575,25 @@ impl<B: Backend> Backend for RecordCache<B> {
         }
     }
 
-    fn cached_node(&self, zone: &ZoneInfo, name: &Name) -> Option<Option<Arc<Node>>> {
+    fn cached_node(&self, zone: &ZoneInfo, name: &Name) -> CachedNode {
         if !self.config.enabled && *name != zone.apex {
-            return None;
+            return CachedNode::Unknown;
         }
         let key: NodeKey = (zone.apex.clone(), zone.ver, name.clone());
-        let found = self.fresh(&key, self.zones.node_epoch(&zone.apex))?;
-        self.shared
-            .counters
-            .record_hits
-            .fetch_add(1, Ordering::Relaxed);
-        Some(found)
+        let epoch = self.zones.node_epoch(&zone.apex);
+        let now = Instant::now();
+        let known = self.shared.nodes.with(&key, |e| match e.node.clone() {
+            _ if Some(e.epoch) != epoch => CachedNode::Unknown,
+            node if e.expires > now => CachedNode::Fresh(node),
+            Some(_) => CachedNode::Expired,
+            None => CachedNode::Unknown,
+        });
+        let known = known.unwrap_or(CachedNode::Unknown);
+        if matches!(known, CachedNode::Fresh(_)) {
+            let counters = &self.shared.counters;
+            counters.record_hits.fetch_add(1, Ordering::Relaxed);
+        }
+        known
     }
 
     async fn zone_nodes(&self, zone: &ZoneInfo) -> Result<Vec<Node>, StoreError> {

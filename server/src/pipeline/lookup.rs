@@ -10,7 +10,8 @@
 //!     name exists ─► Exact            (NS at name too, unless qtype is DS)
 //!     missing ─► *.closest exists ? Wildcard : NxDomain
 //!  PathReader: levels the record cache knows (present or known missing)
-//!     cost nothing; the others are read in rounds of 1, 2, 4, … levels,
+//!     cost nothing; the others are read in rounds of 1, 2, 4, … levels
+//!     (plus the levels the cache holds expired, read in the same round),
 //!     stopping at the first missing one, which the record cache then
 //!     remembers negatively (every name below it needs no read)
 //! ```
@@ -25,7 +26,7 @@
 //! takes about log2(k) + 1 round trips instead of one; ancestors are
 //! shared by many names and usually cached.
 
-use crate::backend::Backend;
+use crate::backend::{Backend, CachedNode};
 use backend_mongo::{Name, Node, RType, StoreError, ZoneInfo};
 use futures::future::try_join_all;
 use std::sync::Arc;
@@ -137,7 +138,9 @@ pub async fn walk<B: Backend>(
 /// The nodes of a path (apex first), read top-down in rounds so that a
 /// name far below the last stored node costs few reads (see the module
 /// documentation): what the cache knows is taken without a read; then the
-/// next 1, 2, 4, … levels are read together, doubling with each round.
+/// next 1, 2, 4, … levels are read together, doubling with each round,
+/// together with the levels before them the cache holds expired (they
+/// existed: real data, not a name an asker made up).
 /// A round can read at most as many missing levels as there were stored
 /// levels before it, plus one: the reads a name costs are bounded by the
 /// zone's data, not by the name's depth.
@@ -147,7 +150,7 @@ struct PathReader<'a, B> {
     path: &'a [Name],
     /// What is known of `path[..got.len()]`.
     got: Vec<Option<Arc<Node>>>,
-    /// Levels the next round of reads asks for.
+    /// New levels the next round of reads asks for.
     round: usize,
 }
 
@@ -166,34 +169,43 @@ impl<'a, B: Backend> PathReader<'a, B> {
     /// `i` = 0, 1, 2, … and stop at the first `None`.
     async fn node(&mut self, i: usize) -> Result<Option<Arc<Node>>, StoreError> {
         while self.got.len() <= i {
-            if !self.take_cached() {
-                self.read_round().await?;
+            let expired = self.take_cached();
+            if self.got.len() <= i {
+                self.read_round(expired).await?;
             }
         }
         Ok(self.got[i].clone())
     }
 
-    /// Takes the levels the cache knows, up to the first unknown one or
-    /// the first known to be missing; true when it took any.
-    fn take_cached(&mut self) -> bool {
-        let start = self.got.len();
+    /// Takes the levels the cache knows fresh, up to the first unknown
+    /// one or the first known to be missing; returns how many levels after
+    /// those the cache holds expired.
+    fn take_cached(&mut self) -> usize {
         while let Some(at) = self.path.get(self.got.len()) {
-            let Some(known) = self.backend.cached_node(self.zone, at) else {
-                break;
-            };
-            let missing = known.is_none();
-            self.got.push(known);
-            if missing {
-                break;
+            match self.backend.cached_node(self.zone, at) {
+                CachedNode::Fresh(known) => {
+                    let missing = known.is_none();
+                    self.got.push(known);
+                    if missing {
+                        return 0;
+                    }
+                }
+                CachedNode::Expired => break,
+                CachedNode::Unknown => return 0,
             }
         }
-        self.got.len() > start
+        let later = &self.path[self.got.len()..];
+        later
+            .iter()
+            .take_while(|at| matches!(self.backend.cached_node(self.zone, at), CachedNode::Expired))
+            .count()
     }
 
-    /// Reads the next `round` levels together, and doubles `round`.
-    async fn read_round(&mut self) -> Result<(), StoreError> {
+    /// Reads the `expired` levels next and `round` more together, and
+    /// doubles `round`.
+    async fn read_round(&mut self, expired: usize) -> Result<(), StoreError> {
         let start = self.got.len();
-        let end = (start + self.round).min(self.path.len());
+        let end = (start + expired + self.round).min(self.path.len());
         let reads = self.path[start..end]
             .iter()
             .map(|at| self.backend.get_node(self.zone, at));
