@@ -24,7 +24,10 @@
 //! the ancestors: FerretDB answers any filter but `{_id: …}` with a full
 //! scan. The price: a stored name whose k ancestors are all uncached
 //! takes about log2(k) + 1 round trips instead of one; ancestors are
-//! shared by many names and usually cached.
+//! shared by many names and usually cached. Levels the cache holds
+//! expired are read in one round with the next unknown one, so a walk
+//! through expired data (serve-stale while the database is away) waits
+//! for one failed round, not one per level.
 
 use crate::backend::{Backend, CachedNode};
 use backend_mongo::{Name, Node, RType, StoreError, ZoneInfo};
