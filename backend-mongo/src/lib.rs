@@ -6,6 +6,7 @@
 //!  importer, signer ──ZoneWriter (writer.rs)──┘
 //!  keys, signatures, NSEC/NSEC3 chains: dnssec.rs
 //!  documents ◄──► values: schema.rs     names: name.rs     types: rtype.rs
+//!  rdata well-formed (zone files, data read back): rdata.rs
 //! ```
 #![warn(missing_docs)]
 
@@ -14,6 +15,7 @@ pub mod dnssec;
 pub mod lock;
 pub mod name;
 pub mod progress;
+pub mod rdata;
 pub mod rtype;
 pub mod schema;
 pub mod serial;

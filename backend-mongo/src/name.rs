@@ -96,7 +96,9 @@ impl Name {
                 return Err(NameError::Malformed);
             }
             pos += 1 + len;
-            if pos > MAX_NAME_LEN {
+            // The root octet still follows: the whole wire form, root
+            // label included, must fit in MAX_NAME_LEN.
+            if pos + 1 > MAX_NAME_LEN {
                 return Err(NameError::NameTooLong);
             }
         }
@@ -466,6 +468,14 @@ mod tests {
         assert_eq!(Name::parse("a..b.", None), Err(NameError::EmptyLabel));
         assert_eq!(Name::parse("www", None), Err(NameError::NoOrigin));
         assert!(Name::from_wire(b"\x03www").is_err());
+        // 255 octets with the root label is the longest name; 256 is not one.
+        let wire_of = crate::testing::long_wire_name;
+        assert_eq!(Name::from_wire(&wire_of(255)).unwrap().wire_len(), 255);
+        assert_eq!(Name::from_wire(&wire_of(256)), Err(NameError::NameTooLong));
+        assert_eq!(
+            Name::from_wire_prefix(&wire_of(256)),
+            Err(NameError::NameTooLong)
+        );
         assert!(Name::from_wire(b"\x40aaaa\x00").is_err());
     }
 

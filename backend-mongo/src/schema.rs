@@ -234,7 +234,7 @@ pub fn node_from_doc(d: &Document) -> Result<Node, SchemaError> {
             let mut rdata = Vec::with_capacity(rd.len());
             for item in rd {
                 match item {
-                    Bson::Binary(b) => rdata.push(b.bytes.clone().into_boxed_slice()),
+                    Bson::Binary(b) => rdata.push(checked(id, rtype, &b.bytes)?),
                     _ => return Err(bad(id, format!("rrsets.{key}.rd holds a non-binary value"))),
                 }
             }
@@ -245,10 +245,10 @@ pub fn node_from_doc(d: &Document) -> Result<Node, SchemaError> {
                 let sigs: Vec<Box<[u8]>> = sigs
                     .iter()
                     .filter_map(|b| match b {
-                        Bson::Binary(b) => Some(b.bytes.clone().into_boxed_slice()),
+                        Bson::Binary(b) => Some(checked(id, RType::RRSIG, &b.bytes)),
                         _ => None,
                     })
-                    .collect();
+                    .collect::<Result<_, _>>()?;
                 if !sigs.is_empty() {
                     node_sigs.push(Arc::new(RRset {
                         rtype: RType::RRSIG,
@@ -265,6 +265,13 @@ pub fn node_from_doc(d: &Document) -> Result<Node, SchemaError> {
         rrsets,
         sigs: node_sigs,
     })
+}
+
+/// Stored rdata of `rtype`, once it is known to be well-formed: data read
+/// from the database is never trusted (`crate::rdata`).
+fn checked(id: &str, rtype: RType, bytes: &[u8]) -> Result<Box<[u8]>, SchemaError> {
+    crate::rdata::check_rdata(rtype, bytes).map_err(|e| bad(id, e.to_string()))?;
+    Ok(bytes.into())
 }
 
 /// BSON binary (subtype 0) holding `bytes`.
@@ -335,5 +342,22 @@ mod tests {
         assert!(node_from_doc(&d).is_err());
         let d = doc! {"_id": "example.com."};
         assert!(zone_from_doc(&d).is_err());
+    }
+
+    #[test]
+    fn malformed_rdata_makes_the_node_an_error() {
+        let node = |rtype: &str, rd: &[u8]| {
+            doc! {"_id": "x", "name": "a.", "rrsets": {rtype: {"ttl": 1, "rd": [binary(rd)]}}}
+        };
+        let long = crate::testing::long_wire_name(256);
+        let err = node_from_doc(&node("CNAME", &long)).unwrap_err();
+        assert!(err.to_string().contains("CNAME"), "{err}");
+        assert!(node_from_doc(&node("CNAME", &[0xC0, 0x0C])).is_err());
+        assert!(node_from_doc(&node("SOA", b"\x01a\x00\x01b\x00\x00\x00")).is_err());
+        assert!(node_from_doc(&node("CNAME", b"\x01b\x00")).is_ok());
+        // Signatures are checked too.
+        let d = doc! {"_id": "x", "name": "a.", "rrsets": {"A": {
+        "ttl": 1, "rd": [binary(&[1, 2, 3, 4])], "sigs": [binary(&[0; 10])]}}};
+        assert!(node_from_doc(&d).is_err());
     }
 }

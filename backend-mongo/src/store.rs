@@ -5,6 +5,7 @@
 //!  Store::ensure_indexes()          idempotent, run by the server at start
 //!  find_zone(apex)   ── zones._id point lookup ──► Option<ZoneInfo>
 //!  get_node(zone, n) ── nodes._id point lookup ──► Option<Node>
+//!                       (both with maxTimeMS when ReadFrom::max_time is set)
 //!  zone_nodes(zone)  ── {zone, ver} scan, canonical order ──► Vec<Node> (AXFR)
 //!  change_seq()      ── meta._id "seq" ──► i64       (freshness polling)
 //! ```
@@ -76,6 +77,16 @@ impl StoreError {
             _ => false,
         }
     }
+
+    /// True when stored data is not well-formed ([`StoreError::Schema`]),
+    /// shared or not: the database answered, the data is at fault.
+    pub fn is_malformed(&self) -> bool {
+        match self {
+            StoreError::Schema(_) => true,
+            StoreError::Shared(inner) => inner.is_malformed(),
+            _ => false,
+        }
+    }
 }
 
 /// Handle to the mongodns database. Cheap to clone.
@@ -86,6 +97,9 @@ pub struct Store {
     pub(crate) nodes: Collection<Document>,
     pub(crate) meta: Collection<Document>,
     pub(crate) changes: Collection<Document>,
+    /// Server-side deadline of the point reads (`maxTimeMS`), see
+    /// [`ReadFrom::max_time`].
+    pub(crate) read_deadline: Option<Duration>,
 }
 
 fn redact(uri: &str) -> String {
@@ -118,6 +132,10 @@ pub struct ReadFrom {
     /// `None`: [`WRITER_CHECK_TIMEOUT`] (or the timeout given to
     /// [`Store::connect_with`], if longer).
     pub check_timeout: Option<Duration>,
+    /// Server-side deadline (`maxTimeMS`) of each zone and node read: a
+    /// database too slow to answer in time gives up the read, so its slot
+    /// is not held for ever. `None`: no deadline (the writers).
+    pub max_time: Option<Duration>,
 }
 
 /// The check timeout of a handle that does not choose one (the importer,
@@ -250,6 +268,7 @@ impl Store {
             meta: db.collection(META),
             changes: db.collection(CHANGES),
             db,
+            read_deadline: read.max_time,
         })
     }
 
@@ -316,7 +335,11 @@ impl Store {
     ///
     /// A zone document without `ver` is being created and is not served yet.
     pub async fn find_zone(&self, apex: &Name) -> Result<Option<ZoneInfo>, StoreError> {
-        let found = self.zones.find_one(doc! {"_id": apex.to_string()}).await?;
+        let find = self.zones.find_one(doc! {"_id": apex.to_string()});
+        let found = match self.read_deadline {
+            Some(d) => find.max_time(d).await?,
+            None => find.await?,
+        };
         match found {
             Some(d) if d.contains_key("ver") => Ok(Some(schema::zone_from_doc(&d)?)),
             _ => Ok(None),
@@ -326,7 +349,11 @@ impl Store {
     /// The node `name` in the served version of `zone`.
     pub async fn get_node(&self, zone: &ZoneInfo, name: &Name) -> Result<Option<Node>, StoreError> {
         let id = schema::node_id(&zone.apex, zone.ver, name);
-        let found = self.nodes.find_one(doc! {"_id": id}).await?;
+        let find = self.nodes.find_one(doc! {"_id": id});
+        let found = match self.read_deadline {
+            Some(d) => find.max_time(d).await?,
+            None => find.await?,
+        };
         Ok(match found {
             Some(d) => Some(schema::node_from_doc(&d)?),
             None => None,

@@ -3,10 +3,11 @@
 //! ```text
 //!  pipeline ──Backend::{find_zone, get_node, zone_nodes, denial}──► Store (MongoDB)
 //!            (through cache::RecordCache, which caches all but zone_nodes)
+//!  cached_node: what the cache knows already, never a read (the name walk)
 //! ```
 //!
-//! Four questions are all the pipeline ever asks; anything else a store can
-//! do stays behind this line.
+//! Four questions are all the pipeline ever asks of storage; anything else
+//! a store can do stays behind this line.
 
 use backend_mongo::{Name, Node, Store, StoreError, ZoneInfo};
 use std::future::Future;
@@ -30,6 +31,12 @@ pub trait Backend: Send + Sync + 'static {
         &self,
         zone: &ZoneInfo,
     ) -> impl Future<Output = Result<Vec<Node>, StoreError>> + Send;
+    /// What a cache in front of storage already knows of the node `name`
+    /// of `zone`, without a read (always [`CachedNode::Unknown`] for a
+    /// backend without a cache). Lets the name walk skip what is known.
+    fn cached_node(&self, _zone: &ZoneInfo, _name: &Name) -> CachedNode {
+        CachedNode::Unknown
+    }
     /// DNSSEC denial: the node owning the NSEC (key = canonical key `ck`)
     /// or NSEC3 (key = base32hex hash) record that matches or covers `key`,
     /// i.e. the greatest denial key not above it; with `wrap`, the greatest
@@ -40,6 +47,18 @@ pub trait Backend: Send + Sync + 'static {
         key: &str,
         wrap: bool,
     ) -> impl Future<Output = Result<Option<Arc<Node>>, StoreError>> + Send;
+}
+
+/// What a cache knows of one node, without a read.
+#[derive(Clone, Debug)]
+pub enum CachedNode {
+    /// Known and fresh: the node, or `None` when it does not exist.
+    Fresh(Option<Arc<Node>>),
+    /// Expired, but it existed when it was last read: worth reading
+    /// together with the levels above it.
+    Expired,
+    /// Nothing known.
+    Unknown,
 }
 
 impl Backend for Store {

@@ -16,6 +16,7 @@ pub mod frontend;
 pub mod observe;
 pub mod pipeline;
 pub mod querylog;
+pub mod ratelog;
 pub mod rrl;
 pub mod tsig;
 pub mod wire;

@@ -102,6 +102,9 @@ async fn run(
         // so it is not --db-timeout-ms ("Recovery under load").
         heartbeat: Some(Duration::from_millis(500)),
         check_timeout: Some(Duration::from_millis(args.db_check_timeout_ms)),
+        // A read the query cannot wait for is given up by the database too
+        // (docs/reliability.md, "Hostile zone data" / deadlines).
+        max_time: Some(Duration::from_millis(args.query_timeout_ms)),
     };
     let store = Store::connect_with(&args.mongodb_uri, &args.database, db_timeout, &read)
         .await

@@ -63,9 +63,14 @@ enum Command {
         /// Use NSEC3 (RFC 5155) instead of NSEC.
         #[arg(long)]
         nsec3: bool,
-        /// NSEC3 extra iterations (RFC 9276: 0).
+        /// NSEC3 extra iterations (RFC 9276: 0; anything else needs
+        /// --force-iterations, and at most 100).
         #[arg(long, default_value_t = 0, requires = "nsec3")]
         iterations: u16,
+        /// Accept --iterations above 0 (RFC 9276 §3.1 says 0: more costs
+        /// every server and resolver work and adds no security).
+        #[arg(long, requires = "nsec3")]
+        force_iterations: bool,
         /// NSEC3 salt in hex, or "-" for none (RFC 9276: none).
         #[arg(long, default_value = "-", requires = "nsec3")]
         salt: String,
@@ -254,6 +259,36 @@ fn parse_zone(text: &str) -> Result<Name, SignError> {
         .map_err(|e| SignError::Usage(format!("bad zone name {text}: {e}")))
 }
 
+/// The NSEC3 parameters of `secure-zone --nsec3`: iterations above 0 only
+/// with `force` (RFC 9276 §3.1), at most 100; a hex salt of at most 255
+/// octets, or `-` for none.
+fn nsec3_config(
+    iterations: u16,
+    force: bool,
+    salt: &str,
+    opt_out: bool,
+) -> Result<Nsec3Config, SignError> {
+    if iterations > 0 && !force {
+        return Err(SignError::Usage(format!(
+            "--iterations {iterations}: RFC 9276 §3.1 says 0 (extra iterations cost every \
+             server and resolver work and add no security); add --force-iterations to use \
+             {iterations} anyway"
+        )));
+    }
+    let salt = match salt {
+        "-" => Vec::new(),
+        hex => from_hex(hex)
+            .ok_or_else(|| SignError::Usage(format!("salt {hex} is not hex (or - for none)")))?,
+    };
+    let cfg = Nsec3Config {
+        iterations,
+        salt,
+        opt_out,
+    };
+    signer::plan::check_nsec3(&cfg)?;
+    Ok(cfg)
+}
+
 fn parse_alg(text: &str) -> Result<u8, SignError> {
     crypto::parse_algorithm(text).ok_or_else(|| {
         SignError::Usage(format!(
@@ -303,6 +338,7 @@ async fn run_command(store: &Store, cli: Cli) -> Result<(), SignError> {
             algorithm,
             nsec3,
             iterations,
+            force_iterations,
             salt,
             opt_out,
             csk,
@@ -311,21 +347,9 @@ async fn run_command(store: &Store, cli: Cli) -> Result<(), SignError> {
             no_cleanup,
         } => {
             let zone = parse_zone(&zone)?;
-            let nsec3 = if nsec3 {
-                let salt = if salt == "-" {
-                    Vec::new()
-                } else {
-                    from_hex(&salt).ok_or_else(|| {
-                        SignError::Usage(format!("salt {salt} is not hex (or - for none)"))
-                    })?
-                };
-                Some(Nsec3Config {
-                    iterations,
-                    salt,
-                    opt_out,
-                })
-            } else {
-                None
+            let nsec3 = match nsec3 {
+                true => Some(nsec3_config(iterations, force_iterations, &salt, opt_out)?),
+                false => None,
             };
             let options = SecureOptions {
                 algorithm: parse_alg(&algorithm)?,
@@ -613,4 +637,36 @@ async fn show_zone(store: &Store, zone: &Name) -> Result<(), SignError> {
         println!("{zone} IN DS {}", rdata_text(RType::DS, &ds));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nsec3_iterations_need_force_and_stay_within_100() {
+        let cfg = nsec3_config(0, false, "-", false).unwrap();
+        assert_eq!((cfg.iterations, cfg.salt.len()), (0, 0));
+        let err = nsec3_config(1, false, "-", false).unwrap_err().to_string();
+        assert!(err.contains("--force-iterations"), "{err}");
+        assert_eq!(nsec3_config(10, true, "abcd", true).unwrap().iterations, 10);
+        let err = nsec3_config(101, true, "-", false).unwrap_err().to_string();
+        assert!(err.contains("101 iterations"), "{err}");
+    }
+
+    #[test]
+    fn an_nsec3_salt_over_255_octets_is_an_error() {
+        assert_eq!(
+            nsec3_config(0, false, &"ab".repeat(255), false)
+                .unwrap()
+                .salt
+                .len(),
+            255
+        );
+        let err = nsec3_config(0, false, &"ab".repeat(256), false)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("salt of 256 octets"), "{err}");
+        assert!(nsec3_config(0, false, "xyz", false).is_err());
+    }
 }

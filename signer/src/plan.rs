@@ -17,6 +17,7 @@ use backend_mongo::dnssec::{
     base32hex, nsec3_hash, rrset_digest, rrsig_expiration, rrsig_key_tag, type_bitmap, FullNode,
     Nsec3Config, SignedRRset, StoredKey,
 };
+use backend_mongo::rdata::MAX_NSEC3_ITERATIONS;
 use backend_mongo::{Name, RRset, RType};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -95,6 +96,29 @@ pub enum PlanError {
     /// A stored key does not load.
     #[error(transparent)]
     Key(#[from] crate::crypto::KeyError),
+    /// NSEC3 parameters that cannot be written or served.
+    #[error("bad NSEC3 parameters: {0}")]
+    Nsec3(String),
+}
+
+/// Checks NSEC3 parameters before anything is signed with them: a salt
+/// longer than 255 octets does not fit its length octet (it used to be cut
+/// by `as u8`), and more than [`MAX_NSEC3_ITERATIONS`] iterations are
+/// refused by the importer and by the server.
+pub fn check_nsec3(cfg: &Nsec3Config) -> Result<(), PlanError> {
+    if cfg.salt.len() > 255 {
+        return Err(PlanError::Nsec3(format!(
+            "a salt of {} octets (at most 255; RFC 9276 says none)",
+            cfg.salt.len()
+        )));
+    }
+    if cfg.iterations > MAX_NSEC3_ITERATIONS {
+        return Err(PlanError::Nsec3(format!(
+            "{} iterations (at most {MAX_NSEC3_ITERATIONS}; RFC 9276 says 0)",
+            cfg.iterations
+        )));
+    }
+    Ok(())
 }
 
 impl KeySet {
@@ -302,6 +326,9 @@ pub fn prepare(
     options: &SignOptions,
     serial: Option<u32>,
 ) -> Result<Prepared, PlanError> {
+    if let Some(cfg) = &options.nsec3 {
+        check_nsec3(cfg)?;
+    }
     // Ordinary nodes only: NSEC3 nodes are rebuilt.
     let ordinary: Vec<&FullNode> = current.iter().filter(|n| !n.nsec3).collect();
     let owned: Vec<FullNode> = ordinary.iter().map(|n| (*n).clone()).collect();

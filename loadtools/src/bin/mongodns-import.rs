@@ -30,7 +30,8 @@ use std::time::Duration;
     version,
     long_about = "Import an RFC 1035 master file into a zone stored in MongoDB.\n\n\
 The whole file is validated first ($ORIGIN, $TTL, $INCLUDE, parentheses, escapes, \
-RFC 3597 \\# rdata); an error names file:line and nothing is written. Records are \
+RFC 3597 \\# rdata); an error names file:line and nothing is written. $INCLUDE reads \
+only regular files inside the including file's directory, or in an --include-dir. Records are \
 then written in unordered bulk batches. Without --replace they are added to the zone \
 (re-running the same file changes nothing); with --replace the zone becomes exactly \
 the file, switched atomically for readers. The SOA serial and the zone's generation \
@@ -86,6 +87,11 @@ struct Args {
     /// same batch size into a scratch collection, and nothing else.
     #[arg(long)]
     baseline: bool,
+    /// Also let `$INCLUDE` read files in DIR (and below); repeatable. By
+    /// default a zone file may include only regular files inside its own
+    /// directory.
+    #[arg(long, value_name = "DIR")]
+    include_dir: Vec<PathBuf>,
 }
 
 /// The terminal bar, and the `progress` document servers show on /metrics.
@@ -119,6 +125,9 @@ fn rate_line(what: &str, records: u64, secs: f64) -> String {
 }
 
 async fn run(args: Args) -> Result<(), String> {
+    if !args.include_dir.is_empty() {
+        loadtools::zonefile::allow_include_dirs(&args.include_dir)?;
+    }
     let zone: Option<Name> = args
         .zone
         .as_deref()

@@ -4,8 +4,10 @@
 //!  BufRead ──lines──► Lexer ──Entry{line, blank_owner, tokens}──► ZoneFileReader
 //!  (lexer.rs)          comments, quotes, ( ... ), escapes kept        │
 //!                                                                     ├─ $ORIGIN / $TTL: update state
-//!                                                                     ├─ $INCLUDE: push a Frame (own origin
-//!                                                                     │   and owner; popped at its EOF)
+//!                                                                     ├─ $INCLUDE: include.rs checks the path
+//!                                                                     │   (regular file, allowed directory), then
+//!                                                                     │   push a Frame (own origin and owner;
+//!                                                                     │   popped at its EOF)
 //!                                                                     └─ record: owner, [TTL|class]×2, type
 //!                                                                          │
 //!                                       rdata.rs / svcb.rs / loc.rs ◄──────┘ rdata_from_text
@@ -54,6 +56,7 @@
 //! NSEC3, NSEC3PARAM, RRSIG, URI, OPENPGPKEY, AFSDB, KX, DHCID, EUI48, EUI64,
 //! CSYNC and ZONEMD; any type, including `TYPEnnn`, in the `\#` form.
 
+mod include;
 mod lexer;
 mod loc;
 mod rdata;
@@ -70,6 +73,7 @@ use std::sync::Arc;
 
 use backend_mongo::{Name, RType};
 
+pub use include::allow_include_dirs;
 pub use lexer::{tokenize, Token, MAX_ENTRY_BYTES};
 pub use rdata::{rdata_from_str, rdata_from_text, MAX_RDATA_LEN};
 pub use text::MAX_TTL;
@@ -163,6 +167,9 @@ pub struct ZoneFileReader {
     last_ttl: Option<u32>,
     soa_minimum: Option<u32>,
     last_class: u16,
+    /// Directories `$INCLUDE` may read from besides the including file's
+    /// (canonical; see `include.rs`).
+    include_dirs: Vec<PathBuf>,
 }
 
 impl ZoneFileReader {
@@ -200,7 +207,16 @@ impl ZoneFileReader {
             last_ttl: None,
             soa_minimum: None,
             last_class: CLASS_IN,
+            include_dirs: include::process_include_dirs(),
         }
+    }
+
+    /// Also allows `$INCLUDE` from `dirs` (and below); each must be an
+    /// existing directory. By default only the including file's directory
+    /// (and those of [`allow_include_dirs`]) may be read.
+    pub fn include_from(mut self, dirs: &[PathBuf]) -> Result<Self, String> {
+        self.include_dirs.extend(include::canonical_dirs(dirs)?);
+        Ok(self)
     }
 
     /// Handles one entry: `Ok(None)` for a directive.
@@ -266,7 +282,8 @@ impl ZoneFileReader {
                 "$INCLUDE nested deeper than {MAX_INCLUDE_DEPTH} levels"
             ));
         }
-        let (reader, canonical) = open_file(&path)?;
+        let allowed = include::check_include(&path, &frame.path, &self.include_dirs)?;
+        let (reader, canonical) = open_file(&allowed)?;
         if self
             .stack
             .iter()

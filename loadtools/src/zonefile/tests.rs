@@ -5,6 +5,7 @@ use std::io::{BufRead, Cursor, Read};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::*;
+use backend_mongo::testing::long_wire_name;
 
 /// A zone using every supported feature. The expected bytes below were
 /// checked against an independent implementation.
@@ -580,6 +581,73 @@ fn include_errors() {
     assert!(e.message.contains("cannot open"));
 }
 
+fn to_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The one error of reading `file` in `dir`, which must contain `needle`.
+#[track_caller]
+fn include_refused(reader: ZoneFileReader, needle: &str) {
+    let items: Vec<_> = reader.collect();
+    let errors: Vec<&ParseError> = items.iter().filter_map(|r| r.as_ref().err()).collect();
+    assert_eq!(errors.len(), 1, "{items:?}");
+    assert!(errors[0].message.contains(needle), "{}", errors[0]);
+    assert_eq!(errors[0].line, 1, "{}", errors[0]);
+    // The records after the refused $INCLUDE are still read.
+    assert!(items.iter().any(|r| r
+        .as_ref()
+        .is_ok_and(|r| r.owner == name("after.example.com."))));
+}
+
+#[test]
+fn include_reads_only_regular_files_in_allowed_directories() {
+    let outside = TempDir::new();
+    outside.write("secret.inc", "leak A 192.0.2.66\n");
+    let dir = TempDir::new();
+    let origin = name("example.com.");
+    let zone = |text: &str| {
+        dir.write("z.zone", &format!("{text}\nafter A 192.0.2.1\n"));
+        ZoneFileReader::open(&dir.path("z.zone"), origin.clone(), Some(60)).unwrap()
+    };
+    let secret = outside.path("secret.inc");
+    // Absolute paths, `..` and symlinks out of the directory.
+    include_refused(zone(&format!("$INCLUDE {}", secret.display())), "outside");
+    include_refused(zone("$INCLUDE /etc/passwd"), "outside");
+    let up = format!(
+        "$INCLUDE ../{}/secret.inc",
+        outside.0.file_name().unwrap().to_string_lossy()
+    );
+    include_refused(zone(&up), "outside");
+    std::os::unix::fs::symlink(&secret, dir.path("link.inc")).unwrap();
+    include_refused(zone("$INCLUDE link.inc"), "outside");
+    // Devices, FIFOs and directories are never opened (a FIFO would block).
+    std::os::unix::fs::symlink("/dev/zero", dir.path("zero.inc")).unwrap();
+    include_refused(zone("$INCLUDE zero.inc"), "not a regular file");
+    let fifo = dir.path("fifo.inc");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    include_refused(zone("$INCLUDE fifo.inc"), "not a regular file");
+    dir.write("sub/x.inc", "x A 192.0.2.2\n");
+    include_refused(zone("$INCLUDE sub"), "not a regular file");
+    // A configured directory may be read, absolute or relative to the file.
+    let allowed = zone(&format!("$INCLUDE {}", secret.display()))
+        .include_from(std::slice::from_ref(&outside.0))
+        .unwrap();
+    let owners: Vec<Name> = allowed.map(|r| r.unwrap().owner).collect();
+    assert_eq!(
+        owners,
+        vec![name("leak.example.com."), name("after.example.com.")]
+    );
+    assert!(
+        ZoneFileReader::from_reader("x".into(), Box::new(std::io::empty()), origin, None)
+            .include_from(&[dir.path("z.zone")])
+            .is_err()
+    );
+}
+
 #[test]
 fn error_cases_name_the_line() {
     let long_label = "x".repeat(64);
@@ -641,6 +709,29 @@ fn error_cases_name_the_line() {
         ("a AXFR x".into(), 1, "cannot appear in zone data"),
         ("a A \\# 5 c0000201".into(), 1, "does not match"),
         ("a A \\# 3 c00002".into(), 1, "must be 4 octets"),
+        (
+            format!("x CNAME \\# 256 {}", to_hex(&long_wire_name(256))),
+            1,
+            "CNAME rdata: bad name in target: name longer than 255",
+        ),
+        (
+            format!("x MX \\# 258 000a{}", to_hex(&long_wire_name(256))),
+            1,
+            "name longer than 255",
+        ),
+        ("a NS \\# 2 c00c".into(), 1, "NS rdata: bad name"),
+        (
+            "a SOA \\# 10 016100016200 00000001".into(),
+            1,
+            "SOA rdata is truncated",
+        ),
+        ("a NSEC3PARAM 1 0 101 -".into(), 1, "101 hash iterations"),
+        (
+            "a NSEC3 1 0 65535 - 0123456789abcdefghij0123456789ab A".into(),
+            1,
+            "65535 hash iterations",
+        ),
+        ("a NSEC3PARAM \\# 5 0100006500".into(), 1, "at most 100"),
         (" A 192.0.2.1".into(), 1, "no owner name"),
         ("a 3600 IN 60 A 192.0.2.1".into(), 1, "TTL given twice"),
         ("a 1x A 192.0.2.1".into(), 1, "bad TTL '1x'"),

@@ -21,7 +21,7 @@ use super::denial::{At, Cached, DenialCache};
 use super::sharded::{ShardedLru, Weigh};
 use super::zones::{Known, NodePurge, ZoneRegistry};
 use super::Counters;
-use crate::backend::Backend;
+use crate::backend::{Backend, CachedNode};
 use backend_mongo::{Name, Node, StoreError, ZoneInfo};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -460,6 +460,15 @@ impl<B: Backend> RecordCache<B> {
         caps[1].store(negative_ttl.as_millis() as u64, Ordering::Relaxed);
     }
 
+    /// The cached node (or known absence) under `key`, if it is of the
+    /// zone's current node `epoch` and not expired.
+    fn fresh(&self, key: &NodeKey, epoch: Option<u64>) -> Option<Option<Arc<Node>>> {
+        let now = Instant::now();
+        self.shared.nodes.with(key, |e| {
+            (Some(e.epoch) == epoch && e.expires > now).then(|| e.node.clone())
+        })?
+    }
+
     /// A database read made through the gate but outside the caches.
     async fn uncached<T>(
         &self,
@@ -519,13 +528,7 @@ impl<B: Backend> Backend for RecordCache<B> {
         // The zone's node epoch; an untracked zone (purged meanwhile) is
         // read but not kept.
         let epoch = self.zones.node_epoch(&zone.apex);
-        let now = Instant::now();
-        let cached = epoch.and_then(|epoch| {
-            self.shared.nodes.with(&key, |e| {
-                (e.epoch == epoch && e.expires > now).then(|| e.node.clone())
-            })
-        });
-        if let Some(Some(node)) = cached {
+        if let Some(node) = self.fresh(&key, epoch) {
             counters.record_hits.fetch_add(1, Ordering::Relaxed);
             return Ok(node);
         }
@@ -570,6 +573,27 @@ impl<B: Backend> Backend for RecordCache<B> {
             }
             other => other,
         }
+    }
+
+    fn cached_node(&self, zone: &ZoneInfo, name: &Name) -> CachedNode {
+        if !self.config.enabled && *name != zone.apex {
+            return CachedNode::Unknown;
+        }
+        let key: NodeKey = (zone.apex.clone(), zone.ver, name.clone());
+        let epoch = self.zones.node_epoch(&zone.apex);
+        let now = Instant::now();
+        let known = self.shared.nodes.with(&key, |e| match e.node.clone() {
+            _ if Some(e.epoch) != epoch => CachedNode::Unknown,
+            node if e.expires > now => CachedNode::Fresh(node),
+            Some(_) => CachedNode::Expired,
+            None => CachedNode::Unknown,
+        });
+        let known = known.unwrap_or(CachedNode::Unknown);
+        if matches!(known, CachedNode::Fresh(_)) {
+            let counters = &self.shared.counters;
+            counters.record_hits.fetch_add(1, Ordering::Relaxed);
+        }
+        known
     }
 
     async fn zone_nodes(&self, zone: &ZoneInfo) -> Result<Vec<Node>, StoreError> {

@@ -15,12 +15,17 @@
 //!        referral ─► DS + RRSIG, or prove_no_ds (§3.1.4 / §7.2.7, opt-out)
 //!  NSEC/NSEC3 records come from Backend::denial: the record whose owner
 //!  key is the greatest not above the asked key (one indexed lookup).
+//!  NSEC3 hashing is bounded: at most MAX_NSEC3_ITERATIONS (100) iterations
+//!  a hash, a few hashes an answer; a zone asking for more gets SERVFAIL
+//!  for answers that need a proof (RFC 9276, CVE-2023-50868).
 //! ```
 
 use super::answer::{Answer, Outcome, Placed};
 use super::lookup::{self, Walk};
 use crate::backend::Backend;
 use backend_mongo::dnssec::{base32hex, nsec3_hash};
+use backend_mongo::rdata::MAX_NSEC3_ITERATIONS;
+use backend_mongo::schema::SchemaError;
 use backend_mongo::{Name, Node, RRset, RType, StoreError, ZoneInfo};
 use std::sync::Arc;
 
@@ -303,10 +308,25 @@ async fn nsec_cover<B: Backend>(
     Ok(())
 }
 
-fn nsec3_key(signed: &Signed, name: &Name) -> Option<String> {
+/// The NSEC3 owner label of `name`; `None` in an NSEC zone. A zone whose
+/// NSEC3PARAM asks for more than [`MAX_NSEC3_ITERATIONS`] is not hashed
+/// (the importer refuses such zones; one written straight into the
+/// database could make every query cost up to 65,536 SHA-1 rounds per
+/// name, CVE-2023-50868): its proofs fail as malformed data, SERVFAIL.
+fn nsec3_key(signed: &Signed, name: &Name) -> Result<Option<String>, StoreError> {
     match &signed.denial {
-        Denial::Nsec3 { salt, iterations } => Some(base32hex(&nsec3_hash(name, salt, *iterations))),
-        Denial::Nsec => None,
+        Denial::Nsec3 { iterations, .. } if *iterations > MAX_NSEC3_ITERATIONS => {
+            Err(StoreError::Schema(SchemaError {
+                id: format!("{} NSEC3PARAM", signed.zone.apex),
+                reason: format!(
+                    "{iterations} NSEC3 iterations: at most {MAX_NSEC3_ITERATIONS} are hashed (RFC 9276)"
+                ),
+            }))
+        }
+        Denial::Nsec3 { salt, iterations } => {
+            Ok(Some(base32hex(&nsec3_hash(name, salt, *iterations))))
+        }
+        Denial::Nsec => Ok(None),
     }
 }
 
@@ -316,7 +336,7 @@ async fn nsec3_match<B: Backend>(
     signed: &Signed,
     name: &Name,
 ) -> Result<Option<Arc<Node>>, StoreError> {
-    let Some(key) = nsec3_key(signed, name) else {
+    let Some(key) = nsec3_key(signed, name)? else {
         return Ok(None);
     };
     let found = backend.denial(&signed.zone, &key, true).await?;
@@ -330,7 +350,7 @@ async fn nsec3_prove<B: Backend>(
     extra: &mut Extra,
     name: &Name,
 ) -> Result<(), StoreError> {
-    let Some(key) = nsec3_key(signed, name) else {
+    let Some(key) = nsec3_key(signed, name)? else {
         return Ok(());
     };
     if let Some(node) = backend.denial(&signed.zone, &key, true).await? {

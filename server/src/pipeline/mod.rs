@@ -5,7 +5,8 @@
 //!     ─► solve_answer ─► solve_authority ─► solve_additional
 //!     ─► dnssec::decorate (DO=1 only) ─► render
 //!  AXFR/IXFR over TCP take their own path: transfer.rs (several messages)
-//!  A storage fault or a timeout anywhere becomes SERVFAIL; NXDOMAIN,
+//!  A storage fault, malformed stored data (never a panic) or a timeout
+//!  anywhere becomes SERVFAIL (warnings: one a second at most); NXDOMAIN,
 //!  NODATA and referrals are ordinary outcomes (see `answer::Outcome`).
 //!  A query with TSIG is verified, answered without it, and the reply signed
 //!  (`respond_signed`); a stale reply (RFC 8767) carries EDE 3 under EDNS.
@@ -19,6 +20,7 @@ pub mod transfer;
 
 use crate::backend::Backend;
 use crate::cache::{Counters, Dependency, PacketCache, PacketKey, ZoneRegistry};
+use crate::ratelog::RateLimited;
 use crate::tsig;
 use crate::wire::{parse_query, Query, QueryError, Rcode, CLASS_ANY, CLASS_IN};
 use backend_mongo::{RType, ZoneInfo};
@@ -86,7 +88,14 @@ pub struct Responder<B> {
     /// instead of waiting on a database that just failed.
     failed_until_ms: std::sync::atomic::AtomicU64,
     epoch: std::time::Instant,
+    /// Storage faults and malformed data: one warning a second at most.
+    fault_log: RateLimited,
 }
+
+/// Shortest time between two "storage fault" warnings (the others are
+/// counted into the next one): an outage would otherwise write one line
+/// per query.
+const FAULT_LOG_PERIOD: Duration = Duration::from_secs(1);
 
 /// After a database failure, how long expired replies are served at once
 /// without asking the database first; any success ends it early.
@@ -102,6 +111,7 @@ impl<B: Backend> Responder<B> {
             counters: None,
             failed_until_ms: Default::default(),
             epoch: std::time::Instant::now(),
+            fault_log: RateLimited::new(FAULT_LOG_PERIOD),
         }
     }
 
@@ -120,6 +130,7 @@ impl<B: Backend> Responder<B> {
             counters: None,
             failed_until_ms: Default::default(),
             epoch: std::time::Instant::now(),
+            fault_log: RateLimited::new(FAULT_LOG_PERIOD),
         }
     }
 
@@ -296,11 +307,24 @@ impl<B: Backend> Responder<B> {
         let stale_before = self.stale_nodes();
         let solved = tokio::time::timeout(self.config.query_timeout, self.solve(&query)).await;
         let used_stale = self.stale_nodes() != stale_before;
-        self.note_database(matches!(solved, Ok(Ok(_))) && !used_stale);
+        // Malformed stored data is no sign of a failing database.
+        let database_ok = match &solved {
+            Ok(Ok(_)) => !used_stale,
+            Ok(Err(fault)) => fault.is_malformed(),
+            Err(_) => false,
+        };
+        self.note_database(database_ok);
         match solved {
             Ok(Ok(Some((first_zone, answer)))) => {
-                let mut reply =
+                let rendered =
                     render::render(packet, &query, &answer, limit, self.config.max_udp_size);
+                let mut reply = match rendered {
+                    Ok(reply) => reply,
+                    Err(bad) => {
+                        self.warn_fault(&query, &bad);
+                        return Some(self.servfail(packet, &query));
+                    }
+                };
                 if used_stale {
                     // Built (perhaps) from expired records while the database
                     // failed: short TTLs, and not kept (RFC 8767 §4). Another
@@ -338,14 +362,9 @@ impl<B: Backend> Responder<B> {
                     // Load shedding: counted (db_shed), not worth a line each.
                     tracing::debug!(qname = %query.qname, error = %fault, "database busy: SERVFAIL");
                 } else {
-                    tracing::warn!(qname = %query.qname, error = %fault, "storage fault: SERVFAIL");
+                    self.warn_fault(&query, &fault);
                 }
-                Some(render::rcode_only(
-                    packet,
-                    &query,
-                    Rcode::SERVFAIL,
-                    self.config.max_udp_size,
-                ))
+                Some(self.servfail(packet, &query))
             }
             Err(_) => {
                 if let Some(stale) = self.stale(packet, key.as_ref(), transport) {
@@ -365,6 +384,19 @@ impl<B: Backend> Responder<B> {
                     self.config.max_udp_size,
                 ))
             }
+        }
+    }
+
+    /// A SERVFAIL reply to `query`.
+    fn servfail(&self, packet: &[u8], query: &Query) -> Vec<u8> {
+        render::rcode_only(packet, query, Rcode::SERVFAIL, self.config.max_udp_size)
+    }
+
+    /// The "storage fault" warning, at most one a second; the next line
+    /// says how many were left out.
+    fn warn_fault(&self, query: &Query, fault: &dyn std::fmt::Display) {
+        if let Some(suppressed) = self.fault_log.allow() {
+            tracing::warn!(qname = %query.qname, error = %fault, suppressed, "storage fault: SERVFAIL");
         }
     }
 

@@ -5,13 +5,14 @@
 //!  authority      ─ one does not fit ─► TC, the whole section dropped
 //!                   (as Knot and NSD: no partial denial proof)
 //!  additional     ─ one does not fit ─► skip it and its RRSIGs (no TC)
+//!  any RRset whose stored data is malformed ─► Err(Malformed) (SERVFAIL)
 //!  header: QR, AA, RD and CD copied, rcode (extended part in OPT)
 //!  afterwards: add_ede (EDE option into the OPT), sign_reply (TSIG)
 //! ```
 
-use super::answer::Answer;
+use super::answer::{Answer, Placed};
 use super::Transport;
-use crate::wire::writer::Mark;
+use crate::wire::writer::{Mark, NotWritten};
 use crate::wire::{flags, Edns, MessageWriter, Query, Rcode, Section};
 use backend_mongo::RType;
 
@@ -35,6 +36,38 @@ fn header_flags(packet: &[u8], aa: bool) -> u16 {
     f
 }
 
+/// An RRset of the answer could not be written: its stored data is not
+/// well-formed (the pipeline answers SERVFAIL).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Malformed {
+    /// The owner of the RRset.
+    pub owner: backend_mongo::Name,
+    /// Its type.
+    pub rtype: RType,
+}
+
+impl std::fmt::Display for Malformed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "malformed stored {} record at {}",
+            self.rtype, self.owner
+        )
+    }
+}
+
+/// Pushes `placed`: `Ok(false)` when it does not fit.
+fn push(w: &mut MessageWriter, section: Section, placed: &Placed) -> Result<bool, Malformed> {
+    match w.push_rrset(section, &placed.owner, &placed.rrset) {
+        Ok(()) => Ok(true),
+        Err(NotWritten::Full) => Ok(false),
+        Err(NotWritten::Malformed) => Err(Malformed {
+            owner: placed.owner.clone(),
+            rtype: placed.rrset.rtype,
+        }),
+    }
+}
+
 /// Writes the full reply for `answer`.
 pub fn render(
     packet: &[u8],
@@ -42,7 +75,7 @@ pub fn render(
     answer: &Answer,
     limit: usize,
     max_udp: u16,
-) -> Vec<u8> {
+) -> Result<Vec<u8>, Malformed> {
     let mut w = MessageWriter::new(
         &packet[query.question.clone()],
         &query.qname,
@@ -56,7 +89,7 @@ pub fn render(
     ] {
         let start = w.mark();
         for placed in list {
-            if w.push_rrset(section, &placed.owner, &placed.rrset).is_err() {
+            if !push(&mut w, section, placed)? {
                 truncated = true;
                 if section == Section::Authority {
                     // Half a proof is no proof: send none, TC asks for TCP.
@@ -74,9 +107,7 @@ pub fn render(
         for placed in &answer.additional {
             if placed.rrset.rtype == RType::RRSIG {
                 if let Some((mark, true)) = covered {
-                    if w.push_rrset(Section::Additional, &placed.owner, &placed.rrset)
-                        .is_err()
-                    {
+                    if !push(&mut w, Section::Additional, placed)? {
                         w.rollback(mark);
                         covered = Some((mark, false));
                     }
@@ -84,9 +115,7 @@ pub fn render(
                 continue;
             }
             let mark = w.mark();
-            let fits = w
-                .push_rrset(Section::Additional, &placed.owner, &placed.rrset)
-                .is_ok();
+            let fits = push(&mut w, Section::Additional, placed)?;
             covered = Some((mark, fits));
         }
     }
@@ -94,13 +123,13 @@ pub fn render(
     if truncated {
         f |= flags::TC;
     }
-    w.finish(
+    Ok(w.finish(
         query.id,
         f,
         answer.rcode(),
         query.edns.map(reply_edns),
         max_udp,
-    )
+    ))
 }
 
 /// The EDNS of a reply to a query that carried `e`: version 0, DO echoed,

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //!  MessageWriter::new(query header, question bytes, limit)
-//!    ├─ push_rrset(section, owner, rrset)  → Ok | Err(Full)  (all or nothing)
+//!    ├─ push_rrset(section, owner, rrset)  → Ok | Err(Full | Malformed)  (all or nothing)
 //!    ├─ names compressed against everything written so far (case-insensitive)
 //!    ├─ mark() / rollback(mark)  drop what was written since (RRset + RRSIGs)
 //!    ├─ set_ede(code)   an Extended DNS Error option (RFC 8914) in the OPT
@@ -10,6 +10,7 @@
 //! ```
 
 use super::{Edns, Rcode, HEADER_LEN};
+use backend_mongo::name::{MAX_LABEL_LEN, MAX_NAME_LEN};
 use backend_mongo::{Name, RRset, RType};
 
 /// A section of the reply.
@@ -31,9 +32,16 @@ pub struct Mark {
     counts: [u16; 3],
 }
 
-/// The RRset did not fit; nothing of it was written.
+/// Why an RRset was not written; nothing of it was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Full;
+pub enum NotWritten {
+    /// It does not fit within the size limit.
+    Full,
+    /// Its owner or rdata is not well-formed (a name over 255 octets, a
+    /// compression pointer or a cut name in stored rdata, rdata over
+    /// 65535 octets): data read back from storage is never trusted.
+    Malformed,
+}
 
 /// Length of an OPT record without options.
 pub const OPT_LEN: usize = 11;
@@ -51,6 +59,25 @@ pub struct MessageWriter {
 
 /// Length of an Extended DNS Error option without extra text.
 const EDE_LEN: usize = 6;
+
+/// The length of the uncompressed name at the start of `wire`, root label
+/// included, if it is one of at most [`MAX_NAME_LEN`] octets.
+fn name_len(wire: &[u8]) -> Option<usize> {
+    let mut pos = 0;
+    loop {
+        let len = usize::from(*wire.get(pos)?);
+        if len > MAX_LABEL_LEN {
+            return None; // a compression pointer or a reserved label type
+        }
+        pos += 1 + len;
+        if pos > MAX_NAME_LEN {
+            return None;
+        }
+        if len == 0 {
+            return (pos <= wire.len()).then_some(pos);
+        }
+    }
+}
 
 impl MessageWriter {
     /// Starts a reply to the question `question` (name, type, class as sent),
@@ -106,17 +133,20 @@ impl MessageWriter {
         }
     }
 
-    /// Writes `name` (any case) compressed against earlier names.
-    fn put_name(&mut self, wire: &[u8]) {
-        let mut lower = [0u8; 255];
+    /// Writes `name` (any case) compressed against earlier names; a name
+    /// that is not one well-formed uncompressed name is refused.
+    fn put_name(&mut self, wire: &[u8]) -> Result<(), NotWritten> {
+        let wire = &wire[..name_len(wire).ok_or(NotWritten::Malformed)?];
+        let mut lower = [0u8; MAX_NAME_LEN];
         let lower = &mut lower[..wire.len()];
         lower.copy_from_slice(wire);
         lower.make_ascii_lowercase();
-        // (offset in buf, offset in name) of each label written literally.
-        let mut literal = [(0usize, 0usize); 128];
+        // (offset in buf, offset in name) of each label written literally;
+        // a name of 255 octets has at most 127 labels.
+        let mut literal = [(0usize, 0usize); MAX_NAME_LEN / 2];
         let mut literal_count = 0;
         let mut pos = 0;
-        while pos < wire.len() && wire[pos] != 0 {
+        while wire[pos] != 0 {
             if let Some((offset, _)) = self.names.iter().find(|(_, n)| n[..] == lower[pos..]) {
                 let pointer = 0xC000 | *offset;
                 self.buf.extend_from_slice(&pointer.to_be_bytes());
@@ -127,11 +157,11 @@ impl MessageWriter {
             let len = wire[pos] as usize;
             self.buf.extend_from_slice(&wire[pos..pos + 1 + len]);
             pos += 1 + len;
-            if pos < wire.len() && wire[pos] == 0 {
+            if wire[pos] == 0 {
                 self.buf.push(0);
             }
         }
-        if wire.first() == Some(&0) {
+        if wire[0] == 0 {
             self.buf.push(0);
         }
         // Every literal label starts a suffix later names can point to.
@@ -140,6 +170,7 @@ impl MessageWriter {
                 self.names.push((offset as u16, lower[at..].into()));
             }
         }
+        Ok(())
     }
 
     /// Appends one RRset to `section`, all records or none.
@@ -148,7 +179,7 @@ impl MessageWriter {
         section: Section,
         owner: &Name,
         rrset: &RRset,
-    ) -> Result<(), Full> {
+    ) -> Result<(), NotWritten> {
         self.push_records(section, owner, rrset.rtype, rrset.ttl, &rrset.rdata)
     }
 
@@ -160,58 +191,68 @@ impl MessageWriter {
         rtype: RType,
         ttl: u32,
         rdata: &[Box<[u8]>],
-    ) -> Result<(), Full> {
+    ) -> Result<(), NotWritten> {
         let mark = self.buf.len();
         let names_mark = self.names.len();
         for rd in rdata {
-            self.put_name(owner.as_wire());
-            self.buf.extend_from_slice(&rtype.0.to_be_bytes());
-            self.buf.extend_from_slice(&super::CLASS_IN.to_be_bytes());
-            self.buf.extend_from_slice(&ttl.to_be_bytes());
-            let len_at = self.buf.len();
-            self.buf.extend_from_slice(&[0, 0]);
-            self.put_rdata(rtype, rd);
-            let rdlen = self.buf.len() - len_at - 2;
-            self.buf[len_at..len_at + 2].copy_from_slice(&(rdlen as u16).to_be_bytes());
-            if self.buf.len() > self.limit {
+            if let Err(why) = self.put_record(owner, rtype, ttl, rd) {
                 self.buf.truncate(mark);
                 self.names.truncate(names_mark);
-                return Err(Full);
+                return Err(why);
             }
         }
         self.counts[section as usize] += rdata.len() as u16;
         Ok(())
     }
 
+    /// Writes one record; on an error the caller rolls back.
+    fn put_record(
+        &mut self,
+        owner: &Name,
+        rtype: RType,
+        ttl: u32,
+        rd: &[u8],
+    ) -> Result<(), NotWritten> {
+        self.put_name(owner.as_wire())?;
+        self.buf.extend_from_slice(&rtype.0.to_be_bytes());
+        self.buf.extend_from_slice(&super::CLASS_IN.to_be_bytes());
+        self.buf.extend_from_slice(&ttl.to_be_bytes());
+        let len_at = self.buf.len();
+        self.buf.extend_from_slice(&[0, 0]);
+        self.put_rdata(rtype, rd)?;
+        let rdlen =
+            u16::try_from(self.buf.len() - len_at - 2).map_err(|_| NotWritten::Malformed)?;
+        self.buf[len_at..len_at + 2].copy_from_slice(&rdlen.to_be_bytes());
+        if self.buf.len() > self.limit {
+            return Err(NotWritten::Full);
+        }
+        Ok(())
+    }
+
     /// Writes rdata, compressing the names of the RFC 1035 types that allow it
-    /// (RFC 3597 §4); every other type is copied as stored.
-    fn put_rdata(&mut self, rtype: RType, rd: &[u8]) {
+    /// (RFC 3597 §4); every other type is copied as stored. A name those
+    /// types must hold that does not parse makes the record malformed.
+    fn put_rdata(&mut self, rtype: RType, rd: &[u8]) -> Result<(), NotWritten> {
         let names_at: &[usize] = match rtype {
             RType::NS | RType::CNAME | RType::PTR => &[0],
             RType::MX => &[2],
             RType::SOA => &[0, usize::MAX],
             _ => {
                 self.buf.extend_from_slice(rd);
-                return;
+                return Ok(());
             }
         };
         let mut pos = 0;
         for &at in names_at {
             let at = if at == usize::MAX { pos } else { at };
-            self.buf.extend_from_slice(&rd[pos..at.min(rd.len())]);
-            match Name::from_wire_prefix(&rd[at.min(rd.len())..]) {
-                Ok((_, len)) => {
-                    self.put_name(&rd[at..at + len]);
-                    pos = at + len;
-                }
-                Err(_) => {
-                    // Stored rdata that does not parse is sent as it is.
-                    self.buf.extend_from_slice(&rd[at.min(rd.len())..]);
-                    return;
-                }
-            }
+            let name = rd.get(at..).ok_or(NotWritten::Malformed)?;
+            let len = name_len(name).ok_or(NotWritten::Malformed)?;
+            self.buf.extend_from_slice(&rd[pos..at]);
+            self.put_name(&name[..len])?;
+            pos = at + len;
         }
         self.buf.extend_from_slice(&rd[pos..]);
+        Ok(())
     }
 
     /// Where the reply is now, to roll back to.
@@ -386,7 +427,10 @@ mod tests {
             rdata: vec![vec![30; 31].into(), vec![30; 31].into()],
         };
         let before = w.len();
-        assert_eq!(w.push_rrset(Section::Answer, &qname, &big), Err(Full));
+        assert_eq!(
+            w.push_rrset(Section::Answer, &qname, &big),
+            Err(NotWritten::Full)
+        );
         assert_eq!(w.len(), before);
         assert_eq!(w.count(Section::Answer), 0);
         let msg = w.finish(
@@ -402,6 +446,42 @@ mod tests {
         );
         assert!(msg.len() <= 100);
         assert_eq!(&msg[10..12], &[0, 1]); // just the OPT
+    }
+
+    #[test]
+    fn malformed_rdata_is_refused_and_nothing_is_written() {
+        let qname = n("example.com.");
+        let q = question(&qname);
+        let mut w = MessageWriter::new(&q, &qname, 65535, false);
+        let before = w.len();
+        let long = backend_mongo::testing::long_wire_name(256);
+        let mut mx_cut = vec![0, 10];
+        mx_cut.extend_from_slice(b"\x04mail");
+        for (rtype, rd) in [
+            (RType::CNAME, long.clone()),
+            (RType::NS, vec![0xC0, 0x0C]),
+            (RType::MX, mx_cut),
+            (RType::MX, vec![0]),
+            (RType::SOA, b"\x01a\x00".to_vec()),
+            (RType::TXT, vec![0; 65_536]),
+        ] {
+            let set = RRset {
+                rtype,
+                ttl: 60,
+                rdata: vec![n("ok.example.com.").as_wire().into(), rd.into()],
+            };
+            let pushed = w.push_rrset(Section::Answer, &qname, &set);
+            assert_eq!(pushed, Err(NotWritten::Malformed), "{rtype}");
+            assert_eq!(w.len(), before, "{rtype}: nothing written");
+            assert_eq!(w.count(Section::Answer), 0);
+        }
+        // The longest name still goes out whole.
+        let set = RRset {
+            rtype: RType::CNAME,
+            ttl: 60,
+            rdata: vec![backend_mongo::testing::long_wire_name(255).into()],
+        };
+        assert_eq!(w.push_rrset(Section::Answer, &qname, &set), Ok(()));
     }
 
     #[test]

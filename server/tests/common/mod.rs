@@ -14,7 +14,7 @@ use hickory_proto::op::Message;
 use loadtools::import::{import_file, ImportOptions, NoProgress};
 use std::io::{Read, Write};
 use std::net::{TcpStream, UdpSocket};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
@@ -111,6 +111,16 @@ impl ServerProcess {
 
     /// Starts the server against `uri`, and waits until it answers.
     pub fn start_with_uri(uri: &str, database: &str, extra: &[&str]) -> ServerProcess {
+        Self::spawn(uri, database, extra, Stdio::inherit())
+    }
+
+    /// As [`ServerProcess::start_with_uri`], its log (stderr) written to `log`.
+    pub fn start_logging(uri: &str, database: &str, extra: &[&str], log: &Path) -> ServerProcess {
+        let file = std::fs::File::create(log).expect("cannot create the server log");
+        Self::spawn(uri, database, extra, Stdio::from(file))
+    }
+
+    fn spawn(uri: &str, database: &str, extra: &[&str], stderr: Stdio) -> ServerProcess {
         let port = free_port();
         let child = Command::new(env!("CARGO_BIN_EXE_mongodns-server"))
             .args(["--listen", &format!("127.0.0.1:{port}")])
@@ -125,7 +135,7 @@ impl ServerProcess {
             .args(extra)
             .env_remove("MONGODB_URI")
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("cannot start mongodns-server");
         let mut server = ServerProcess { child, port };
