@@ -271,6 +271,21 @@ options! {
             [env = "MONGODNS_AXFR_ALLOW", value_delimiter = ',', value_name = "NET"];
         /// Queries answered on one TCP connection before it is closed (0: no limit).
         tcp_max_queries: usize = 0, [env = "MONGODNS_TCP_MAX_QUERIES", value_name = "N"];
+        /// Milliseconds to read one whole TCP query once its first byte came,
+        /// and to write one reply message; a slower client is cut.
+        tcp_io_timeout_ms: u64 = 2000, [env = "MONGODNS_TCP_IO_TIMEOUT_MS", value_name = "MS"];
+        /// Seconds after which no more queries are read from a TCP connection.
+        tcp_max_lifetime: u64 = 120, [env = "MONGODNS_TCP_MAX_LIFETIME", value_name = "SECONDS"];
+        /// Milliseconds an accepted TCP connection may wait for a free slot
+        /// before it is closed.
+        tcp_permit_timeout_ms: u64 = 2000,
+            [env = "MONGODNS_TCP_PERMIT_TIMEOUT_MS", value_name = "MS"];
+        /// TCP connections one source prefix (IPv4 /24, IPv6 /56) may hold at
+        /// once (0: no cap).
+        tcp_max_per_prefix: usize = 64, [env = "MONGODNS_TCP_MAX_PER_PREFIX", value_name = "N"];
+        /// KiB of replies answered but not yet read by one TCP client; past
+        /// this the connection is cut (pipelining without reading).
+        tcp_max_pending_kb: usize = 256, [env = "MONGODNS_TCP_MAX_PENDING_KB", value_name = "KIB"];
         /// Serve-stale (RFC 8767): seconds after expiry during which a cached
         /// reply or record may still be served, with TTL 30, when the database
         /// fails or times out. 0: off.
@@ -488,6 +503,16 @@ impl Config {
         }
         if self.tcp_max_connections == 0 {
             p.push("tcp_max_connections: must be above 0".into());
+        }
+        for (name, v) in [
+            ("tcp_idle_timeout", self.tcp_idle_timeout),
+            ("tcp_io_timeout_ms", self.tcp_io_timeout_ms),
+            ("tcp_max_lifetime", self.tcp_max_lifetime),
+            ("tcp_permit_timeout_ms", self.tcp_permit_timeout_ms),
+        ] {
+            if v == 0 {
+                p.push(format!("{name}: must be above 0"));
+            }
         }
         for net in self.axfr_allow.iter().filter(|n| !n.is_empty()) {
             if let Err(e) = net.parse::<Cidr>() {

@@ -13,6 +13,7 @@ pub mod cache;
 pub mod config;
 pub mod control;
 pub mod frontend;
+pub mod guard;
 pub mod observe;
 pub mod pipeline;
 pub mod querylog;

@@ -247,6 +247,11 @@ async fn run(
         max_connections: args.tcp_max_connections,
         idle_timeout: Duration::from_secs(args.tcp_idle_timeout),
         max_queries: args.tcp_max_queries,
+        io_timeout: Duration::from_millis(args.tcp_io_timeout_ms),
+        max_lifetime: Duration::from_secs(args.tcp_max_lifetime),
+        permit_timeout: Duration::from_millis(args.tcp_permit_timeout_ms),
+        max_per_prefix: args.tcp_max_per_prefix,
+        max_pending_bytes: args.tcp_max_pending_kb << 10,
         ..tcp::TcpLimits::default()
     };
     // Install the handlers before serving, so no signal finds the default

@@ -19,6 +19,7 @@ pub mod transfer;
 
 use crate::backend::Backend;
 use crate::cache::{Counters, Dependency, PacketCache, PacketKey, ZoneRegistry};
+use crate::frontend::{TcpPeer, TcpReply};
 use crate::tsig;
 use crate::wire::{parse_query, Query, QueryError, Rcode, CLASS_ANY, CLASS_IN};
 use backend_mongo::{RType, ZoneInfo};
@@ -151,17 +152,26 @@ impl<B: Backend> Responder<B> {
     }
 
     /// Answers a message that arrived over TCP from `peer`: a zone transfer
-    /// is several messages, anything else at most one.
+    /// is several messages (none if it was aborted), anything else at most one.
     pub async fn respond_tcp(&self, packet: &[u8], peer: SocketAddr) -> Vec<Vec<u8>> {
+        let reply = self.respond_tcp_stream(packet, &TcpPeer::new(peer)).await;
+        reply.collect().await.unwrap_or_default()
+    }
+
+    /// Answers a message that arrived over the TCP connection `peer`; a
+    /// zone transfer's messages are streamed as they are built.
+    pub async fn respond_tcp_stream(&self, packet: &[u8], peer: &TcpPeer) -> TcpReply {
         if let Ok(query) = parse_query(packet) {
             if matches!(query.qtype, RType::AXFR | RType::IXFR) && query.qclass == CLASS_IN {
-                return self.transfer(packet, &query, peer).await;
+                return TcpReply::Messages(self.transfer(packet, &query, peer.addr).await);
             }
         }
-        self.respond(packet, Transport::Tcp)
-            .await
-            .into_iter()
-            .collect()
+        TcpReply::Messages(
+            self.respond(packet, Transport::Tcp)
+                .await
+                .into_iter()
+                .collect(),
+        )
     }
 
     /// A zone transfer, never cached, with a timeout of its own.
