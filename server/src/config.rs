@@ -264,11 +264,15 @@ options! {
         tcp_max_connections: usize = 256, [env = "MONGODNS_TCP_MAX_CONNECTIONS", value_name = "N"];
         /// Seconds before an idle TCP connection is closed.
         tcp_idle_timeout: u64 = 10, [env = "MONGODNS_TCP_IDLE_TIMEOUT", value_name = "SECONDS"];
-        /// Clients allowed to transfer zones (AXFR/IXFR over TCP), as addresses
-        /// or networks (192.0.2.0/24, 2001:db8::/32); an empty list refuses
-        /// every transfer. Default: loopback only.
-        axfr_allow: Vec<String> = vec!["127.0.0.0/8".into(), "::1/128".into()],
+        /// Clients allowed to transfer zones (AXFR/IXFR over TCP) without
+        /// TSIG, as addresses or networks (192.0.2.0/24, 2001:db8::/32).
+        /// Default: nobody (as NSD and Knot), e.g. 127.0.0.1/32 for local tools.
+        axfr_allow: Vec<String> = Vec::new(),
             [env = "MONGODNS_AXFR_ALLOW", value_delimiter = ',', value_name = "NET"];
+        /// Zone transfers running at once, server-wide; each holds one
+        /// database cursor of its own (never a query-path slot). More get REFUSED.
+        axfr_max_concurrent: usize = 4,
+            [env = "MONGODNS_AXFR_MAX_CONCURRENT", value_name = "N"];
         /// Queries answered on one TCP connection before it is closed (0: no limit).
         tcp_max_queries: usize = 0, [env = "MONGODNS_TCP_MAX_QUERIES", value_name = "N"];
         /// Milliseconds to read one whole TCP query once its first byte came,
@@ -753,6 +757,11 @@ mod tests {
             .unwrap();
         assert_eq!(c.config.axfr_networks().len(), 2);
         assert!(cli(&["--axfr-allow", "10.0.0.0/33"]).resolve().is_err());
+        let default = cli(&[]).resolve().unwrap();
+        assert!(
+            default.config.axfr_networks().is_empty(),
+            "transfers denied by default"
+        );
         let none = cli(&["--axfr-allow="]).resolve().unwrap();
         assert!(none.config.axfr_networks().is_empty());
         assert_eq!(

@@ -10,6 +10,7 @@
 
 pub mod backend;
 pub mod cache;
+pub mod cidr;
 pub mod config;
 pub mod control;
 pub mod frontend;

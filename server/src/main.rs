@@ -116,6 +116,7 @@ async fn run(
         query_timeout: Duration::from_millis(args.query_timeout_ms),
         axfr_allow: args.axfr_networks(),
         tsig_min_mac: args.tsig_min_mac_bytes,
+        max_transfers: args.axfr_max_concurrent,
         ..PipelineConfig::default()
     };
     if !(mongodns_server::tsig::MIN_MAC_LEN..=mongodns_server::tsig::MAC_LEN)
@@ -192,6 +193,7 @@ async fn run(
         };
         Responder::with_cache(records.clone(), config, cache)
     };
+    let responder = responder.with_transfer_store(store.clone());
     let responder = Arc::new(responder.count_into(counters.clone()));
 
     let query_log = match &args.query_log {

@@ -97,19 +97,10 @@ fn slowloris(port: u16, period: Duration, stop: Arc<AtomicBool>) -> std::thread:
     })
 }
 
-/// The server with `extra` flags and a control endpoint: (server, control port).
-fn start_with_control(db: &TestZoneDb, extra: &[&str]) -> (ServerProcess, u16) {
-    let control = free_tcp_port();
-    let listen = format!("127.0.0.1:{control}");
-    let mut args = vec!["--control-listen", listen.as_str()];
-    args.extend_from_slice(extra);
-    (ServerProcess::start(&db.name, &args), control)
-}
-
 #[test]
 fn slowloris_cannot_hold_the_tcp_slots() {
     let db = setup("slowloris");
-    let (server, control) = start_with_control(&db, &["--tcp-max-connections", "20"]);
+    let (server, control) = start_with_control(&db.name, &["--tcp-max-connections", "20"]);
     let stop = Arc::new(AtomicBool::new(false));
     let attackers: Vec<_> = (0..30)
         .map(|_| slowloris(server.port, Duration::from_secs(3), stop.clone()))
@@ -141,7 +132,7 @@ fn slowloris_cannot_hold_the_tcp_slots() {
 #[test]
 fn a_client_that_pipelines_and_never_reads_is_cut() {
     let db = setup("neverread");
-    let (server, control) = start_with_control(&db, &["--tcp-max-pending-kb", "16"]);
+    let (server, control) = start_with_control(&db.name, &["--tcp-max-pending-kb", "16"]);
     let mut s = connect_from("127.0.0.1", server.port, Some(4096)).unwrap();
     s.set_write_timeout(Some(Duration::from_secs(1))).unwrap();
     let sent = 2000;

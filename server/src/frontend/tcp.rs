@@ -291,8 +291,15 @@ async fn write_stream(
 
 /// Writes one framed message within `io_timeout`.
 async fn write_message(writer: &mut OwnedWriteHalf, message: &[u8], io_timeout: Duration) -> bool {
+    let Ok(len) = u16::try_from(message.len()) else {
+        tracing::error!(
+            len = message.len(),
+            "reply too large for TCP framing: connection closed"
+        );
+        return false;
+    };
     let mut framed = Vec::with_capacity(message.len() + 2);
-    framed.extend_from_slice(&(message.len() as u16).to_be_bytes());
+    framed.extend_from_slice(&len.to_be_bytes());
     framed.extend_from_slice(message);
     match tokio::time::timeout(io_timeout, writer.write_all(&framed)).await {
         Ok(Ok(())) => true,

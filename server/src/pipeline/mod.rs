@@ -11,6 +11,7 @@
 //!  (`respond_signed`); a stale reply (RFC 8767) carries EDE 3 under EDNS.
 //! ```
 
+mod admit;
 pub mod answer;
 pub mod dnssec;
 pub mod lookup;
@@ -44,7 +45,9 @@ pub struct PipelineConfig {
     pub max_udp_size: u16,
     /// Time allowed for one uncached answer before SERVFAIL.
     pub query_timeout: Duration,
-    /// Who may transfer zones (AXFR/IXFR over TCP).
+    /// Who may transfer zones (AXFR/IXFR over TCP) without TSIG. The
+    /// server's own default (config.rs) is nobody; this default (loopback)
+    /// serves in-process rigs.
     pub axfr_allow: Vec<transfer::Cidr>,
     /// TSIG keys: a transfer request signed with one of them is allowed
     /// from anywhere, and its reply is signed (RFC 8945).
@@ -52,6 +55,9 @@ pub struct PipelineConfig {
     /// Shortest truncated TSIG MAC accepted, in bytes (RFC 8945 §5.2.4:
     /// shorter but still within the RFC gets BADTRUNC).
     pub tsig_min_mac: usize,
+    /// Zone transfers running at once, server-wide (each holds one
+    /// database cursor); more get REFUSED.
+    pub max_transfers: usize,
 }
 
 impl Default for PipelineConfig {
@@ -62,6 +68,7 @@ impl Default for PipelineConfig {
             axfr_allow: transfer::Cidr::loopback(),
             tsig_keys: Vec::new(),
             tsig_min_mac: tsig::MIN_MAC_LEN,
+            max_transfers: 4,
         }
     }
 }
@@ -87,6 +94,11 @@ pub struct Responder<B> {
     /// instead of waiting on a database that just failed.
     failed_until_ms: std::sync::atomic::AtomicU64,
     epoch: std::time::Instant,
+    /// Zone transfers running (at most `config.max_transfers`).
+    transfers: Arc<tokio::sync::Semaphore>,
+    /// Where transfers read from, if not the backend (the store itself,
+    /// so that they never take the query path's database slots).
+    transfer_store: Option<Arc<backend_mongo::Store>>,
 }
 
 /// After a database failure, how long expired replies are served at once
@@ -97,13 +109,22 @@ impl<B: Backend> Responder<B> {
     /// A responder reading from `backend`, without a packet cache.
     pub fn new(backend: Arc<B>, config: PipelineConfig) -> Self {
         Responder {
+            transfers: Arc::new(tokio::sync::Semaphore::new(config.max_transfers)),
             backend,
             config,
             cache: None,
             counters: None,
             failed_until_ms: Default::default(),
             epoch: std::time::Instant::now(),
+            transfer_store: None,
         }
+    }
+
+    /// Zone transfers read from `store` directly, outside the record
+    /// cache's database gate.
+    pub fn with_transfer_store(mut self, store: backend_mongo::Store) -> Self {
+        self.transfer_store = Some(Arc::new(store));
+        self
     }
 
     /// Counts pipeline runs in `counters`.
@@ -115,12 +136,8 @@ impl<B: Backend> Responder<B> {
     /// A responder with a packet cache in front of the pipeline.
     pub fn with_cache(backend: Arc<B>, config: PipelineConfig, cache: ReplyCache) -> Self {
         Responder {
-            backend,
-            config,
             cache: Some(cache),
-            counters: None,
-            failed_until_ms: Default::default(),
-            epoch: std::time::Instant::now(),
+            ..Self::new(backend, config)
         }
     }
 
@@ -163,7 +180,7 @@ impl<B: Backend> Responder<B> {
     pub async fn respond_tcp_stream(&self, packet: &[u8], peer: &TcpPeer) -> TcpReply {
         if let Ok(query) = parse_query(packet) {
             if matches!(query.qtype, RType::AXFR | RType::IXFR) && query.qclass == CLASS_IN {
-                return TcpReply::Messages(self.transfer(packet, &query, peer.addr).await);
+                return self.transfer(packet, &query, peer).await;
             }
         }
         TcpReply::Messages(
@@ -172,51 +189,6 @@ impl<B: Backend> Responder<B> {
                 .into_iter()
                 .collect(),
         )
-    }
-
-    /// A zone transfer, never cached, with a timeout of its own.
-    async fn transfer(&self, packet: &[u8], query: &Query, peer: SocketAddr) -> Vec<Vec<u8>> {
-        let max_udp = self.config.max_udp_size;
-        let now = tsig::unix_now();
-        let keys = &self.config.tsig_keys;
-        let (allow, mut signer) = match tsig::verify_request(
-            packet,
-            keys,
-            now,
-            self.config.tsig_min_mac,
-        ) {
-            tsig::Verified::Unsigned => (self.config.axfr_allow.clone(), None),
-            tsig::Verified::Malformed => {
-                return vec![render::rcode_only(packet, query, Rcode::FORMERR, max_udp)];
-            }
-            tsig::Verified::Signed(signer) => (transfer::Cidr::everything(), Some(signer)),
-            tsig::Verified::Failed(failure) => {
-                tracing::info!(%peer, zone = %query.qname, error = failure.error, "zone transfer with a bad TSIG: NOTAUTH");
-                let mut reply = render::rcode_only(packet, query, Rcode::NOTAUTH, max_udp);
-                failure.append_to(&mut reply);
-                return vec![reply];
-            }
-        };
-        let work = transfer::transfer(&*self.backend, packet, query, peer, &allow, max_udp);
-        let mut sign = |mut messages: Vec<Vec<u8>>| {
-            if let Some(signer) = signer.as_mut() {
-                for m in &mut messages {
-                    signer.sign(m);
-                }
-            }
-            messages
-        };
-        match tokio::time::timeout(TRANSFER_TIMEOUT, work).await {
-            Ok(Ok(messages)) => sign(messages),
-            Ok(Err(fault)) => {
-                tracing::warn!(zone = %query.qname, error = %fault, "transfer failed: SERVFAIL");
-                vec![render::rcode_only(packet, query, Rcode::SERVFAIL, max_udp)]
-            }
-            Err(_) => {
-                tracing::warn!(zone = %query.qname, "transfer timed out: SERVFAIL");
-                vec![render::rcode_only(packet, query, Rcode::SERVFAIL, max_udp)]
-            }
-        }
     }
 
     /// Answers one message; `None` means send nothing.
@@ -546,7 +518,7 @@ impl<B: Backend> Responder<B> {
 }
 
 /// Time allowed for reading and packing a whole zone transfer.
-const TRANSFER_TIMEOUT: Duration = Duration::from_secs(300);
+pub(crate) const TRANSFER_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Questions we refuse or reject before looking anything up.
 fn check_question(query: &Query, transport: Transport) -> Option<Rcode> {
