@@ -304,9 +304,11 @@ options! {
         rrl_ipv4_prefix: u8 = 24, [env = "MONGODNS_RRL_IPV4_PREFIX", value_name = "BITS"];
         /// Prefix length grouping IPv6 sources for rate limiting.
         rrl_ipv6_prefix: u8 = 56, [env = "MONGODNS_RRL_IPV6_PREFIX", value_name = "BITS"];
-        /// TSIG keys allowed to transfer zones from anywhere:
-        /// `hmac-sha256:NAME:BASE64SECRET` (repeat for several). Prefer
-        /// tsig_keyfile: a command line is visible to other local users.
+        /// TSIG keys: `ALG:NAME:BASE64SECRET [zones=Z1,Z2] [from=NET1,NET2]`,
+        /// ALG hmac-sha256, hmac-sha384 or hmac-sha512 (repeat for several).
+        /// A key opens transfers and signs replies only for its zones (all
+        /// without zones=) and, with from=, only for transfers from those
+        /// blocks. Prefer tsig_keyfile: a command line is visible to local users.
         tsig_key: Vec<String> = Vec::new(),
             [env = "MONGODNS_TSIG_KEY", value_name = "KEY"];
         /// Shortest truncated TSIG MAC accepted, in bytes (16 to 32): a
@@ -386,7 +388,7 @@ options! {
             [env = "MONGODNS_QUERY_LOG_SYSLOG_FORMAT", value_name = "FORMAT"];
     }
     optional {
-        /// File of TSIG keys, one `hmac-sha256:NAME:BASE64SECRET` a line.
+        /// File of TSIG keys, one a line, as for tsig_key.
         tsig_keyfile: String, [env = "MONGODNS_TSIG_KEYFILE", value_name = "FILE"];
         /// SO_RCVBUF for UDP sockets, in bytes (1 MiB if unset; forced past
         /// net.core.rmem_max when the process has CAP_NET_ADMIN).
@@ -647,10 +649,10 @@ impl Resolved {
         out.push_str("# precedence: flag > env > file > default\n");
         for (name, value) in self.config.lines() {
             let source = self.sources.get(name).copied().unwrap_or(Source::Default);
-            let value = if name == "mongodb_uri" {
-                redact_password(&value)
-            } else {
-                value
+            let value = match name {
+                "mongodb_uri" => redact_password(&value),
+                "tsig_key" => redact_tsig_secrets(&self.config.tsig_key),
+                _ => value,
             };
             if value.is_empty() {
                 let _ = writeln!(out, "# {name} = (unset)");
@@ -683,6 +685,19 @@ fn redact_password(uri: &str) -> String {
         },
         _ => uri.to_string(),
     }
+}
+
+/// `tsig_key` as TOML with every secret replaced by `<secret>`.
+fn redact_tsig_secrets(keys: &[String]) -> String {
+    let shown: Vec<String> = keys
+        .iter()
+        .map(|k| {
+            let (spec, scope) = k.trim().split_once(' ').unwrap_or((k.trim(), ""));
+            let head = spec.rsplit_once(':').map_or("", |(h, _)| h);
+            format!("{head}:<secret> {scope}").trim_end().to_string()
+        })
+        .collect();
+    toml_value(&shown)
 }
 
 /// Options SIGHUP applies without a restart.
@@ -781,6 +796,20 @@ mod tests {
             "\"mongodb://u:***@h:1/?x=1\""
         );
         assert_eq!(redact_password("\"mongodb://h\""), "\"mongodb://h\"");
+        let keys = cli(&[
+            "--tsig-key",
+            "hmac-sha512:k:c2VjcmV0 zones=a.test.",
+            "--tsig-key",
+            "k2:c2VjcmV0",
+        ])
+        .resolve()
+        .unwrap()
+        .render();
+        assert!(!keys.contains("c2VjcmV0"), "{keys}");
+        assert!(
+            keys.contains(r#"tsig_key = ["hmac-sha512:k:<secret> zones=a.test.", "k2:<secret>"]"#),
+            "{keys}"
+        );
     }
 
     #[test]

@@ -136,6 +136,9 @@ async fn run(
                 path,
             ))?);
     }
+    for key in config.tsig_keys.iter().filter(|k| k.zones.is_empty()) {
+        tracing::warn!(key = %key.name, "TSIG key valid for every zone; scope it with zones=");
+    }
     let rrl = mongodns_server::rrl::Rrl::new(mongodns_server::rrl::RrlConfig {
         rate: args.rrl_rate,
         slip: args.rrl_slip,

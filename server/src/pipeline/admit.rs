@@ -1,7 +1,8 @@
 //! Who may transfer a zone, and how many transfers run at once.
 //!
 //! ```text
-//!  AXFR/IXFR over TCP ─► TSIG: malformed ─► FORMERR; bad ─► NOTAUTH (+ error)
+//!  AXFR/IXFR over TCP ─► TSIG (the key known for this zone and address?):
+//!     malformed ─► FORMERR; bad ─► NOTAUTH (+ error)
 //!     ─► unsigned: peer in axfr_allow? (default: nobody) ── no ──► REFUSED
 //!     ─► this connection already transferring? ── yes ──► REFUSED
 //!     ─► a transfer slot free (max_transfers)? ── no ──► REFUSED
@@ -29,7 +30,13 @@ impl<B: Backend> Responder<B> {
             |rcode| TcpReply::Messages(vec![render::rcode_only(packet, query, rcode, max_udp)]);
         let now = tsig::unix_now();
         let keys = &self.config.tsig_keys;
-        let signer = match tsig::verify_request(packet, keys, now, self.config.tsig_min_mac) {
+        let ip = peer.addr.ip();
+        let scope = tsig::Scope {
+            qname: Some(&query.qname),
+            peer: Some(ip),
+        };
+        let min_mac = self.config.tsig_min_mac;
+        let signer = match tsig::verify_request(packet, keys, now, min_mac, &scope) {
             tsig::Verified::Unsigned => None,
             tsig::Verified::Malformed => return only(Rcode::FORMERR),
             tsig::Verified::Signed(signer) => Some(signer),
@@ -40,7 +47,6 @@ impl<B: Backend> Responder<B> {
                 return TcpReply::Messages(vec![reply]);
             }
         };
-        let ip = peer.addr.ip();
         if signer.is_none() && !self.config.axfr_allow.iter().any(|c| c.contains(ip)) {
             tracing::info!(peer = %peer.addr, zone = %query.qname, "zone transfer refused by the access list");
             return only(Rcode::REFUSED);

@@ -409,13 +409,7 @@ impl<B: Backend> Responder<B> {
     /// or whose MAC size the RFC forbids, FORMERR. `None`: no TSIG.
     async fn respond_signed(&self, packet: &[u8], transport: Transport) -> Option<Option<Vec<u8>>> {
         let config = &self.config;
-        let verified = tsig::verify_request(
-            packet,
-            &config.tsig_keys,
-            tsig::unix_now(),
-            config.tsig_min_mac,
-        );
-        if matches!(verified, tsig::Verified::Unsigned) {
+        if !tsig::has_tsig(packet) {
             return None;
         }
         // Misplaced TSIG: the message as it came (its records are skipped).
@@ -425,6 +419,15 @@ impl<B: Backend> Responder<B> {
             // Not a query we can answer: the error reply, unsigned.
             return Some(self.respond_uncached(&unsigned, transport, None).await);
         };
+        // Keys are scoped to zones; the client's address is not known here,
+        // so a key limited to address blocks does not apply (tsig/key.rs).
+        let scope = tsig::Scope {
+            qname: Some(&query.qname),
+            peer: None,
+        };
+        let now = tsig::unix_now();
+        let verified =
+            tsig::verify_request(packet, &config.tsig_keys, now, config.tsig_min_mac, &scope);
         let limit = render::size_limit(&query, transport, max_udp);
         Some(match verified {
             tsig::Verified::Unsigned => return None,
