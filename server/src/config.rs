@@ -365,6 +365,9 @@ options! {
         /// UDP datagrams read and sent per system call (recvmmsg/sendmmsg on
         /// Linux), 1 to 32; 1 reads and answers one query at a time.
         udp_batch: usize = 32, [env = "MONGODNS_UDP_BATCH", value_name = "N"];
+        /// UDP cache misses answered at once, server-wide; more are dropped
+        /// (the client retries) and counted (mongodns_udp_miss_overflows).
+        udp_max_misses: usize = 4096, [env = "MONGODNS_UDP_MAX_MISSES", value_name = "N"];
         /// Turn every cache off (each query reads the database): for measuring.
         no_cache: bool = false,
             [env = "MONGODNS_NO_CACHE", num_args = 0..=1, require_equals = true,
@@ -509,6 +512,9 @@ impl Config {
         }
         if self.tcp_max_connections == 0 {
             p.push("tcp_max_connections: must be above 0".into());
+        }
+        if self.udp_max_misses == 0 {
+            p.push("udp_max_misses: must be above 0".into());
         }
         for (name, v) in [
             ("tcp_idle_timeout", self.tcp_idle_timeout),

@@ -265,6 +265,7 @@ async fn run(
     let mut terms = signal(SignalKind::terminate()).map_err(|e| format!("SIGTERM: {e}"))?;
     let mut interrupts = signal(SignalKind::interrupt()).map_err(|e| format!("SIGINT: {e}"))?;
     let mut listeners = Vec::new();
+    let udp_misses = Arc::new(tokio::sync::Semaphore::new(args.udp_max_misses.max(1)));
     for addr in &args.listen {
         let sockets = udp::bind_udp(*addr, workers, args.udp_rcvbuf, args.udp_sndbuf)
             .map_err(|e| format!("cannot bind UDP {addr}: {e}"))?;
@@ -274,6 +275,7 @@ async fn run(
                 handler.clone(),
                 rrl.clone(),
                 args.udp_batch,
+                udp_misses.clone(),
             )));
         }
         let listener = tokio::net::TcpListener::bind(addr)
