@@ -4,6 +4,7 @@
 //! ```text
 //!  server ──reads──► Store (store.rs) ──► zones / nodes / meta
 //!  importer, signer ──ZoneWriter (writer.rs)──┘
+//!  zone transfers: the nodes of a version streamed from the cursor (transfer.rs)
 //!  keys, signatures, NSEC/NSEC3 chains: dnssec.rs
 //!  documents ◄──► values: schema.rs     names: name.rs     types: rtype.rs
 //!  rdata well-formed (zone files, data read back): rdata.rs
@@ -21,6 +22,7 @@ pub mod schema;
 pub mod serial;
 pub mod store;
 pub mod testing;
+pub mod transfer;
 pub mod writer;
 
 pub use mongodb::bson;

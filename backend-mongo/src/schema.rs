@@ -180,7 +180,12 @@ fn bad(id: &str, reason: impl Into<String>) -> SchemaError {
 }
 
 pub(crate) fn int_field(d: &Document, key: &str) -> Option<i64> {
-    match d.get(key)? {
+    bson_int(d.get(key)?)
+}
+
+/// A whole number stored as any BSON number type.
+pub(crate) fn bson_int(v: &Bson) -> Option<i64> {
+    match v {
         Bson::Int32(v) => Some(i64::from(*v)),
         Bson::Int64(v) => Some(*v),
         Bson::Double(v) if v.fract() == 0.0 => Some(*v as i64),

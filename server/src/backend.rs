@@ -4,12 +4,16 @@
 //!  pipeline ──Backend::{find_zone, get_node, zone_nodes, denial}──► Store (MongoDB)
 //!            (through cache::RecordCache, which caches all but zone_nodes)
 //!  cached_node: what the cache knows already, never a read (the name walk)
+//!  transfers ──Backend::{zone_stream, version_deleting}──► Store directly
+//!            (defaults for other backends: zone_nodes, never deleting)
 //! ```
 //!
-//! Four questions are all the pipeline ever asks of storage; anything else
-//! a store can do stays behind this line.
+//! Four questions are all the answer path ever asks of storage, two more
+//! the zone transfers; anything else a store can do stays behind this line.
 
+use backend_mongo::transfer::NodeStream;
 use backend_mongo::{Name, Node, Store, StoreError, ZoneInfo};
+use futures::StreamExt;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -47,6 +51,29 @@ pub trait Backend: Send + Sync + 'static {
         key: &str,
         wrap: bool,
     ) -> impl Future<Output = Result<Option<Arc<Node>>, StoreError>> + Send;
+
+    /// Every node of `zone` in canonical order, one at a time as storage
+    /// delivers them (zone transfers). The default reads them all first.
+    fn zone_stream(
+        &self,
+        zone: &ZoneInfo,
+    ) -> impl Future<Output = Result<NodeStream, StoreError>> + Send {
+        async move {
+            let nodes = self.zone_nodes(zone).await?;
+            Ok(futures::stream::iter(nodes.into_iter().map(Ok)).boxed())
+        }
+    }
+
+    /// True when the version of `zone` began to be deleted (or the zone is
+    /// gone): a transfer that read it may have missed nodes. The default:
+    /// never.
+    fn version_deleting(
+        &self,
+        zone: &ZoneInfo,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        let _ = zone;
+        async { Ok(false) }
+    }
 }
 
 /// What a cache knows of one node, without a read.
@@ -76,6 +103,14 @@ impl Backend for Store {
 
     async fn zone_nodes(&self, zone: &ZoneInfo) -> Result<Vec<Node>, StoreError> {
         Store::zone_nodes(self, zone).await
+    }
+
+    async fn zone_stream(&self, zone: &ZoneInfo) -> Result<NodeStream, StoreError> {
+        self.zone_cursor(zone).await
+    }
+
+    async fn version_deleting(&self, zone: &ZoneInfo) -> Result<bool, StoreError> {
+        Store::version_deleting(self, zone).await
     }
 
     async fn denial(

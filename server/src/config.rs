@@ -264,13 +264,32 @@ options! {
         tcp_max_connections: usize = 256, [env = "MONGODNS_TCP_MAX_CONNECTIONS", value_name = "N"];
         /// Seconds before an idle TCP connection is closed.
         tcp_idle_timeout: u64 = 10, [env = "MONGODNS_TCP_IDLE_TIMEOUT", value_name = "SECONDS"];
-        /// Clients allowed to transfer zones (AXFR/IXFR over TCP), as addresses
-        /// or networks (192.0.2.0/24, 2001:db8::/32); an empty list refuses
-        /// every transfer. Default: loopback only.
-        axfr_allow: Vec<String> = vec!["127.0.0.0/8".into(), "::1/128".into()],
+        /// Clients allowed to transfer zones (AXFR/IXFR over TCP) without
+        /// TSIG, as addresses or networks (192.0.2.0/24, 2001:db8::/32).
+        /// Default: nobody (as NSD and Knot), e.g. 127.0.0.1/32 for local tools.
+        axfr_allow: Vec<String> = Vec::new(),
             [env = "MONGODNS_AXFR_ALLOW", value_delimiter = ',', value_name = "NET"];
+        /// Zone transfers running at once, server-wide; each holds one
+        /// database cursor of its own (never a query-path slot). More get REFUSED.
+        axfr_max_concurrent: usize = 4,
+            [env = "MONGODNS_AXFR_MAX_CONCURRENT", value_name = "N"];
         /// Queries answered on one TCP connection before it is closed (0: no limit).
         tcp_max_queries: usize = 0, [env = "MONGODNS_TCP_MAX_QUERIES", value_name = "N"];
+        /// Milliseconds to read one whole TCP query once its first byte came,
+        /// and to write one reply message; a slower client is cut.
+        tcp_io_timeout_ms: u64 = 2000, [env = "MONGODNS_TCP_IO_TIMEOUT_MS", value_name = "MS"];
+        /// Seconds after which no more queries are read from a TCP connection.
+        tcp_max_lifetime: u64 = 120, [env = "MONGODNS_TCP_MAX_LIFETIME", value_name = "SECONDS"];
+        /// Milliseconds an accepted TCP connection may wait for a free slot
+        /// before it is closed.
+        tcp_permit_timeout_ms: u64 = 2000,
+            [env = "MONGODNS_TCP_PERMIT_TIMEOUT_MS", value_name = "MS"];
+        /// TCP connections one source prefix (IPv4 /24, IPv6 /56) may hold at
+        /// once (0: no cap).
+        tcp_max_per_prefix: usize = 64, [env = "MONGODNS_TCP_MAX_PER_PREFIX", value_name = "N"];
+        /// KiB of replies answered but not yet read by one TCP client; past
+        /// this the connection is cut (pipelining without reading).
+        tcp_max_pending_kb: usize = 256, [env = "MONGODNS_TCP_MAX_PENDING_KB", value_name = "KIB"];
         /// Serve-stale (RFC 8767): seconds after expiry during which a cached
         /// reply or record may still be served, with TTL 30, when the database
         /// fails or times out. 0: off.
@@ -285,9 +304,11 @@ options! {
         rrl_ipv4_prefix: u8 = 24, [env = "MONGODNS_RRL_IPV4_PREFIX", value_name = "BITS"];
         /// Prefix length grouping IPv6 sources for rate limiting.
         rrl_ipv6_prefix: u8 = 56, [env = "MONGODNS_RRL_IPV6_PREFIX", value_name = "BITS"];
-        /// TSIG keys allowed to transfer zones from anywhere:
-        /// `hmac-sha256:NAME:BASE64SECRET` (repeat for several). Prefer
-        /// tsig_keyfile: a command line is visible to other local users.
+        /// TSIG keys: `ALG:NAME:BASE64SECRET [zones=Z1,Z2] [from=NET1,NET2]`,
+        /// ALG hmac-sha256, hmac-sha384 or hmac-sha512 (repeat for several).
+        /// A key opens transfers and signs replies only for its zones (all
+        /// without zones=) and, with from=, only for transfers from those
+        /// blocks. Prefer tsig_keyfile: a command line is visible to local users.
         tsig_key: Vec<String> = Vec::new(),
             [env = "MONGODNS_TSIG_KEY", value_name = "KEY"];
         /// Shortest truncated TSIG MAC accepted, in bytes (16 to 32): a
@@ -344,6 +365,9 @@ options! {
         /// UDP datagrams read and sent per system call (recvmmsg/sendmmsg on
         /// Linux), 1 to 32; 1 reads and answers one query at a time.
         udp_batch: usize = 32, [env = "MONGODNS_UDP_BATCH", value_name = "N"];
+        /// UDP cache misses answered at once, server-wide; more are dropped
+        /// (the client retries) and counted (mongodns_udp_miss_overflows).
+        udp_max_misses: usize = 4096, [env = "MONGODNS_UDP_MAX_MISSES", value_name = "N"];
         /// Turn every cache off (each query reads the database): for measuring.
         no_cache: bool = false,
             [env = "MONGODNS_NO_CACHE", num_args = 0..=1, require_equals = true,
@@ -367,7 +391,7 @@ options! {
             [env = "MONGODNS_QUERY_LOG_SYSLOG_FORMAT", value_name = "FORMAT"];
     }
     optional {
-        /// File of TSIG keys, one `hmac-sha256:NAME:BASE64SECRET` a line.
+        /// File of TSIG keys, one a line, as for tsig_key.
         tsig_keyfile: String, [env = "MONGODNS_TSIG_KEYFILE", value_name = "FILE"];
         /// SO_RCVBUF for UDP sockets, in bytes (1 MiB if unset; forced past
         /// net.core.rmem_max when the process has CAP_NET_ADMIN).
@@ -488,6 +512,19 @@ impl Config {
         }
         if self.tcp_max_connections == 0 {
             p.push("tcp_max_connections: must be above 0".into());
+        }
+        if self.udp_max_misses == 0 {
+            p.push("udp_max_misses: must be above 0".into());
+        }
+        for (name, v) in [
+            ("tcp_idle_timeout", self.tcp_idle_timeout),
+            ("tcp_io_timeout_ms", self.tcp_io_timeout_ms),
+            ("tcp_max_lifetime", self.tcp_max_lifetime),
+            ("tcp_permit_timeout_ms", self.tcp_permit_timeout_ms),
+        ] {
+            if v == 0 {
+                p.push(format!("{name}: must be above 0"));
+            }
         }
         for net in self.axfr_allow.iter().filter(|n| !n.is_empty()) {
             if let Err(e) = net.parse::<Cidr>() {
@@ -618,10 +655,10 @@ impl Resolved {
         out.push_str("# precedence: flag > env > file > default\n");
         for (name, value) in self.config.lines() {
             let source = self.sources.get(name).copied().unwrap_or(Source::Default);
-            let value = if name == "mongodb_uri" {
-                redact_password(&value)
-            } else {
-                value
+            let value = match name {
+                "mongodb_uri" => redact_password(&value),
+                "tsig_key" => redact_tsig_secrets(&self.config.tsig_key),
+                _ => value,
             };
             if value.is_empty() {
                 let _ = writeln!(out, "# {name} = (unset)");
@@ -654,6 +691,19 @@ fn redact_password(uri: &str) -> String {
         },
         _ => uri.to_string(),
     }
+}
+
+/// `tsig_key` as TOML with every secret replaced by `<secret>`.
+fn redact_tsig_secrets(keys: &[String]) -> String {
+    let shown: Vec<String> = keys
+        .iter()
+        .map(|k| {
+            let (spec, scope) = k.trim().split_once(' ').unwrap_or((k.trim(), ""));
+            let head = spec.rsplit_once(':').map_or("", |(h, _)| h);
+            format!("{head}:<secret> {scope}").trim_end().to_string()
+        })
+        .collect();
+    toml_value(&shown)
 }
 
 /// Options SIGHUP applies without a restart.
@@ -728,6 +778,11 @@ mod tests {
             .unwrap();
         assert_eq!(c.config.axfr_networks().len(), 2);
         assert!(cli(&["--axfr-allow", "10.0.0.0/33"]).resolve().is_err());
+        let default = cli(&[]).resolve().unwrap();
+        assert!(
+            default.config.axfr_networks().is_empty(),
+            "transfers denied by default"
+        );
         let none = cli(&["--axfr-allow="]).resolve().unwrap();
         assert!(none.config.axfr_networks().is_empty());
         assert_eq!(
@@ -747,6 +802,20 @@ mod tests {
             "\"mongodb://u:***@h:1/?x=1\""
         );
         assert_eq!(redact_password("\"mongodb://h\""), "\"mongodb://h\"");
+        let keys = cli(&[
+            "--tsig-key",
+            "hmac-sha512:k:c2VjcmV0 zones=a.test.",
+            "--tsig-key",
+            "k2:c2VjcmV0",
+        ])
+        .resolve()
+        .unwrap()
+        .render();
+        assert!(!keys.contains("c2VjcmV0"), "{keys}");
+        assert!(
+            keys.contains(r#"tsig_key = ["hmac-sha512:k:<secret> zones=a.test.", "k2:<secret>"]"#),
+            "{keys}"
+        );
     }
 
     #[test]

@@ -52,6 +52,12 @@ pub struct Control {
 impl Control {
     /// Every counter as (name, help, value).
     pub fn snapshot(&self) -> Vec<(&'static str, &'static str, u64)> {
+        let mut all = self.cache_snapshot();
+        all.extend(crate::guard::GUARD.snapshot());
+        all
+    }
+
+    fn cache_snapshot(&self) -> Vec<(&'static str, &'static str, u64)> {
         let c = &self.counters;
         let p = &self.packets.stats;
         let l = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);

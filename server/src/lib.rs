@@ -10,9 +10,11 @@
 
 pub mod backend;
 pub mod cache;
+pub mod cidr;
 pub mod config;
 pub mod control;
 pub mod frontend;
+pub mod guard;
 pub mod observe;
 pub mod pipeline;
 pub mod querylog;

@@ -119,6 +119,7 @@ async fn run(
         query_timeout: Duration::from_millis(args.query_timeout_ms),
         axfr_allow: args.axfr_networks(),
         tsig_min_mac: args.tsig_min_mac_bytes,
+        max_transfers: args.axfr_max_concurrent,
         ..PipelineConfig::default()
     };
     if !(mongodns_server::tsig::MIN_MAC_LEN..=mongodns_server::tsig::MAC_LEN)
@@ -137,6 +138,9 @@ async fn run(
             .extend(mongodns_server::tsig::read_key_file(std::path::Path::new(
                 path,
             ))?);
+    }
+    for key in config.tsig_keys.iter().filter(|k| k.zones.is_empty()) {
+        tracing::warn!(key = %key.name, "TSIG key valid for every zone; scope it with zones=");
     }
     let rrl = mongodns_server::rrl::Rrl::new(mongodns_server::rrl::RrlConfig {
         rate: args.rrl_rate,
@@ -195,6 +199,7 @@ async fn run(
         };
         Responder::with_cache(records.clone(), config, cache)
     };
+    let responder = responder.with_transfer_store(store.clone());
     let responder = Arc::new(responder.count_into(counters.clone()));
 
     let query_log = match &args.query_log {
@@ -250,6 +255,11 @@ async fn run(
         max_connections: args.tcp_max_connections,
         idle_timeout: Duration::from_secs(args.tcp_idle_timeout),
         max_queries: args.tcp_max_queries,
+        io_timeout: Duration::from_millis(args.tcp_io_timeout_ms),
+        max_lifetime: Duration::from_secs(args.tcp_max_lifetime),
+        permit_timeout: Duration::from_millis(args.tcp_permit_timeout_ms),
+        max_per_prefix: args.tcp_max_per_prefix,
+        max_pending_bytes: args.tcp_max_pending_kb << 10,
         ..tcp::TcpLimits::default()
     };
     // Install the handlers before serving, so no signal finds the default
@@ -258,6 +268,7 @@ async fn run(
     let mut terms = signal(SignalKind::terminate()).map_err(|e| format!("SIGTERM: {e}"))?;
     let mut interrupts = signal(SignalKind::interrupt()).map_err(|e| format!("SIGINT: {e}"))?;
     let mut listeners = Vec::new();
+    let udp_misses = Arc::new(tokio::sync::Semaphore::new(args.udp_max_misses.max(1)));
     for addr in &args.listen {
         let sockets = udp::bind_udp(*addr, workers, args.udp_rcvbuf, args.udp_sndbuf)
             .map_err(|e| format!("cannot bind UDP {addr}: {e}"))?;
@@ -267,6 +278,7 @@ async fn run(
                 handler.clone(),
                 rrl.clone(),
                 args.udp_batch,
+                udp_misses.clone(),
             )));
         }
         let listener = tokio::net::TcpListener::bind(addr)

@@ -242,8 +242,8 @@ impl<H: Handler> Handler for Observed<H> {
     fn handle_tcp(
         &self,
         packet: &[u8],
-        peer: SocketAddr,
-    ) -> impl Future<Output = Vec<Vec<u8>>> + Send {
+        peer: &crate::frontend::TcpPeer,
+    ) -> impl Future<Output = crate::frontend::TcpReply> + Send {
         async move {
             self.metrics.inflight.fetch_add(1, Ordering::Relaxed);
             let _guard = InflightGuard(&self.metrics.inflight);

@@ -970,8 +970,15 @@ enum Sink {
     },
 }
 
+/// Opens the log for appending; a new file is readable by its owner only
+/// (queries say who asked what).
 fn open_append(path: &Path) -> io::Result<(File, u64)> {
-    let file = OpenOptions::new().create(true).append(true).open(path)?;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)?;
     let size = file.metadata()?.len();
     Ok((file, size))
 }
@@ -1342,6 +1349,19 @@ fn write_loop(mut sink: Sink, shared: Arc<Shared>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_new_log_file_is_readable_by_its_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("mdqlmode{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("queries.log");
+        let _ = std::fs::remove_file(&path);
+        open_append(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "query log mode {mode:o}");
+        let _ = std::fs::remove_dir_all(dir);
+    }
 
     /// What a formatting function writes.
     fn text(f: impl FnOnce(&mut Out)) -> String {

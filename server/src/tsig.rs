@@ -1,14 +1,17 @@
-//! TSIG (RFC 8945) with HMAC-SHA256, for zone transfers and ordinary queries.
+//! TSIG (RFC 8945) with HMAC-SHA256/384/512, for zone transfers and
+//! ordinary queries. Keys and their scopes: `tsig/key.rs`.
 //!
 //! ```text
 //!  request: no TSIG record anywhere ──► Unsigned (access list decides)
 //!    a TSIG that is not the last additional record, or one of several,
 //!      or with malformed rdata ──► FORMERR (§5.1)
-//!    key name + algorithm known? ── no ──► NOTAUTH, TSIG error BADKEY
-//!    MAC size > 32 or < max(10, 32/2) = 16 ──► FORMERR (§5.2.2.1)
+//!    key name + algorithm known, for this zone (and address)? ── no ──►
+//!      NOTAUTH, TSIG error BADKEY
+//!    MAC size > the hash or < max(10, hash/2) ──► FORMERR (§5.2.2.1)
 //!    MAC over (message without TSIG, original ID, ARCOUNT−1) + variables,
 //!      truncated to the MAC size received ── wrong ──► NOTAUTH, BADSIG
-//!    |now − time signed| > fudge ──► NOTAUTH, BADTIME (signed)
+//!    |now − time signed| > min(fudge, MAX_FUDGE = 300 s) ──► NOTAUTH,
+//!      BADTIME (signed): a captured request cannot be replayed for hours
 //!    MAC size < local minimum (--tsig-min-mac-bytes) ──► NOTAUTH, BADTRUNC
 //!      (signed, §5.2.4)
 //!    ok ──► Signed(signer): the transfer is allowed whatever the access list
@@ -21,17 +24,22 @@
 //!
 //! Secrets never reach a log: [`TsigKey`]'s `Debug` prints the name only.
 
+mod key;
+
+pub use key::{read_key_file, Algorithm, Scope, TsigKey};
+
 use crate::wire::query::read_name;
 use backend_mongo::Name;
 use ring::hmac;
-use std::fmt;
-use std::str::FromStr;
 
 /// TSIG record type.
 pub const TYPE_TSIG: u16 = 250;
 const CLASS_ANY: u16 = 255;
 /// Fudge we sign with (seconds).
 const FUDGE: u16 = 300;
+/// Largest fudge a request is judged with (seconds): a larger one is
+/// taken as this, so a captured request is not good for hours.
+pub const MAX_FUDGE: u16 = 300;
 /// TSIG error: bad signature.
 pub const BADSIG: u16 = 16;
 /// TSIG error: unknown key or algorithm.
@@ -40,75 +48,11 @@ pub const BADKEY: u16 = 17;
 pub const BADTIME: u16 = 18;
 /// TSIG error: a MAC truncated below the local minimum.
 pub const BADTRUNC: u16 = 22;
-/// HMAC-SHA256 output length (bytes).
+/// HMAC-SHA256 output length (bytes); `--tsig-min-mac-bytes` is at most this.
 pub const MAC_LEN: usize = 32;
 /// The shortest truncated MAC RFC 8945 §5.2.2.1 allows for HMAC-SHA256:
 /// the larger of 10 bytes and half the hash.
 pub const MIN_MAC_LEN: usize = if MAC_LEN / 2 > 10 { MAC_LEN / 2 } else { 10 };
-
-fn hmac_sha256_name() -> Name {
-    Name::parse("hmac-sha256.", None).expect("a valid name")
-}
-
-/// A shared secret for HMAC-SHA256.
-#[derive(Clone)]
-pub struct TsigKey {
-    /// The key's name (lower-cased wire form inside).
-    pub name: Name,
-    key: hmac::Key,
-}
-
-impl fmt::Debug for TsigKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "TsigKey({} hmac-sha256, secret hidden)", self.name)
-    }
-}
-
-impl FromStr for TsigKey {
-    type Err = String;
-
-    /// `hmac-sha256:NAME:BASE64SECRET` (kdig's `-y` syntax) or `NAME:SECRET`.
-    fn from_str(text: &str) -> Result<TsigKey, String> {
-        let parts: Vec<&str> = text.trim().split(':').collect();
-        let (alg, name, secret) = match parts.as_slice() {
-            [alg, name, secret] => (*alg, *name, *secret),
-            [name, secret] => ("hmac-sha256", *name, *secret),
-            _ => return Err("a TSIG key is hmac-sha256:NAME:BASE64SECRET".into()),
-        };
-        if !alg.eq_ignore_ascii_case("hmac-sha256") {
-            return Err(format!(
-                "TSIG algorithm {alg} is not supported (hmac-sha256 only)"
-            ));
-        }
-        let name = Name::parse(name, Some(&Name::root()))
-            .map_err(|e| format!("TSIG key name {name}: {e}"))?;
-        let secret = base64_decode(secret)
-            .filter(|s| !s.is_empty())
-            .ok_or_else(|| format!("TSIG key {name}: the secret is not base64"))?;
-        Ok(TsigKey {
-            name,
-            key: hmac::Key::new(hmac::HMAC_SHA256, &secret),
-        })
-    }
-}
-
-/// Reads keys from a file: one `hmac-sha256:NAME:SECRET` a line, `#`
-/// comments and blank lines ignored. Errors name the line, never the secret.
-pub fn read_key_file(path: &std::path::Path) -> Result<Vec<TsigKey>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut keys = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let line = line.split('#').next().unwrap_or("").trim();
-        if line.is_empty() {
-            continue;
-        }
-        let key = line
-            .parse::<TsigKey>()
-            .map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?;
-        keys.push(key);
-    }
-    Ok(keys)
-}
 
 /// Standard base64 (padding optional); `None` if malformed.
 pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
@@ -359,10 +303,22 @@ pub struct TsigFailure {
     signer: Option<TsigSigner>,
 }
 
-/// Checks the TSIG of `packet` against `keys` at Unix time `now`;
-/// `min_mac` is the shortest truncated MAC accepted (local policy, from
-/// [`MIN_MAC_LEN`] to [`MAC_LEN`]).
-pub fn verify_request(packet: &[u8], keys: &[TsigKey], now: u64, min_mac: usize) -> Verified {
+/// True if `packet` carries a TSIG record anywhere.
+pub fn has_tsig(packet: &[u8]) -> bool {
+    !matches!(find_tsig(packet), Found::None)
+}
+
+/// Checks the TSIG of `packet` against the `keys` usable for `scope`, at
+/// Unix time `now`; `min_mac` is the shortest truncated MAC accepted
+/// (local policy, from [`MIN_MAC_LEN`] to [`MAC_LEN`]; never below the
+/// algorithm's floor).
+pub fn verify_request(
+    packet: &[u8],
+    keys: &[TsigKey],
+    now: u64,
+    min_mac: usize,
+    scope: &Scope,
+) -> Verified {
     let t = match find_tsig(packet) {
         Found::None => return Verified::Unsigned,
         Found::Misplaced => return Verified::Malformed,
@@ -377,15 +333,14 @@ pub fn verify_request(packet: &[u8], keys: &[TsigKey], now: u64, min_mac: usize)
             signer,
         })
     };
-    let Some(key) = keys.iter().find(|k| k.name == t.key_name) else {
+    let known = |k: &&TsigKey| k.name == t.key_name && k.algorithm.name() == t.algorithm;
+    let Some(key) = keys.iter().filter(known).find(|k| k.allows(scope)) else {
         return fail(BADKEY, None);
     };
-    if t.algorithm != hmac_sha256_name() {
-        return fail(BADKEY, None);
-    }
     // §5.2.2.1: longer than the hash, or shorter than the larger of 10
     // bytes and half the hash, is a malformed message.
-    if t.mac.len() > MAC_LEN || t.mac.len() < MIN_MAC_LEN {
+    let alg = key.algorithm;
+    if t.mac.len() > alg.mac_len() || t.mac.len() < alg.min_mac_len() {
         return Verified::Malformed;
     }
     let mut ctx = hmac::Context::with_key(&key.key);
@@ -413,11 +368,11 @@ pub fn verify_request(packet: &[u8], keys: &[TsigKey], now: u64, min_mac: usize)
         first: true,
         now,
     };
-    if now.abs_diff(t.time) > u64::from(t.fudge) {
+    if now.abs_diff(t.time) > u64::from(t.fudge.min(MAX_FUDGE)) {
         return fail(BADTIME, Some(signer));
     }
     // §5.2.4: a valid MAC shorter than local policy allows.
-    if t.mac.len() < min_mac {
+    if t.mac.len() < min_mac.max(alg.min_mac_len()) {
         return fail(BADTRUNC, Some(signer));
     }
     Verified::Signed(signer)
@@ -429,7 +384,7 @@ fn append_record(
     msg: &mut Vec<u8>,
     key_name: &Name,
     algorithm: &Name,
-    time: u64,
+    (time, fudge): (u64, u16),
     mac: &[u8],
     error: u16,
     other: &[u8],
@@ -438,7 +393,7 @@ fn append_record(
     let mut rdata = Vec::with_capacity(64 + mac.len());
     rdata.extend_from_slice(algorithm.as_wire());
     push_u48(&mut rdata, time);
-    rdata.extend_from_slice(&FUDGE.to_be_bytes());
+    rdata.extend_from_slice(&fudge.to_be_bytes());
     rdata.extend_from_slice(&(mac.len() as u16).to_be_bytes());
     rdata.extend_from_slice(mac);
     rdata.extend_from_slice(&original_id.to_be_bytes());
@@ -465,7 +420,8 @@ impl TsigSigner {
     pub fn record_len(&self) -> usize {
         // owner, type/class/TTL/rdlength, algorithm, time, fudge, MAC
         // length + MAC, original ID, error, other length.
-        self.key.name.wire_len() + 10 + self.algorithm.wire_len() + 6 + 2 + 2 + 32 + 6
+        let mac = self.key.algorithm.mac_len();
+        self.key.name.wire_len() + 10 + self.algorithm.wire_len() + 6 + 2 + 2 + mac + 6
     }
 
     fn sign_with(&mut self, msg: &mut Vec<u8>, error: u16, other: &[u8]) {
@@ -491,7 +447,7 @@ impl TsigSigner {
         }
         let mac = ctx.sign().as_ref().to_vec();
         let (name, alg) = (self.key.name.clone(), self.algorithm.clone());
-        append_record(msg, &name, &alg, self.now, &mac, error, other);
+        append_record(msg, &name, &alg, (self.now, FUDGE), &mac, error, other);
         self.prior = mac;
         self.first = false;
     }
@@ -514,7 +470,7 @@ impl TsigFailure {
                 reply,
                 &self.key_name,
                 &self.algorithm,
-                self.now,
+                (self.now, FUDGE),
                 &[],
                 self.error,
                 &[],
@@ -526,19 +482,34 @@ impl TsigFailure {
 /// Signs a request (for tests and tools): appends a TSIG record to `msg`
 /// and returns its MAC.
 pub fn sign_request(msg: &mut Vec<u8>, key: &TsigKey, now: u64) -> Vec<u8> {
-    sign_request_truncated(msg, key, now, MAC_LEN)
+    sign_request_truncated(msg, key, now, key.algorithm.mac_len())
 }
 
 /// Signs a request with its MAC cut to the first `len` bytes (RFC 8945
 /// §5.2.2.1), as a client that truncates does; returns the MAC sent.
 pub fn sign_request_truncated(msg: &mut Vec<u8>, key: &TsigKey, now: u64, len: usize) -> Vec<u8> {
-    let alg = hmac_sha256_name();
+    sign_request_with(msg, key, (now, FUDGE), len)
+}
+
+/// Signs a request claiming `fudge` seconds of leeway (for tests: a
+/// server judges it with at most [`MAX_FUDGE`]); returns the MAC.
+pub fn sign_request_with_fudge(msg: &mut Vec<u8>, key: &TsigKey, now: u64, fudge: u16) -> Vec<u8> {
+    sign_request_with(msg, key, (now, fudge), key.algorithm.mac_len())
+}
+
+fn sign_request_with(
+    msg: &mut Vec<u8>,
+    key: &TsigKey,
+    (now, fudge): (u64, u16),
+    len: usize,
+) -> Vec<u8> {
+    let alg = key.algorithm.name();
     let mut ctx = hmac::Context::with_key(&key.key);
     ctx.update(msg);
-    push_variables(&mut ctx, &key.name, &alg, now, FUDGE, 0, &[]);
+    push_variables(&mut ctx, &key.name, &alg, now, fudge, 0, &[]);
     let mut mac = ctx.sign().as_ref().to_vec();
     mac.truncate(len);
-    append_record(msg, &key.name, &alg, now, &mac, 0, &[]);
+    append_record(msg, &key.name, &alg, (now, fudge), &mac, 0, &[]);
     mac
 }
 
@@ -587,36 +558,76 @@ mod tests {
         let mut p = axfr();
         sign_request(&mut p, &key(), now);
         assert!(matches!(
-            verify_request(&p, &[key()], now + 10, MIN_MAC_LEN),
+            verify_request(&p, &[key()], now + 10, MIN_MAC_LEN, &Scope::NONE),
             Verified::Signed(_)
         ));
         assert!(matches!(
-            verify_request(&axfr(), &[key()], now, MIN_MAC_LEN),
+            verify_request(&axfr(), &[key()], now, MIN_MAC_LEN, &Scope::NONE),
             Verified::Unsigned
         ));
         // One byte of the question changed.
         let mut bad = p.clone();
         bad[13] ^= 0x20;
         assert!(matches!(
-            verify_request(&bad, &[key()], now, MIN_MAC_LEN),
+            verify_request(&bad, &[key()], now, MIN_MAC_LEN, &Scope::NONE),
             Verified::Failed(TsigFailure { error: BADSIG, .. })
         ));
         // Another key of the same name.
         let other: TsigKey = "xfr-key:b3RoZXI=".parse().unwrap();
         assert!(matches!(
-            verify_request(&p, &[other], now, MIN_MAC_LEN),
+            verify_request(&p, &[other], now, MIN_MAC_LEN, &Scope::NONE),
             Verified::Failed(TsigFailure { error: BADSIG, .. })
         ));
         // Unknown key.
         assert!(matches!(
-            verify_request(&p, &[], now, MIN_MAC_LEN),
+            verify_request(&p, &[], now, MIN_MAC_LEN, &Scope::NONE),
             Verified::Failed(TsigFailure { error: BADKEY, .. })
         ));
         // Too late.
         assert!(matches!(
-            verify_request(&p, &[key()], now + 301, MIN_MAC_LEN),
+            verify_request(&p, &[key()], now + 301, MIN_MAC_LEN, &Scope::NONE),
             Verified::Failed(TsigFailure { error: BADTIME, .. })
         ));
+    }
+
+    #[test]
+    fn the_fudge_is_capped_and_sha384_and_sha512_verify() {
+        let now = 1_700_000_000;
+        let mut p = axfr();
+        sign_request_with_fudge(&mut p, &key(), now, 36_000);
+        let verdict = verify_request(&p, &[key()], now + 1000, MIN_MAC_LEN, &Scope::NONE);
+        assert!(
+            matches!(verdict, Verified::Failed(ref f) if f.error == BADTIME),
+            "a fudge of 10 h is judged as 300 s"
+        );
+        let ok = verify_request(&p, &[key()], now + 299, MIN_MAC_LEN, &Scope::NONE);
+        assert!(matches!(ok, Verified::Signed(_)));
+        for alg in ["hmac-sha384", "hmac-sha512"] {
+            let k: TsigKey = format!("{alg}:k2:c2VjcmV0LXNlY3JldC1zZWNyZXQ=")
+                .parse()
+                .unwrap();
+            let mut p = axfr();
+            let mac = sign_request(&mut p, &k, now);
+            assert_eq!(mac.len(), k.algorithm.mac_len());
+            let Verified::Signed(mut signer) =
+                verify_request(&p, std::slice::from_ref(&k), now, MIN_MAC_LEN, &Scope::NONE)
+            else {
+                panic!("{alg} request not verified");
+            };
+            let mut reply = axfr();
+            signer.sign(&mut reply);
+            assert_eq!(
+                reply.len() - axfr().len(),
+                signer.record_len(),
+                "{alg} record length"
+            );
+            // The same name with another algorithm is another key: BADKEY.
+            let other: TsigKey = "hmac-sha256:k2:c2VjcmV0LXNlY3JldC1zZWNyZXQ="
+                .parse()
+                .unwrap();
+            let verdict = verify_request(&p, &[other], now, MIN_MAC_LEN, &Scope::NONE);
+            assert!(matches!(verdict, Verified::Failed(ref f) if f.error == BADKEY));
+        }
     }
 
     #[test]
@@ -624,7 +635,9 @@ mod tests {
         let now = 1_700_000_000;
         let mut p = axfr();
         let request_mac = sign_request(&mut p, &key(), now);
-        let Verified::Signed(mut signer) = verify_request(&p, &[key()], now, MIN_MAC_LEN) else {
+        let Verified::Signed(mut signer) =
+            verify_request(&p, &[key()], now, MIN_MAC_LEN, &Scope::NONE)
+        else {
             panic!("not verified");
         };
         let mut reply = axfr();
@@ -670,14 +683,14 @@ mod tests {
             assert_eq!(last(&p).mac.len(), len);
             assert!(
                 matches!(
-                    verify_request(&p, &[key()], now, MIN_MAC_LEN),
+                    verify_request(&p, &[key()], now, MIN_MAC_LEN, &Scope::NONE),
                     Verified::Signed(_)
                 ),
                 "{len}"
             );
             // A stricter local policy: BADTRUNC, signed.
             assert!(matches!(
-                verify_request(&p, &[key()], now, MAC_LEN),
+                verify_request(&p, &[key()], now, MAC_LEN, &Scope::NONE),
                 Verified::Failed(TsigFailure {
                     error: BADTRUNC,
                     signer: Some(_),
@@ -688,7 +701,7 @@ mod tests {
             let mut bad = p.clone();
             bad[13] ^= 0x20;
             assert!(matches!(
-                verify_request(&bad, &[key()], now, MIN_MAC_LEN),
+                verify_request(&bad, &[key()], now, MIN_MAC_LEN, &Scope::NONE),
                 Verified::Failed(TsigFailure { error: BADSIG, .. })
             ));
         }
@@ -697,7 +710,7 @@ mod tests {
             let p = truncated(axfr(), len, now);
             assert!(
                 matches!(
-                    verify_request(&p, &[key()], now, MIN_MAC_LEN),
+                    verify_request(&p, &[key()], now, MIN_MAC_LEN, &Scope::NONE),
                     Verified::Malformed
                 ),
                 "{len}"
@@ -715,7 +728,7 @@ mod tests {
         after.extend_from_slice(&[0, 0, 41, 4, 0xD0, 0, 0, 0, 0, 0, 0]);
         after[11] += 1;
         assert!(matches!(
-            verify_request(&after, &[key()], now, MIN_MAC_LEN),
+            verify_request(&after, &[key()], now, MIN_MAC_LEN, &Scope::NONE),
             Verified::Malformed
         ));
         assert!(without_tsig(&after).is_none());
@@ -723,7 +736,7 @@ mod tests {
         let mut answer = p.clone();
         answer[6..12].copy_from_slice(&[0, 1, 0, 0, 0, 0]);
         assert!(matches!(
-            verify_request(&answer, &[key()], now, MIN_MAC_LEN),
+            verify_request(&answer, &[key()], now, MIN_MAC_LEN, &Scope::NONE),
             Verified::Malformed
         ));
         // Two TSIG records.
@@ -732,7 +745,7 @@ mod tests {
         twice.extend_from_slice(&record);
         twice[11] += 1;
         assert!(matches!(
-            verify_request(&twice, &[key()], now, MIN_MAC_LEN),
+            verify_request(&twice, &[key()], now, MIN_MAC_LEN, &Scope::NONE),
             Verified::Malformed
         ));
     }

@@ -7,13 +7,18 @@
 //! TSIG from the cache. RFC 8945 §5.1 and §5.2.2.1: a TSIG that is not the
 //! last record is FORMERR; a MAC truncated to 16..31 bytes is accepted
 //! (dig's `hmac-sha256-128`), one under 16 bytes is FORMERR, and one under
-//! `--tsig-min-mac-bytes` gets NOTAUTH/BADTRUNC.
+//! `--tsig-min-mac-bytes` gets NOTAUTH/BADTRUNC. Issue 20 item 6: a
+//! client's fudge counts for at most 300 s; keys are known only for their
+//! zones (and address blocks); hmac-sha384 and hmac-sha512, checked with
+//! `dig -y` and `kdig -y` (AXFR).
 
 mod common;
 
 use common::*;
 use hickory_proto::op::Message;
-use mongodns_server::tsig::{sign_request, sign_request_truncated, unix_now, TsigKey};
+use mongodns_server::tsig::{
+    sign_request, sign_request_truncated, sign_request_with_fudge, unix_now, TsigKey,
+};
 use std::process::Command;
 use std::time::Duration;
 
@@ -40,11 +45,12 @@ fn dig(port: u16, key: Option<&str>, extra: &[&str], name: &str, qtype: &str) ->
     if let Some(key) = key {
         cmd.args(["-y", key]);
     }
-    let out = cmd
-        .args(extra)
-        .args([name, qtype])
-        .output()
-        .expect("dig runs");
+    output(cmd.args(extra).args([name, qtype]))
+}
+
+/// Runs a tool; its stdout and stderr together.
+fn output(cmd: &mut Command) -> String {
+    let out = cmd.output().expect("the tool runs (dig, kdig)");
     format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -54,9 +60,14 @@ fn dig(port: u16, key: Option<&str>, extra: &[&str], name: &str, qtype: &str) ->
 
 /// A reply dig received signed and verified.
 fn assert_verified(out: &str, status: &str) {
+    assert_signed_by(out, status, "qkey");
+}
+
+/// A reply dig received signed with `key` and verified.
+fn assert_signed_by(out: &str, status: &str, key: &str) {
     assert!(out.contains(&format!("status: {status}")), "{out}");
     assert!(
-        out.contains("TSIG PSEUDOSECTION") && out.contains("qkey.\t"),
+        out.contains("TSIG PSEUDOSECTION") && out.contains(&format!("{key}.\t")),
         "the reply is signed: {out}"
     );
     assert!(
@@ -312,6 +323,107 @@ fn misplaced_tsig_and_truncated_macs() {
     let reply = udp_exchange(server.port, &signed(0x5402, false), Duration::from_secs(5)).unwrap();
     assert_eq!(rcode(&reply), 0, "a full MAC is answered");
 
+    drop(server);
+    block_on(db.drop_db());
+}
+
+/// A query for `name` signed with `key` (at `now`, claiming `fudge`), over
+/// UDP: (rcode, TSIG error).
+fn signed_udp(port: u16, key: &str, name: &str, now: u64, fudge: u16) -> (u8, u16) {
+    let key: TsigKey = key.parse().unwrap();
+    let mut q = build_query(0x6161, name, 1, None, false);
+    sign_request_with_fudge(&mut q, &key, now, fudge);
+    let reply = udp_exchange(port, &q, Duration::from_secs(5)).expect("a reply");
+    let n = reply.len();
+    // The error precedes the other data (empty, or our 6-byte time).
+    let other = usize::from(u16::from_be_bytes([reply[n - 8], reply[n - 7]]));
+    let error_at = if other == 6 && reply[n - 2..] != [0, 0] {
+        n - 10
+    } else {
+        n - 4
+    };
+    (
+        rcode(&reply),
+        u16::from_be_bytes([reply[error_at], reply[error_at + 1]]),
+    )
+}
+
+#[test]
+fn scoped_keys_capped_fudge_and_sha384_sha512() {
+    let db = block_on(async {
+        let db = TestZoneDb::new("tsigscope").await;
+        db.import("tsigq.test.", &zone(), false).await;
+        let other = "$ORIGIN other.test.\n@ 300 IN SOA ns admin 1 3600 600 86400 60\n@ 300 IN NS ns\nns 300 IN A 192.0.2.9\nwww 300 IN A 192.0.2.10\n";
+        db.import("other.test.", other, false).await;
+        db
+    });
+    let k384 = format!("hmac-sha384:k384:{SECRET}");
+    let k512 = format!("hmac-sha512:k512:{SECRET}");
+    let kfrom = format!("hmac-sha256:kfrom:{SECRET}");
+    let server = ServerProcess::start(
+        &db.name,
+        &[
+            "--tsig-key",
+            &format!("{k384} zones=tsigq.test."),
+            "--tsig-key",
+            &k512,
+            "--tsig-key",
+            &format!("{kfrom} zones=tsigq.test. from=192.0.2.0/24"),
+        ],
+    );
+    let port = server.port;
+    // sha384 and sha512: dig signs, the server verifies and signs back,
+    // dig verifies the reply.
+    let out = dig(port, Some(&k384), &[], "www.tsigq.test.", "A");
+    assert_signed_by(&out, "NOERROR", "k384");
+    let out = dig(port, Some(&k512), &["+tcp"], "www.other.test.", "A");
+    assert_signed_by(&out, "NOERROR", "k512");
+    // A key for tsigq.test. is unknown for other.test.: NOTAUTH, BADKEY.
+    let now = unix_now();
+    assert_eq!(signed_udp(port, &k384, "www.tsigq.test.", now, 300), (0, 0));
+    assert_eq!(
+        signed_udp(port, &k384, "www.other.test.", now, 300),
+        (9, 17)
+    );
+    // A key limited to 192.0.2.0/24 is not accepted from 127.0.0.1.
+    assert_eq!(
+        signed_udp(port, &kfrom, "www.tsigq.test.", now, 300),
+        (9, 17)
+    );
+    // A request signed an hour ago claiming a fudge of ten hours is judged
+    // with 300 s: NOTAUTH, BADTIME (a replay window of 5 minutes at most).
+    assert_eq!(
+        signed_udp(port, &k512, "www.tsigq.test.", now - 3600, 36_000),
+        (9, 18)
+    );
+    assert_eq!(
+        signed_udp(port, &k512, "www.tsigq.test.", now - 200, 36_000),
+        (0, 0)
+    );
+    // kdig transfers with sha512 (no --axfr-allow: TSIG alone admits it)
+    // and verifies every message; with the zone-scoped sha384 key,
+    // other.test. is refused as an unknown key.
+    let axfr = |key: &str, zone: &str| {
+        output(Command::new("kdig").args([
+            "@127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "AXFR",
+            zone,
+            "-y",
+            key,
+        ]))
+    };
+    let out = axfr(&k512, "tsigq.test.");
+    assert!(
+        out.contains("big.tsigq.test.") && !out.contains("WARNING") && !out.contains("failed"),
+        "a whole, verified sha512 transfer: {out}"
+    );
+    let out = axfr(&k384, "other.test.");
+    assert!(
+        out.contains("BADKEY") && !out.contains("www.other.test."),
+        "sha384 key scoped to tsigq.test.: {out}"
+    );
     drop(server);
     block_on(db.drop_db());
 }

@@ -201,7 +201,8 @@ def start_mongodns(args, tmp, database, port):
     env = dict(os.environ, MONGODB_URI=args.mongodb_uri)
     return subprocess.Popen(
         [args.server_bin, "--listen", f"127.0.0.1:{port}", "--database", database,
-         "--workers", "2", "--log", "warn", "--query-timeout-ms", "20000"],
+         "--workers", "2", "--log", "warn", "--query-timeout-ms", "20000",
+         "--axfr-allow", "127.0.0.1/32"],
         env=env, stdout=log_file, stderr=log_file)
 
 

@@ -3,21 +3,102 @@
 //! ```text
 //!  UDP: one SO_REUSEPORT socket per worker ─► recvmmsg (a batch) ─► cache
 //!       hits answered in the loop, sendmmsg ─ misses ─► task: respond ─► send_to
-//!  TCP: accept (bounded) ─► per connection: read 2-byte-framed queries,
-//!       answer each in its own task, write replies as they finish
+//!  TCP: accept ─► a slot (slots.rs) ─► per connection: read 2-byte-framed
+//!       queries, answer each in its own task, write replies as they finish
 //!       (out of order, RFC 7766 §6.2.1.1), close when idle; a zone
-//!       transfer's messages are written back to back
+//!       transfer's messages are written back to back as they are built
 //! ```
 
 #[cfg(target_os = "linux")]
 pub mod mmsg;
+pub mod slots;
 pub mod tcp;
 pub mod udp;
 
 use crate::pipeline::Transport;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// A zone transfer was stopped part way: close the connection, send no more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Aborted;
+
+/// What one query over TCP gets.
+pub enum TcpReply {
+    /// Messages known in full (none: send nothing).
+    Messages(Vec<Vec<u8>>),
+    /// A zone transfer: its first message, then the others as they are
+    /// built; an `Err` means it was aborted (the connection is closed).
+    Stream {
+        /// The first message.
+        first: Vec<u8>,
+        /// The rest, in order.
+        rest: mpsc::Receiver<Result<Vec<u8>, Aborted>>,
+    },
+}
+
+impl TcpReply {
+    /// The first message, if any (what the counters and query log see).
+    pub fn first(&self) -> Option<&[u8]> {
+        match self {
+            TcpReply::Messages(m) => m.first().map(Vec::as_slice),
+            TcpReply::Stream { first, .. } => Some(first),
+        }
+    }
+
+    /// Every message, waiting for a stream to end; `Err` if it was aborted.
+    pub async fn collect(self) -> Result<Vec<Vec<u8>>, Aborted> {
+        match self {
+            TcpReply::Messages(m) => Ok(m),
+            TcpReply::Stream { first, mut rest } => {
+                let mut all = vec![first];
+                while let Some(piece) = rest.recv().await {
+                    all.push(piece?);
+                }
+                Ok(all)
+            }
+        }
+    }
+}
+
+/// A TCP connection as a handler sees it: the client, and whether a zone
+/// transfer already runs on it (one at a time per connection).
+#[derive(Clone, Debug)]
+pub struct TcpPeer {
+    /// The client.
+    pub addr: SocketAddr,
+    transfer: Arc<AtomicBool>,
+}
+
+/// The claim on a connection's one transfer; dropping it frees it.
+pub struct TransferClaim(Arc<AtomicBool>);
+
+impl TcpPeer {
+    /// A new connection from `addr`.
+    pub fn new(addr: SocketAddr) -> TcpPeer {
+        TcpPeer {
+            addr,
+            transfer: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Claims the connection's transfer; `None` while another one runs.
+    pub fn begin_transfer(&self) -> Option<TransferClaim> {
+        self.transfer
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+            .ok()
+            .map(|_| TransferClaim(self.transfer.clone()))
+    }
+}
+
+impl Drop for TransferClaim {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
 
 /// Anything that turns a query into a reply; the front end knows no more.
 pub trait Handler: Send + Sync + 'static {
@@ -61,20 +142,18 @@ pub trait Handler: Send + Sync + 'static {
         }
     }
 
-    /// Answers `packet` received over TCP from `peer`: every message to
-    /// send, in order (a zone transfer takes several). The default is what
-    /// [`Handler::handle`] gives.
-    fn handle_tcp(
-        &self,
-        packet: &[u8],
-        peer: SocketAddr,
-    ) -> impl Future<Output = Vec<Vec<u8>>> + Send {
+    /// Answers `packet` received over TCP on the connection `peer`: every
+    /// message to send, in order (a zone transfer takes several, streamed).
+    /// The default is what [`Handler::handle`] gives.
+    fn handle_tcp(&self, packet: &[u8], peer: &TcpPeer) -> impl Future<Output = TcpReply> + Send {
         let _ = peer;
         async move {
-            self.handle(packet, Transport::Tcp)
-                .await
-                .into_iter()
-                .collect()
+            TcpReply::Messages(
+                self.handle(packet, Transport::Tcp)
+                    .await
+                    .into_iter()
+                    .collect(),
+            )
         }
     }
 }
@@ -92,12 +171,8 @@ impl<B: crate::backend::Backend> Handler for crate::pipeline::Responder<B> {
         self.answer_cached(packet, transport, out)
     }
 
-    fn handle_tcp(
-        &self,
-        packet: &[u8],
-        peer: SocketAddr,
-    ) -> impl Future<Output = Vec<Vec<u8>>> + Send {
-        self.respond_tcp(packet, peer)
+    fn handle_tcp(&self, packet: &[u8], peer: &TcpPeer) -> impl Future<Output = TcpReply> + Send {
+        self.respond_tcp_stream(packet, peer)
     }
 }
 

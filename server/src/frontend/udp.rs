@@ -8,21 +8,28 @@
 //!        allocation) ─► queued   |   miss ─► spawn(handle ─► send_to)
 //!     ─► sendmmsg: every queued reply in one call ─► observe_batch (all of them)
 //!  (elsewhere: recv_from ─► handle_now ─► send_to, one query at a time)
+//!  misses: a permit from the shared miss limit, or dropped and counted
+//!  a panic in the loop: caught, counted, the loop restarted on the same socket
 //! ```
 //!
-//! A slow database only delays the spawned tasks; cached answers keep
-//! flowing from the receive loop. The loop yields to the runtime every
+//! A slow database only delays the spawned tasks (at most the miss limit
+//! at once); cached answers keep flowing from the receive loop. The loop yields to the runtime every
 //! [`YIELD_EVERY`] datagrams so spawned misses and timers on the same
 //! worker thread are never starved by a flood.
 
 use super::Handler;
+use crate::guard::{bump, GUARD};
 use crate::pipeline::Transport;
 use crate::rrl::{make_slip, Rrl, Verdict};
+use futures::FutureExt;
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io;
 use std::net::SocketAddr;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::net::UdpSocket;
+use tokio::sync::Semaphore;
 
 /// Largest datagram we read. A DNS query over UDP is far smaller (RFC 6891
 /// payload sizes are about what the *reply* may be); a longer datagram is
@@ -145,40 +152,81 @@ fn report_buffer(what: &str, asked: usize, explicit: bool, granted: usize, limit
 
 /// Serves one UDP socket until the task is dropped (batches of 32).
 pub async fn serve_udp<H: Handler>(socket: UdpSocket, handler: Arc<H>) {
-    serve_udp_limited(socket, handler, None, 32).await
+    let misses = Arc::new(Semaphore::new(Semaphore::MAX_PERMITS));
+    serve_udp_limited(socket, handler, None, 32, misses).await
 }
 
 /// Like [`serve_udp`], with every reply (cache hits too) passed through the
 /// response rate limiter when there is one (`crate::rrl`), reading up to
-/// `batch` datagrams per system call (1: one at a time, the portable loop).
+/// `batch` datagrams per system call (1: one at a time, the portable loop),
+/// and at most `misses`' permits of cache misses answered at once (more are
+/// dropped, counted in `udp_miss_overflows`). A panic in the loop is
+/// logged, counted (`udp_worker_restarts`) and the loop started again.
 pub async fn serve_udp_limited<H: Handler>(
     socket: UdpSocket,
     handler: Arc<H>,
     rrl: Option<Arc<Rrl>>,
     batch: usize,
+    misses: Arc<Semaphore>,
 ) {
+    let socket = Arc::new(socket);
+    loop {
+        let run = serve_loop(
+            socket.clone(),
+            handler.clone(),
+            rrl.clone(),
+            batch,
+            misses.clone(),
+        );
+        match AssertUnwindSafe(run).catch_unwind().await {
+            Ok(()) => return,
+            Err(_) => {
+                bump(&GUARD.udp_worker_restarts);
+                tracing::error!("udp worker loop panicked; restarted");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+}
+
+async fn serve_loop<H: Handler>(
+    socket: Arc<UdpSocket>,
+    handler: Arc<H>,
+    rrl: Option<Arc<Rrl>>,
+    batch: usize,
+    misses: Arc<Semaphore>,
+) {
+    let lanes = Lanes {
+        socket,
+        handler,
+        rrl,
+        misses,
+    };
     #[cfg(target_os = "linux")]
     if batch > 1 {
-        return serve_batched(socket, handler, rrl, batch).await;
+        return serve_batched(lanes, batch).await;
     }
     let _ = batch;
-    serve_one_at_a_time(socket, handler, rrl).await
+    serve_one_at_a_time(lanes).await
+}
+
+/// What a receive loop and its miss tasks share.
+struct Lanes<H> {
+    socket: Arc<UdpSocket>,
+    handler: Arc<H>,
+    rrl: Option<Arc<Rrl>>,
+    misses: Arc<Semaphore>,
 }
 
 /// The Linux loop: `recvmmsg` up to `batch` queries, answer the cached ones
 /// in place, `sendmmsg` their replies together.
 #[cfg(target_os = "linux")]
-async fn serve_batched<H: Handler>(
-    socket: UdpSocket,
-    handler: Arc<H>,
-    rrl: Option<Arc<Rrl>>,
-    batch: usize,
-) {
+async fn serve_batched<H: Handler>(lanes: Lanes<H>, batch: usize) {
     use super::mmsg::{RecvBatch, SendBatch};
     use std::os::fd::AsRawFd;
     use tokio::io::Interest;
 
-    let socket = Arc::new(socket);
+    let (socket, handler, rrl) = (&lanes.socket, &lanes.handler, &lanes.rrl);
     let fd = socket.as_raw_fd();
     let mut queries = RecvBatch::new(MAX_DATAGRAM, batch);
     let mut replies = SendBatch::new();
@@ -218,9 +266,9 @@ async fn serve_batched<H: Handler>(
                 }
                 continue;
             }
-            spawn_miss(packet.to_vec(), peer, &socket, &handler, &rrl);
+            spawn_miss(packet, peer, &lanes);
         }
-        send_all(&socket, &mut replies).await;
+        send_all(socket, &mut replies).await;
         handler.observe_batch(
             answered.len(),
             |k| {
@@ -268,12 +316,8 @@ async fn send_all(socket: &UdpSocket, replies: &mut super::mmsg::SendBatch) {
 }
 
 /// The portable loop: one `recv_from` and one `send_to` per query.
-async fn serve_one_at_a_time<H: Handler>(
-    socket: UdpSocket,
-    handler: Arc<H>,
-    rrl: Option<Arc<Rrl>>,
-) {
-    let socket = Arc::new(socket);
+async fn serve_one_at_a_time<H: Handler>(lanes: Lanes<H>) {
+    let (socket, handler, rrl) = (&lanes.socket, &lanes.handler, &lanes.rrl);
     let mut buf = vec![0u8; MAX_DATAGRAM];
     let mut out = Vec::with_capacity(4096);
     loop {
@@ -299,23 +343,24 @@ async fn serve_one_at_a_time<H: Handler>(
             handler.observe(&buf[..len], Some(&out), peer, Transport::Udp);
             continue;
         }
-        spawn_miss(buf[..len].to_vec(), peer, &socket, &handler, &rrl);
+        spawn_miss(&buf[..len], peer, &lanes);
     }
 }
 
 /// Answers a query the caches could not in its own task, so a slow
-/// database never holds up the receive loop.
-fn spawn_miss<H: Handler>(
-    packet: Vec<u8>,
-    peer: SocketAddr,
-    socket: &Arc<UdpSocket>,
-    handler: &Arc<H>,
-    rrl: &Option<Arc<Rrl>>,
-) {
-    let handler = handler.clone();
-    let socket = socket.clone();
-    let rrl = rrl.clone();
+/// database never holds up the receive loop; with every miss permit taken,
+/// the query is dropped (the client retries) and counted.
+fn spawn_miss<H: Handler>(packet: &[u8], peer: SocketAddr, lanes: &Lanes<H>) {
+    let Ok(permit) = lanes.misses.clone().try_acquire_owned() else {
+        bump(&GUARD.udp_miss_overflows);
+        return;
+    };
+    let packet = packet.to_vec();
+    let handler = lanes.handler.clone();
+    let socket = lanes.socket.clone();
+    let rrl = lanes.rrl.clone();
     tokio::spawn(async move {
+        let _permit = permit;
         let reply = handler.handle(&packet, Transport::Udp).await;
         handler.observe(&packet, reply.as_deref(), peer, Transport::Udp);
         if let Some(mut reply) = reply {

@@ -12,6 +12,7 @@
 //!  (`respond_signed`); a stale reply (RFC 8767) carries EDE 3 under EDNS.
 //! ```
 
+mod admit;
 pub mod answer;
 pub mod dnssec;
 pub mod lookup;
@@ -20,6 +21,7 @@ pub mod transfer;
 
 use crate::backend::Backend;
 use crate::cache::{Counters, Dependency, PacketCache, PacketKey, ZoneRegistry};
+use crate::frontend::{TcpPeer, TcpReply};
 use crate::ratelog::RateLimited;
 use crate::tsig;
 use crate::wire::{parse_query, Query, QueryError, Rcode, CLASS_ANY, CLASS_IN};
@@ -45,7 +47,9 @@ pub struct PipelineConfig {
     pub max_udp_size: u16,
     /// Time allowed for one uncached answer before SERVFAIL.
     pub query_timeout: Duration,
-    /// Who may transfer zones (AXFR/IXFR over TCP).
+    /// Who may transfer zones (AXFR/IXFR over TCP) without TSIG. The
+    /// server's own default (config.rs) is nobody; this default (loopback)
+    /// serves in-process rigs.
     pub axfr_allow: Vec<transfer::Cidr>,
     /// TSIG keys: a transfer request signed with one of them is allowed
     /// from anywhere, and its reply is signed (RFC 8945).
@@ -53,6 +57,9 @@ pub struct PipelineConfig {
     /// Shortest truncated TSIG MAC accepted, in bytes (RFC 8945 §5.2.4:
     /// shorter but still within the RFC gets BADTRUNC).
     pub tsig_min_mac: usize,
+    /// Zone transfers running at once, server-wide (each holds one
+    /// database cursor); more get REFUSED.
+    pub max_transfers: usize,
 }
 
 impl Default for PipelineConfig {
@@ -63,6 +70,7 @@ impl Default for PipelineConfig {
             axfr_allow: transfer::Cidr::loopback(),
             tsig_keys: Vec::new(),
             tsig_min_mac: tsig::MIN_MAC_LEN,
+            max_transfers: 4,
         }
     }
 }
@@ -90,6 +98,11 @@ pub struct Responder<B> {
     epoch: std::time::Instant,
     /// Storage faults and malformed data: one warning a second at most.
     fault_log: RateLimited,
+    /// Zone transfers running (at most `config.max_transfers`).
+    transfers: Arc<tokio::sync::Semaphore>,
+    /// Where transfers read from, if not the backend (the store itself,
+    /// so that they never take the query path's database slots).
+    transfer_store: Option<Arc<backend_mongo::Store>>,
 }
 
 /// Shortest time between two "storage fault" warnings (the others are
@@ -105,6 +118,7 @@ impl<B: Backend> Responder<B> {
     /// A responder reading from `backend`, without a packet cache.
     pub fn new(backend: Arc<B>, config: PipelineConfig) -> Self {
         Responder {
+            transfers: Arc::new(tokio::sync::Semaphore::new(config.max_transfers)),
             backend,
             config,
             cache: None,
@@ -112,7 +126,15 @@ impl<B: Backend> Responder<B> {
             failed_until_ms: Default::default(),
             epoch: std::time::Instant::now(),
             fault_log: RateLimited::new(FAULT_LOG_PERIOD),
+            transfer_store: None,
         }
+    }
+
+    /// Zone transfers read from `store` directly, outside the record
+    /// cache's database gate.
+    pub fn with_transfer_store(mut self, store: backend_mongo::Store) -> Self {
+        self.transfer_store = Some(Arc::new(store));
+        self
     }
 
     /// Counts pipeline runs in `counters`.
@@ -124,13 +146,8 @@ impl<B: Backend> Responder<B> {
     /// A responder with a packet cache in front of the pipeline.
     pub fn with_cache(backend: Arc<B>, config: PipelineConfig, cache: ReplyCache) -> Self {
         Responder {
-            backend,
-            config,
             cache: Some(cache),
-            counters: None,
-            failed_until_ms: Default::default(),
-            epoch: std::time::Instant::now(),
-            fault_log: RateLimited::new(FAULT_LOG_PERIOD),
+            ..Self::new(backend, config)
         }
     }
 
@@ -162,62 +179,26 @@ impl<B: Backend> Responder<B> {
     }
 
     /// Answers a message that arrived over TCP from `peer`: a zone transfer
-    /// is several messages, anything else at most one.
+    /// is several messages (none if it was aborted), anything else at most one.
     pub async fn respond_tcp(&self, packet: &[u8], peer: SocketAddr) -> Vec<Vec<u8>> {
+        let reply = self.respond_tcp_stream(packet, &TcpPeer::new(peer)).await;
+        reply.collect().await.unwrap_or_default()
+    }
+
+    /// Answers a message that arrived over the TCP connection `peer`; a
+    /// zone transfer's messages are streamed as they are built.
+    pub async fn respond_tcp_stream(&self, packet: &[u8], peer: &TcpPeer) -> TcpReply {
         if let Ok(query) = parse_query(packet) {
             if matches!(query.qtype, RType::AXFR | RType::IXFR) && query.qclass == CLASS_IN {
                 return self.transfer(packet, &query, peer).await;
             }
         }
-        self.respond(packet, Transport::Tcp)
-            .await
-            .into_iter()
-            .collect()
-    }
-
-    /// A zone transfer, never cached, with a timeout of its own.
-    async fn transfer(&self, packet: &[u8], query: &Query, peer: SocketAddr) -> Vec<Vec<u8>> {
-        let max_udp = self.config.max_udp_size;
-        let now = tsig::unix_now();
-        let keys = &self.config.tsig_keys;
-        let (allow, mut signer) = match tsig::verify_request(
-            packet,
-            keys,
-            now,
-            self.config.tsig_min_mac,
-        ) {
-            tsig::Verified::Unsigned => (self.config.axfr_allow.clone(), None),
-            tsig::Verified::Malformed => {
-                return vec![render::rcode_only(packet, query, Rcode::FORMERR, max_udp)];
-            }
-            tsig::Verified::Signed(signer) => (transfer::Cidr::everything(), Some(signer)),
-            tsig::Verified::Failed(failure) => {
-                tracing::info!(%peer, zone = %query.qname, error = failure.error, "zone transfer with a bad TSIG: NOTAUTH");
-                let mut reply = render::rcode_only(packet, query, Rcode::NOTAUTH, max_udp);
-                failure.append_to(&mut reply);
-                return vec![reply];
-            }
-        };
-        let work = transfer::transfer(&*self.backend, packet, query, peer, &allow, max_udp);
-        let mut sign = |mut messages: Vec<Vec<u8>>| {
-            if let Some(signer) = signer.as_mut() {
-                for m in &mut messages {
-                    signer.sign(m);
-                }
-            }
-            messages
-        };
-        match tokio::time::timeout(TRANSFER_TIMEOUT, work).await {
-            Ok(Ok(messages)) => sign(messages),
-            Ok(Err(fault)) => {
-                tracing::warn!(zone = %query.qname, error = %fault, "transfer failed: SERVFAIL");
-                vec![render::rcode_only(packet, query, Rcode::SERVFAIL, max_udp)]
-            }
-            Err(_) => {
-                tracing::warn!(zone = %query.qname, "transfer timed out: SERVFAIL");
-                vec![render::rcode_only(packet, query, Rcode::SERVFAIL, max_udp)]
-            }
-        }
+        TcpReply::Messages(
+            self.respond(packet, Transport::Tcp)
+                .await
+                .into_iter()
+                .collect(),
+        )
     }
 
     /// Answers one message; `None` means send nothing.
@@ -459,13 +440,7 @@ impl<B: Backend> Responder<B> {
     /// or whose MAC size the RFC forbids, FORMERR. `None`: no TSIG.
     async fn respond_signed(&self, packet: &[u8], transport: Transport) -> Option<Option<Vec<u8>>> {
         let config = &self.config;
-        let verified = tsig::verify_request(
-            packet,
-            &config.tsig_keys,
-            tsig::unix_now(),
-            config.tsig_min_mac,
-        );
-        if matches!(verified, tsig::Verified::Unsigned) {
+        if !tsig::has_tsig(packet) {
             return None;
         }
         // Misplaced TSIG: the message as it came (its records are skipped).
@@ -475,6 +450,15 @@ impl<B: Backend> Responder<B> {
             // Not a query we can answer: the error reply, unsigned.
             return Some(self.respond_uncached(&unsigned, transport, None).await);
         };
+        // Keys are scoped to zones; the client's address is not known here,
+        // so a key limited to address blocks does not apply (tsig/key.rs).
+        let scope = tsig::Scope {
+            qname: Some(&query.qname),
+            peer: None,
+        };
+        let now = tsig::unix_now();
+        let verified =
+            tsig::verify_request(packet, &config.tsig_keys, now, config.tsig_min_mac, &scope);
         let limit = render::size_limit(&query, transport, max_udp);
         Some(match verified {
             tsig::Verified::Unsigned => return None,
@@ -568,7 +552,7 @@ impl<B: Backend> Responder<B> {
 }
 
 /// Time allowed for reading and packing a whole zone transfer.
-const TRANSFER_TIMEOUT: Duration = Duration::from_secs(300);
+pub(crate) const TRANSFER_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Questions we refuse or reject before looking anything up.
 fn check_question(query: &Query, transport: Transport) -> Option<Rcode> {

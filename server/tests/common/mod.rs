@@ -336,6 +336,16 @@ pub fn http(port: u16, method: &str, path: &str) -> (String, String) {
     )
 }
 
+/// The server on `database` with `extra` flags and a control endpoint on
+/// a free port: (server, control port).
+pub fn start_with_control(database: &str, extra: &[&str]) -> (ServerProcess, u16) {
+    let control = free_tcp_port();
+    let listen = format!("127.0.0.1:{control}");
+    let mut args = vec!["--control-listen", listen.as_str()];
+    args.extend_from_slice(extra);
+    (ServerProcess::start(database, &args), control)
+}
+
 /// One counter from the control endpoint's `/stats`.
 pub fn stat(control_port: u16, name: &str) -> u64 {
     let (_, body) = http(control_port, "GET", "/stats");

@@ -1,0 +1,55 @@
+//! Reads for zone transfers: the nodes of one version as the cursor
+//! delivers them, and whether that version began to be deleted.
+//!
+//! ```text
+//!  zone_cursor(zone)     ── {zone, ver} scan, canonical order, batches of
+//!                           TRANSFER_BATCH ──► NodeStream (one node at a time)
+//!  version_deleting(zone) ── zones._id point read ──► true if the document is
+//!                           gone or its `deleting` lists zone.ver
+//! ```
+//!
+//! A transfer holds at most one batch in memory, whatever the zone's size.
+//! The `deleting` list is written before the first node of a version is
+//! deleted (docs/schema.md), so a transfer that checks it after its last
+//! node knows whether the cursor may have missed nodes.
+
+use crate::schema::{self, Node, ZoneInfo};
+use crate::store::{Store, StoreError};
+use futures::stream::{BoxStream, StreamExt};
+use mongodb::bson::{doc, Bson};
+
+/// Nodes fetched from the database per round trip during a transfer.
+pub const TRANSFER_BATCH: u32 = 256;
+
+/// The nodes of one zone version, in canonical order, one at a time.
+pub type NodeStream = BoxStream<'static, Result<Node, StoreError>>;
+
+impl Store {
+    /// Every node of the served version of `zone`, in canonical order, as
+    /// the database returns them.
+    pub async fn zone_cursor(&self, zone: &ZoneInfo) -> Result<NodeStream, StoreError> {
+        let cursor = self
+            .nodes
+            .find(doc! {"zone": zone.apex.to_string(), "ver": zone.ver})
+            .sort(doc! {"ck": 1})
+            .batch_size(TRANSFER_BATCH)
+            .await?;
+        Ok(cursor.map(|d| Ok(schema::node_from_doc(&d?)?)).boxed())
+    }
+
+    /// True when `zone.ver` began to be deleted (listed in the zone
+    /// document's `deleting`) or the zone document is gone.
+    pub async fn version_deleting(&self, zone: &ZoneInfo) -> Result<bool, StoreError> {
+        let found = self
+            .zones
+            .find_one(doc! {"_id": zone.apex.to_string()})
+            .await?;
+        let Some(d) = found else {
+            return Ok(true);
+        };
+        Ok(match d.get("deleting") {
+            Some(Bson::Array(list)) => list.iter().any(|v| schema::bson_int(v) == Some(zone.ver)),
+            _ => false,
+        })
+    }
+}

@@ -1,0 +1,207 @@
+//! TCP admission: who gets one of the connection slots, and for how long
+//! an idle connection may keep it.
+//!
+//! ```text
+//!  accepted ─► source prefix (IPv4 /24, IPv6 /56) over its share? ── yes ──► close
+//!     ─► a slot free? ── yes ──► Slot (released on drop)
+//!     ─► else wait for one, at most permit_timeout (and only if fewer than
+//!        max_connections already wait) ── none ──► close
+//!  idle timeout: full while at most half the slots are taken, then
+//!  shrinking linearly to IDLE_FLOOR as the last slots fill (as NSD and Knot do)
+//! ```
+
+use crate::guard::{bump, GUARD};
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// Shortest idle timeout, when every slot is taken.
+pub const IDLE_FLOOR: Duration = Duration::from_millis(200);
+
+/// The connection slots of one listener.
+pub struct Slots {
+    permits: Arc<Semaphore>,
+    max: usize,
+    max_per_prefix: usize,
+    per_prefix: Mutex<HashMap<IpAddr, usize>>,
+    waiting: AtomicUsize,
+}
+
+/// A held slot; dropping it frees the slot and the prefix's share.
+pub struct Slot {
+    slots: Arc<Slots>,
+    prefix: IpAddr,
+    _permit: OwnedSemaphorePermit,
+}
+
+/// Why a connection got no slot.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// Its source prefix holds its share already.
+    Prefix,
+    /// No slot freed in time (or too many were waiting already).
+    Busy,
+}
+
+/// The prefix a source is grouped by: IPv4 /24, IPv6 /56 (IPv4-mapped
+/// IPv6 counts as IPv4).
+pub fn source_prefix(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, c, _] = v4.octets();
+            IpAddr::from([a, b, c, 0])
+        }
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => source_prefix(IpAddr::V4(v4)),
+            None => {
+                let mut o = v6.octets();
+                o[7..].fill(0);
+                IpAddr::from(o)
+            }
+        },
+    }
+}
+
+impl Slots {
+    /// `max` slots, at most `max_per_prefix` (0: no cap) per source prefix.
+    pub fn new(max: usize, max_per_prefix: usize) -> Arc<Slots> {
+        Arc::new(Slots {
+            permits: Arc::new(Semaphore::new(max)),
+            max,
+            max_per_prefix,
+            per_prefix: Mutex::new(HashMap::new()),
+            waiting: AtomicUsize::new(0),
+        })
+    }
+
+    /// Slots taken now.
+    pub fn in_use(&self) -> usize {
+        self.max - self.permits.available_permits()
+    }
+
+    /// A slot for a connection from `ip`, waiting at most `wait` for one.
+    pub async fn admit(self: &Arc<Self>, ip: IpAddr, wait: Duration) -> Result<Slot, Refused> {
+        let prefix = source_prefix(ip);
+        if !self.take_share(prefix) {
+            bump(&GUARD.tcp_prefix_refusals);
+            return Err(Refused::Prefix);
+        }
+        match self.permit(wait).await {
+            Some(permit) => Ok(Slot {
+                slots: self.clone(),
+                prefix,
+                _permit: permit,
+            }),
+            None => {
+                self.give_share(prefix);
+                bump(&GUARD.tcp_permit_timeouts);
+                Err(Refused::Busy)
+            }
+        }
+    }
+
+    async fn permit(&self, wait: Duration) -> Option<OwnedSemaphorePermit> {
+        if let Ok(p) = self.permits.clone().try_acquire_owned() {
+            return Some(p);
+        }
+        if self.waiting.fetch_add(1, Ordering::Relaxed) >= self.max {
+            self.waiting.fetch_sub(1, Ordering::Relaxed);
+            return None;
+        }
+        let got = tokio::time::timeout(wait, self.permits.clone().acquire_owned()).await;
+        self.waiting.fetch_sub(1, Ordering::Relaxed);
+        got.ok().and_then(Result::ok)
+    }
+
+    fn take_share(&self, prefix: IpAddr) -> bool {
+        if self.max_per_prefix == 0 {
+            return true;
+        }
+        let mut map = self.per_prefix.lock().unwrap_or_else(|e| e.into_inner());
+        let n = map.entry(prefix).or_insert(0);
+        if *n >= self.max_per_prefix {
+            return false;
+        }
+        *n += 1;
+        true
+    }
+
+    fn give_share(&self, prefix: IpAddr) {
+        if self.max_per_prefix == 0 {
+            return;
+        }
+        let mut map = self.per_prefix.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = map.get_mut(&prefix) {
+            *n -= 1;
+            if *n == 0 {
+                map.remove(&prefix);
+            }
+        }
+    }
+
+    /// The idle timeout now: `full` while at most half the slots are
+    /// taken, then down to [`IDLE_FLOOR`] as the rest fill.
+    pub fn idle_timeout(&self, full: Duration) -> Duration {
+        scaled_idle(full, self.in_use(), self.max)
+    }
+}
+
+fn scaled_idle(full: Duration, in_use: usize, max: usize) -> Duration {
+    let half = max / 2;
+    if in_use <= half || max == 0 {
+        return full;
+    }
+    let free = max.saturating_sub(in_use) as u32;
+    let span = (max - half) as u32;
+    (full * free / span.max(1)).clamp(IDLE_FLOOR.min(full), full)
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.slots.give_share(self.prefix);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idle_timeout_shrinks_past_half() {
+        let full = Duration::from_secs(10);
+        assert_eq!(scaled_idle(full, 0, 20), full);
+        assert_eq!(scaled_idle(full, 10, 20), full);
+        assert_eq!(scaled_idle(full, 15, 20), Duration::from_secs(5));
+        assert_eq!(scaled_idle(full, 19, 20), Duration::from_secs(1));
+        assert_eq!(scaled_idle(full, 20, 20), IDLE_FLOOR);
+    }
+
+    #[test]
+    fn prefixes_group_sources() {
+        let p = |s: &str| source_prefix(s.parse().unwrap());
+        assert_eq!(p("192.0.2.7"), p("192.0.2.200"));
+        assert_ne!(p("192.0.2.7"), p("192.0.3.7"));
+        assert_eq!(p("::ffff:192.0.2.1"), p("192.0.2.9"));
+        assert_eq!(p("2001:db8:0:1::1"), p("2001:db8:0:1:ff::2"));
+        assert_ne!(p("2001:db8:0:100::1"), p("2001:db8:0:200::1"));
+    }
+
+    #[tokio::test]
+    async fn a_prefix_gets_its_share_and_a_full_listener_times_out() {
+        let slots = Slots::new(3, 2);
+        let a: IpAddr = "192.0.2.1".parse().unwrap();
+        let b: IpAddr = "198.51.100.1".parse().unwrap();
+        let wait = Duration::from_millis(50);
+        let s1 = slots.admit(a, wait).await.unwrap();
+        let _s2 = slots.admit(a, wait).await.unwrap();
+        assert_eq!(slots.admit(a, wait).await.err(), Some(Refused::Prefix));
+        let _s3 = slots.admit(b, wait).await.unwrap();
+        assert_eq!(slots.admit(b, wait).await.err(), Some(Refused::Busy));
+        drop(s1);
+        let _s4 = slots.admit(b, wait).await.unwrap();
+        assert_eq!(slots.in_use(), 3);
+    }
+}

@@ -1,0 +1,70 @@
+//! Counters of what the abuse limits refused or cut, for `/metrics`.
+//!
+//! ```text
+//!  frontend (TCP slots, UDP miss tasks, worker restarts) ─┐
+//!  pipeline (zone transfers)                              ├─► GUARD ─► control: /stats, /metrics
+//!  control endpoint (connections, tokens)                 ┘
+//! ```
+//!
+//! One process-wide set: the limits live in different layers, and each only
+//! adds to its own counter.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+macro_rules! guard_counters {
+    ($( $(#[doc = $doc:literal])* $name:ident ),* $(,)?) => {
+        /// What the limits did, each counter since start.
+        #[derive(Default)]
+        pub struct GuardCounters {
+            $( $(#[doc = $doc])* pub $name: AtomicU64, )*
+        }
+
+        impl GuardCounters {
+            /// Every counter as (name, help, value).
+            pub fn snapshot(&self) -> Vec<(&'static str, &'static str, u64)> {
+                vec![$( (stringify!($name), concat!($($doc),*).trim(), self.$name.load(Ordering::Relaxed)), )*]
+            }
+        }
+
+        /// The process's counters.
+        pub static GUARD: GuardCounters = GuardCounters { $( $name: AtomicU64::new(0), )* };
+    };
+}
+
+guard_counters! {
+    /// TCP connections closed because a message was not read or written within the I/O timeout
+    tcp_io_timeouts,
+    /// TCP connections closed when idle (the idle timeout shrinks as slots fill)
+    tcp_idle_closes,
+    /// TCP connections closed at the whole-connection deadline
+    tcp_deadline_closes,
+    /// TCP connections closed because no slot freed within the permit timeout
+    tcp_permit_timeouts,
+    /// TCP connections refused because their source prefix had its share of slots
+    tcp_prefix_refusals,
+    /// TCP connections cut because their unread replies passed the pending-bytes cap
+    tcp_pending_cuts,
+    /// UDP cache misses refused (dropped) because every miss task slot was busy
+    udp_miss_overflows,
+    /// UDP worker loops restarted after a panic
+    udp_worker_restarts,
+    /// zone transfers refused because the connection already runs one
+    axfr_busy_connection,
+    /// zone transfers refused because the global transfer cap was reached
+    axfr_busy_global,
+    /// zone transfers aborted (no closing SOA) because their version began to be deleted
+    axfr_aborted,
+    /// zone transfers failed on a record too large for a message
+    axfr_oversized,
+    /// control connections refused at the connection cap
+    control_refused,
+    /// control requests refused for a missing or wrong token
+    control_unauthorized,
+    /// control accept errors (the endpoint backs off and continues)
+    control_accept_errors,
+}
+
+/// Adds one to `counter`.
+pub fn bump(counter: &AtomicU64) {
+    counter.fetch_add(1, Ordering::Relaxed);
+}

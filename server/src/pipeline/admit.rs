@@ -1,0 +1,99 @@
+//! Who may transfer a zone, and how many transfers run at once.
+//!
+//! ```text
+//!  AXFR/IXFR over TCP ─► TSIG (the key known for this zone and address?):
+//!     malformed ─► FORMERR; bad ─► NOTAUTH (+ error)
+//!     ─► unsigned: peer in axfr_allow? (default: nobody) ── no ──► REFUSED
+//!     ─► this connection already transferring? ── yes ──► REFUSED
+//!     ─► a transfer slot free (max_transfers)? ── no ──► REFUSED
+//!     ─► spawn transfer::run (the transfer store, not the query path's
+//!        database gate) ─► TcpReply::Stream: first message, then the rest
+//! ```
+
+use super::{render, transfer, Responder, TRANSFER_TIMEOUT};
+use crate::backend::Backend;
+use crate::frontend::{TcpPeer, TcpReply};
+use crate::guard::{bump, GUARD};
+use crate::tsig;
+use crate::wire::{Query, Rcode};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// Messages of one transfer built ahead of the socket.
+const TRANSFER_QUEUE: usize = 4;
+
+impl<B: Backend> Responder<B> {
+    /// A zone transfer: admitted here, then streamed by a task of its own.
+    pub(super) async fn transfer(&self, packet: &[u8], query: &Query, peer: &TcpPeer) -> TcpReply {
+        let max_udp = self.config.max_udp_size;
+        let only =
+            |rcode| TcpReply::Messages(vec![render::rcode_only(packet, query, rcode, max_udp)]);
+        let now = tsig::unix_now();
+        let keys = &self.config.tsig_keys;
+        let ip = peer.addr.ip();
+        let scope = tsig::Scope {
+            qname: Some(&query.qname),
+            peer: Some(ip),
+        };
+        let min_mac = self.config.tsig_min_mac;
+        let signer = match tsig::verify_request(packet, keys, now, min_mac, &scope) {
+            tsig::Verified::Unsigned => None,
+            tsig::Verified::Malformed => return only(Rcode::FORMERR),
+            tsig::Verified::Signed(signer) => Some(signer),
+            tsig::Verified::Failed(failure) => {
+                tracing::info!(peer = %peer.addr, zone = %query.qname, error = failure.error, "zone transfer with a bad TSIG: NOTAUTH");
+                let mut reply = render::rcode_only(packet, query, Rcode::NOTAUTH, max_udp);
+                failure.append_to(&mut reply);
+                return TcpReply::Messages(vec![reply]);
+            }
+        };
+        if signer.is_none() && !self.config.axfr_allow.iter().any(|c| c.contains(ip)) {
+            tracing::info!(peer = %peer.addr, zone = %query.qname, "zone transfer refused by the access list");
+            return only(Rcode::REFUSED);
+        }
+        let Some(claim) = peer.begin_transfer() else {
+            bump(&GUARD.axfr_busy_connection);
+            tracing::info!(peer = %peer.addr, zone = %query.qname, "zone transfer refused: one already runs on this connection");
+            return only(Rcode::REFUSED);
+        };
+        let Ok(slot) = self.transfers.clone().try_acquire_owned() else {
+            bump(&GUARD.axfr_busy_global);
+            tracing::info!(peer = %peer.addr, zone = %query.qname, "zone transfer refused: too many at once");
+            return only(Rcode::REFUSED);
+        };
+        let (tx, mut rx) = mpsc::channel(TRANSFER_QUEUE);
+        let sink = transfer::Sink::new(tx, signer);
+        let (packet, query) = (packet.to_vec(), query.clone());
+        match &self.transfer_store {
+            Some(store) => spawn_run(store.clone(), packet, query, max_udp, sink, (claim, slot)),
+            None => spawn_run(
+                self.backend.clone(),
+                packet,
+                query,
+                max_udp,
+                sink,
+                (claim, slot),
+            ),
+        }
+        match rx.recv().await {
+            Some(Ok(first)) => TcpReply::Stream { first, rest: rx },
+            _ => TcpReply::Messages(Vec::new()),
+        }
+    }
+}
+
+/// Runs the transfer in a task of its own, holding `held` (the
+/// connection's claim and the global slot) until it ends.
+fn spawn_run<D: Backend, H: Send + 'static>(
+    db: Arc<D>,
+    packet: Vec<u8>,
+    query: Query,
+    max_udp: u16,
+    sink: transfer::Sink,
+    held: H,
+) {
+    tokio::spawn(async move {
+        transfer::run(&*db, &packet, &query, max_udp, TRANSFER_TIMEOUT, sink).await;
+        drop(held);
+    });
+}

@@ -1,0 +1,210 @@
+//! TCP slots cannot be held (issue 20, item 1), against the real binary:
+//! slowloris connections are cut and a legitimate query still gets in, a
+//! client that pipelines and never reads is disconnected, and one source
+//! prefix gets only its share of the slots.
+
+mod common;
+
+use common::*;
+use hickory_proto::op::Message;
+use socket2::{Domain, Socket, Type};
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const ZONE: &str = "$ORIGIN slots.test.
+@ 300 IN SOA ns admin 1 3600 600 86400 60
+@ 300 IN NS ns
+ns 300 IN A 192.0.2.1
+www 300 IN A 192.0.2.2
+";
+
+fn setup(tag: &str) -> TestZoneDb {
+    block_on(async {
+        let db = TestZoneDb::new(tag).await;
+        let mut zone = ZONE.to_string();
+        for i in 0..30 {
+            zone.push_str(&format!("big 300 IN TXT \"{i:02}{}\"\n", "y".repeat(100)));
+        }
+        db.import("slots.test.", &zone, false).await;
+        db
+    })
+}
+
+fn framed(id: u16, name: &str, qtype: u16) -> Vec<u8> {
+    let q = build_query(id, name, qtype, None, false);
+    let mut f = (q.len() as u16).to_be_bytes().to_vec();
+    f.extend_from_slice(&q);
+    f
+}
+
+/// A TCP socket bound to `local` (any 127/8 address works on Linux),
+/// connected to the server; `rcvbuf` shrinks its receive buffer.
+fn connect_from(local: &str, port: u16, rcvbuf: Option<usize>) -> std::io::Result<TcpStream> {
+    let s = Socket::new(Domain::IPV4, Type::STREAM, None)?;
+    if let Some(size) = rcvbuf {
+        s.set_recv_buffer_size(size)?;
+    }
+    s.bind(&format!("{local}:0").parse::<SocketAddr>().unwrap().into())?;
+    let server: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    s.connect_timeout(&server.into(), Duration::from_secs(5))?;
+    Ok(s.into())
+}
+
+/// One query over a fresh connection from `local`: the reply, or why not.
+fn query_from(local: &str, port: u16, timeout: Duration) -> Result<Message, String> {
+    let mut s = connect_from(local, port, None).map_err(|e| format!("connect: {e}"))?;
+    s.set_read_timeout(Some(timeout)).unwrap();
+    s.write_all(&framed(7, "www.slots.test.", 1))
+        .map_err(|e| format!("write: {e}"))?;
+    let mut len = [0u8; 2];
+    s.read_exact(&mut len).map_err(|e| format!("read: {e}"))?;
+    let mut r = vec![0u8; usize::from(u16::from_be_bytes(len))];
+    s.read_exact(&mut r).map_err(|e| format!("read: {e}"))?;
+    Message::from_vec(&r).map_err(|e| format!("parse: {e}"))
+}
+
+/// A slowloris client: keeps a connection open by sending one byte of a
+/// (1-byte) message every `period`, reconnecting whenever it is closed.
+fn slowloris(port: u16, period: Duration, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<usize> {
+    std::thread::spawn(move || {
+        let mut connects = 0;
+        while !stop.load(Ordering::Relaxed) {
+            let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            };
+            connects += 1;
+            for byte in [0u8, 1, 0].iter().cycle() {
+                if stop.load(Ordering::Relaxed) || s.write_all(&[*byte]).is_err() {
+                    break;
+                }
+                std::thread::sleep(period);
+                // A closed connection shows as EOF or reset on a peek.
+                s.set_nonblocking(true).unwrap();
+                let mut b = [0u8; 1];
+                let closed = matches!(s.peek(&mut b), Ok(0))
+                    || matches!(s.peek(&mut b), Err(e) if e.kind() != ErrorKind::WouldBlock);
+                s.set_nonblocking(false).unwrap();
+                if closed {
+                    break;
+                }
+            }
+        }
+        connects
+    })
+}
+
+#[test]
+fn slowloris_cannot_hold_the_tcp_slots() {
+    let db = setup("slowloris");
+    let (server, control) = start_with_control(&db.name, &["--tcp-max-connections", "20"]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let attackers: Vec<_> = (0..30)
+        .map(|_| slowloris(server.port, Duration::from_secs(3), stop.clone()))
+        .collect();
+    std::thread::sleep(Duration::from_secs(3)); // every slot taken
+    let started = Instant::now();
+    let mut answer = Err(String::new());
+    for _ in 0..3 {
+        answer = query_from("127.0.0.1", server.port, Duration::from_secs(6));
+        if answer.is_ok() {
+            break;
+        }
+    }
+    let waited = started.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    let connects: usize = attackers.into_iter().map(|t| t.join().unwrap()).sum();
+    let got = answer.as_ref().map(|m| m.answers.len());
+    eprintln!("legitimate query under slowloris: answers {got:?} after {waited:?}; {connects} attacker connections");
+    let m = answer.expect("a legitimate TCP query gets through slowloris");
+    assert_eq!(m.answers.len(), 1);
+    assert!(
+        stat(control, "tcp_io_timeouts") > 0,
+        "the trickling connections were cut by the I/O timeout"
+    );
+    drop(server);
+    block_on(db.drop_db());
+}
+
+#[test]
+fn a_client_that_pipelines_and_never_reads_is_cut() {
+    let db = setup("neverread");
+    let (server, control) = start_with_control(&db.name, &["--tcp-max-pending-kb", "16"]);
+    let mut s = connect_from("127.0.0.1", server.port, Some(4096)).unwrap();
+    s.set_write_timeout(Some(Duration::from_secs(1))).unwrap();
+    let sent = 2000;
+    let mut written = 0;
+    for i in 0..sent {
+        // ~3 KB replies; the server may stop reading, then close.
+        if s.write_all(&framed(i, "big.slots.test.", 16)).is_err() {
+            break;
+        }
+        written += 1;
+    }
+    std::thread::sleep(Duration::from_secs(4)); // never read meanwhile
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut replies = 0;
+    let end = loop {
+        let mut len = [0u8; 2];
+        if let Err(e) = s.read_exact(&mut len) {
+            break e.kind();
+        }
+        let mut r = vec![0u8; usize::from(u16::from_be_bytes(len))];
+        if let Err(e) = s.read_exact(&mut r) {
+            break e.kind();
+        }
+        replies += 1;
+    };
+    eprintln!(
+        "never-reading client: {written} queries written, {replies} replies read, then {end:?}"
+    );
+    assert!(
+        matches!(
+            end,
+            ErrorKind::UnexpectedEof | ErrorKind::ConnectionReset | ErrorKind::BrokenPipe
+        ),
+        "the server closed the connection (got {end:?} after {replies} replies)"
+    );
+    assert!(replies < written, "cut before answering everything");
+    let cuts = stat(control, "tcp_pending_cuts") + stat(control, "tcp_io_timeouts");
+    assert!(cuts > 0, "the cut is counted");
+    // The server still serves.
+    assert_eq!(
+        ask_tcp(server.port, "www.slots.test.", 1, None)
+            .answers
+            .len(),
+        1
+    );
+    drop(server);
+    block_on(db.drop_db());
+}
+
+#[test]
+fn a_source_prefix_gets_only_its_share_of_slots() {
+    let db = setup("prefix");
+    let server = ServerProcess::start(&db.name, &["--tcp-max-per-prefix", "3"]);
+    let held: Vec<_> = (0..3)
+        .map(|_| connect_from("127.0.0.1", server.port, None).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    // A fourth from the same /24 is closed without an answer...
+    let refused = query_from("127.0.0.7", server.port, Duration::from_secs(5));
+    assert!(
+        refused.is_err(),
+        "fourth connection of 127.0.0.0/24 answered: {refused:?}"
+    );
+    // ...while another prefix is served.
+    let other = query_from("127.0.1.1", server.port, Duration::from_secs(5))
+        .expect("another prefix is served");
+    assert_eq!(other.answers.len(), 1);
+    drop(held);
+    std::thread::sleep(Duration::from_millis(300));
+    let again = query_from("127.0.0.7", server.port, Duration::from_secs(5))
+        .expect("the share is free again once the connections close");
+    assert_eq!(again.answers.len(), 1);
+    drop(server);
+    block_on(db.drop_db());
+}

@@ -1,0 +1,252 @@
+//! Zone transfers (issue 20, item 5), against the real binary: denied by
+//! default; streamed, so one can be caught part way; one per connection,
+//! a global cap; aborted (no closing SOA) when its version begins to be
+//! deleted; a large record sent in a large message, a record no message
+//! can hold fails the transfer instead of vanishing from it.
+
+mod common;
+
+use common::*;
+use hickory_proto::op::{Message, ResponseCode};
+use hickory_proto::rr::RecordType;
+use mongodb::bson::{doc, Document};
+use socket2::{Domain, Socket, Type};
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+const HEAD: &str = "@ 300 IN SOA ns admin 1 3600 600 86400 60
+@ 300 IN NS ns
+ns 300 IN A 192.0.2.1
+";
+
+/// A zone of `names` names with a 120-byte TXT each (about 150 bytes a
+/// name in a transfer).
+fn big_zone(names: usize) -> String {
+    let mut z = HEAD.to_string();
+    for i in 0..names {
+        z.push_str(&format!("n{i:05} 300 IN TXT \"{}\"\n", "t".repeat(120)));
+    }
+    z
+}
+
+/// A TXT record of `strings` character-strings of 255 octets (and one of
+/// `last` octets).
+fn txt_of(owner: &str, strings: usize, last: usize) -> String {
+    let mut line = format!("{owner} 300 IN TXT");
+    for _ in 0..strings {
+        line.push_str(&format!(" \"{}\"", "x".repeat(255)));
+    }
+    line.push_str(&format!(" \"{}\"\n", "x".repeat(last)));
+    line
+}
+
+fn framed(id: u16, name: &str, qtype: u16) -> Vec<u8> {
+    let q = build_query(id, name, qtype, None, false);
+    let mut f = (q.len() as u16).to_be_bytes().to_vec();
+    f.extend_from_slice(&q);
+    f
+}
+
+/// A connection with a small receive buffer, so the server can get only
+/// a little ahead of what the test reads.
+fn slow_reader(port: u16) -> TcpStream {
+    let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+    s.set_recv_buffer_size(4096).unwrap();
+    let server: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    s.connect_timeout(&server.into(), Duration::from_secs(5))
+        .unwrap();
+    let s: TcpStream = s.into();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s
+}
+
+/// The next framed message, or how the connection ended.
+fn read_message(s: &mut TcpStream) -> Result<Message, ErrorKind> {
+    let mut len = [0u8; 2];
+    s.read_exact(&mut len).map_err(|e| e.kind())?;
+    let mut m = vec![0u8; usize::from(u16::from_be_bytes(len))];
+    s.read_exact(&mut m).map_err(|e| e.kind())?;
+    Ok(Message::from_vec(&m).expect("a message that parses"))
+}
+
+fn soa_count(m: &Message) -> usize {
+    m.answers
+        .iter()
+        .filter(|r| r.record_type() == RecordType::SOA)
+        .count()
+}
+
+/// Reads a transfer to its end: (messages, records, SOAs, how it ended:
+/// `None` after the closing SOA).
+fn read_transfer(s: &mut TcpStream) -> (usize, usize, usize, Option<ErrorKind>) {
+    let (mut messages, mut records, mut soas) = (0, 0, 0);
+    loop {
+        match read_message(s) {
+            Ok(m) => {
+                messages += 1;
+                records += m.answers.len();
+                soas += soa_count(&m);
+                if soas >= 2 || m.metadata.response_code != ResponseCode::NoError {
+                    return (messages, records, soas, None);
+                }
+            }
+            Err(kind) => return (messages, records, soas, Some(kind)),
+        }
+    }
+}
+
+/// Waits (up to 10 s) for a `/stats` counter to reach `at_least`.
+fn wait_stat(control: u16, name: &str, at_least: u64) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let v = stat(control, name);
+        if v >= at_least || Instant::now() > deadline {
+            return v;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Writes the zone document's `deleting` list, as a writer does before it
+/// deletes a version's nodes.
+fn set_deleting(db: &TestZoneDb, versions: Vec<i64>) {
+    let zones = db.store.database().collection::<Document>("zones");
+    block_on(async {
+        zones
+            .update_one(
+                doc! {"_id": "stream.test."},
+                doc! {"$set": {"deleting": versions}},
+            )
+            .await
+            .unwrap()
+    });
+}
+
+#[test]
+fn transfers_are_refused_unless_allowed() {
+    let db = block_on(async {
+        let db = TestZoneDb::new("xfr_default").await;
+        db.import("deny.test.", &format!("$ORIGIN deny.test.\n{HEAD}"), false)
+            .await;
+        db
+    });
+    let (server, _) = start_with_control(&db.name, &[]);
+    let mut s = slow_reader(server.port);
+    s.write_all(&framed(1, "deny.test.", 252)).unwrap();
+    let m = read_message(&mut s).unwrap();
+    assert_eq!(
+        m.metadata.response_code,
+        ResponseCode::Refused,
+        "denied by default"
+    );
+    drop(server);
+    let (server, _) = start_with_control(&db.name, &["--axfr-allow", "127.0.0.1/32"]);
+    let mut s = slow_reader(server.port);
+    s.write_all(&framed(1, "deny.test.", 252)).unwrap();
+    let (_, records, soas, end) = read_transfer(&mut s);
+    assert_eq!((records, soas, end), (4, 2, None), "allowed when listed");
+    drop(server);
+    block_on(db.drop_db());
+}
+
+#[test]
+fn a_large_record_is_sent_and_one_no_message_holds_fails_the_transfer() {
+    let db = block_on(async {
+        let db = TestZoneDb::new("xfr_oversized").await;
+        // 20 KB: more than the usual 16-KiB message, sent in a larger one.
+        let large = format!("$ORIGIN large.test.\n{HEAD}{}", txt_of("big", 79, 10));
+        db.import("large.test.", &large, false).await;
+        // 65,535 octets of rdata: no DNS message can hold it with a header.
+        let huge = format!("$ORIGIN huge.test.\n{HEAD}{}", txt_of("big", 255, 254));
+        db.import("huge.test.", &huge, false).await;
+        db
+    });
+    let (server, control) = start_with_control(&db.name, &["--axfr-allow", "127.0.0.1/32"]);
+    let mut s = slow_reader(server.port);
+    s.write_all(&framed(1, "large.test.", 252)).unwrap();
+    let (messages, records, soas, end) = read_transfer(&mut s);
+    eprintln!("large.test: {messages} messages, {records} records, end {end:?}");
+    assert_eq!(
+        (records, soas, end),
+        (5, 2, None),
+        "the 20-KB TXT is in the transfer"
+    );
+
+    let mut s = slow_reader(server.port);
+    s.write_all(&framed(2, "huge.test.", 252)).unwrap();
+    let (messages, records, soas, end) = read_transfer(&mut s);
+    eprintln!("huge.test: {messages} messages, {records} records, {soas} SOA, end {end:?}");
+    assert!(soas < 2, "no closing SOA after a record was left out");
+    // Nothing sent yet: SERVFAIL (a message of no records); else closed.
+    assert!(records == 0 || end.is_some(), "an error, not a transfer");
+    assert_eq!(stat(control, "axfr_oversized"), 1);
+    drop(server);
+    block_on(db.drop_db());
+}
+
+#[test]
+fn streamed_transfers_are_capped_and_aborted_when_their_version_is_deleted() {
+    let names = 4000;
+    let db = block_on(async {
+        let db = TestZoneDb::new("xfr_stream").await;
+        let text = format!("$ORIGIN stream.test.\n{}", big_zone(names));
+        db.import("stream.test.", &text, false).await;
+        db
+    });
+    let (server, control) = start_with_control(
+        &db.name,
+        &[
+            "--axfr-allow",
+            "127.0.0.1/32",
+            "--axfr-max-concurrent",
+            "1",
+            "--tcp-io-timeout-ms",
+            "20000",
+        ],
+    );
+    // A transfer that has begun: its first message read, the rest waiting
+    // for the client (far more than the socket buffers hold).
+    let mut a = slow_reader(server.port);
+    a.write_all(&framed(1, "stream.test.", 252)).unwrap();
+    let first = read_message(&mut a).unwrap();
+    assert_eq!(soa_count(&first), 1, "the transfer opens with the SOA");
+    // The global cap: another connection's transfer is refused at once.
+    let mut b = slow_reader(server.port);
+    b.write_all(&framed(2, "stream.test.", 252)).unwrap();
+    let refused = read_message(&mut b).unwrap();
+    assert_eq!(refused.metadata.response_code, ResponseCode::Refused);
+    assert_eq!(stat(control, "axfr_busy_global"), 1);
+    // One per connection: a second transfer on `a` is refused.
+    a.write_all(&framed(3, "stream.test.", 252)).unwrap();
+    assert_eq!(wait_stat(control, "axfr_busy_connection", 1), 1);
+    // The served version begins to be deleted (docs/schema.md, `deleting`).
+    let ver = block_on(db.store.find_zone(&"stream.test.".parse().unwrap()))
+        .unwrap()
+        .unwrap()
+        .ver;
+    set_deleting(&db, vec![ver]);
+    let (messages, records, soas, end) = read_transfer(&mut a);
+    eprintln!(
+        "aborted transfer: {messages} more messages, {records} records, {soas} SOA, end {end:?}"
+    );
+    assert_eq!(soas, 0, "no closing SOA: the zone did not look complete");
+    assert!(end.is_some(), "the connection is closed");
+    assert_eq!(wait_stat(control, "axfr_aborted", 1), 1);
+    assert_eq!(
+        stat(control, "tcp_io_timeouts"),
+        0,
+        "closed by the abort, not a timeout"
+    );
+
+    // Once the version is no longer being deleted, the whole zone comes.
+    set_deleting(&db, Vec::new());
+    let mut c = slow_reader(server.port);
+    c.write_all(&framed(4, "stream.test.", 252)).unwrap();
+    let (messages, records, soas, end) = read_transfer(&mut c);
+    eprintln!("whole transfer: {messages} messages, {records} records");
+    assert_eq!((soas, end), (2, None));
+    assert_eq!(records, names + 4, "SOA, NS, A, every TXT, SOA");
+    drop(server);
+    block_on(db.drop_db());
+}

@@ -1,0 +1,144 @@
+//! The UDP front end in process, with real sockets and a handler built to
+//! misbehave (issue 20, item 9): a panic in the receive loop restarts the
+//! loop on the same socket and is counted; cache misses beyond the miss
+//! limit are dropped and counted instead of spawning without bound.
+
+use mongodns_server::frontend::{udp, Handler};
+use mongodns_server::guard::GUARD;
+use mongodns_server::pipeline::Transport;
+use std::net::UdpSocket;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Answers every query by echoing it; a query whose first byte is 0xEE
+/// panics in the receive loop, and misses wait `slow` first.
+struct Rig {
+    slow: Duration,
+}
+
+impl Handler for Rig {
+    async fn handle(&self, packet: &[u8], _: Transport) -> Option<Vec<u8>> {
+        tokio::time::sleep(self.slow).await;
+        Some(packet.to_vec())
+    }
+
+    fn handle_now(&self, packet: &[u8], _: Transport, out: &mut Vec<u8>) -> bool {
+        assert!(packet[0] != 0xEE, "a query that breaks the receive loop");
+        if packet[0] == 0xCC {
+            out.clear();
+            out.extend_from_slice(packet);
+            return true;
+        }
+        false
+    }
+}
+
+/// Starts the loop (one socket, batches of `batch`) on a runtime of its
+/// own; returns the port and the runtime.
+fn start(rig: Rig, batch: usize, misses: usize) -> (u16, tokio::runtime::Runtime) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let addr = "127.0.0.1:0".parse().unwrap();
+    let port = runtime.block_on(async {
+        let socket = udp::bind_udp(addr, 1, None, None).unwrap().remove(0);
+        let port = socket.local_addr().unwrap().port();
+        let limit = Arc::new(tokio::sync::Semaphore::new(misses));
+        tokio::spawn(udp::serve_udp_limited(
+            socket,
+            Arc::new(rig),
+            None,
+            batch,
+            limit,
+        ));
+        port
+    });
+    (port, runtime)
+}
+
+fn ask(client: &UdpSocket, port: u16, first: u8) -> Option<Vec<u8>> {
+    client
+        .send_to(&[first, 1, 2, 3], ("127.0.0.1", port))
+        .unwrap();
+    let mut buf = [0u8; 64];
+    client
+        .recv_from(&mut buf)
+        .ok()
+        .map(|(n, _)| buf[..n].to_vec())
+}
+
+#[test]
+fn a_panic_in_the_receive_loop_restarts_it() {
+    for batch in [1, 32] {
+        let (port, runtime) = start(
+            Rig {
+                slow: Duration::ZERO,
+            },
+            batch,
+            64,
+        );
+        let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+        client
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        assert_eq!(
+            ask(&client, port, 0xCC).as_deref(),
+            Some(&[0xCC, 1, 2, 3][..])
+        );
+        let before = GUARD.udp_worker_restarts.load(Ordering::Relaxed);
+        client
+            .set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        assert_eq!(
+            ask(&client, port, 0xEE),
+            None,
+            "the panicking query gets nothing"
+        );
+        client
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        assert!(
+            ask(&client, port, 0xCC).is_some(),
+            "batch {batch}: served again after the panic"
+        );
+        assert!(
+            ask(&client, port, 0x01).is_some(),
+            "batch {batch}: misses too"
+        );
+        let after = GUARD.udp_worker_restarts.load(Ordering::Relaxed);
+        assert!(after > before, "batch {batch}: the restart is counted");
+        runtime.shutdown_background();
+    }
+}
+
+#[test]
+fn misses_beyond_the_limit_are_dropped_and_counted() {
+    let (port, runtime) = start(
+        Rig {
+            slow: Duration::from_millis(1500),
+        },
+        32,
+        10,
+    );
+    let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let before = GUARD.udp_miss_overflows.load(Ordering::Relaxed);
+    for i in 0..50u8 {
+        client.send_to(&[i, 1, 2, 3], ("127.0.0.1", port)).unwrap();
+    }
+    client
+        .set_read_timeout(Some(Duration::from_secs(4)))
+        .unwrap();
+    let mut replies = 0;
+    let mut buf = [0u8; 64];
+    while client.recv_from(&mut buf).is_ok() {
+        replies += 1;
+    }
+    let dropped = GUARD.udp_miss_overflows.load(Ordering::Relaxed) - before;
+    eprintln!("{replies} replies, {dropped} misses dropped of 50");
+    assert_eq!(replies, 10, "at most the miss limit answered at once");
+    assert_eq!(dropped, 40, "the rest dropped and counted");
+    runtime.shutdown_background();
+}
