@@ -236,6 +236,33 @@ fn set(v: &[String]) -> BTreeSet<String> {
     v.iter().cloned().collect()
 }
 
+/// A database serving `names` in the zone, the server, and a poller.
+fn served_zone(
+    rt: &tokio::runtime::Runtime,
+    tag: &str,
+    names: &[String],
+) -> (TestZoneDb, ServerProcess, Poller) {
+    let db = rt.block_on(async {
+        let db = TestZoneDb::new(tag).await;
+        db.import(ZONE, &zone_text(10, true, names), true).await;
+        db
+    });
+    let server = server_for(&db);
+    let poller = Poller::start(server.port);
+    (db, server, poller)
+}
+
+/// A merge import of `names` at `rate` records/s, in a task.
+fn spawn_merge(
+    db: &TestZoneDb,
+    names: &[String],
+    rate: f64,
+) -> tokio::task::JoinHandle<Result<ImportSummary, String>> {
+    let (store, dir) = (db.store.clone(), db.dir.clone());
+    let text = zone_text(0, false, names);
+    tokio::spawn(async move { import(&store, &dir, "merge.zone", &text, false, Some(rate)).await })
+}
+
 fn server_for(db: &TestZoneDb) -> ServerProcess {
     ServerProcess::start(
         &db.name,
@@ -253,22 +280,11 @@ fn server_for(db: &TestZoneDb) -> ServerProcess {
 fn a_merge_overlapping_a_replace_keeps_the_zone() {
     let rt = runtime();
     let base = labels("old", 300);
-    let db = rt.block_on(async {
-        let db = TestZoneDb::new("mw_overlap").await;
-        db.import(ZONE, &zone_text(10, true, &base), true).await;
-        db
-    });
-    let server = server_for(&db);
-    let poller = Poller::start(server.port);
+    let (db, server, poller) = served_zone(rt, "mw_overlap", &base);
     let merged = labels("merged", 3000);
     let replaced = labels("new", 300);
     let (merge, replace) = rt.block_on(async {
-        let store = db.store.clone();
-        let dir = db.dir.clone();
-        let text = zone_text(0, false, &merged);
-        let merge = tokio::spawn(async move {
-            import(&store, &dir, "merge.zone", &text, false, Some(1500.0)).await
-        });
+        let merge = spawn_merge(&db, &merged, 1500.0);
         tokio::time::sleep(Duration::from_millis(700)).await;
         let replace = import(
             &db.store,
@@ -336,21 +352,10 @@ fn a_merge_overlapping_a_replace_keeps_the_zone() {
 fn secure_zone_signs_a_zone_while_an_import_writes_into_it() {
     let rt = runtime();
     let base = labels("base", 300);
-    let db = rt.block_on(async {
-        let db = TestZoneDb::new("mw_secure").await;
-        db.import(ZONE, &zone_text(10, true, &base), true).await;
-        db
-    });
-    let server = server_for(&db);
-    let poller = Poller::start(server.port);
+    let (db, server, poller) = served_zone(rt, "mw_secure", &base);
     let merged = labels("imp", 2500);
     let (merge, secured, secure_secs) = rt.block_on(async {
-        let store = db.store.clone();
-        let dir = db.dir.clone();
-        let text = zone_text(0, false, &merged);
-        let merge = tokio::spawn(async move {
-            import(&store, &dir, "merge.zone", &text, false, Some(800.0)).await
-        });
+        let merge = spawn_merge(&db, &merged, 800.0);
         tokio::time::sleep(Duration::from_millis(500)).await;
         let t = Instant::now();
         let secured =
@@ -681,4 +686,63 @@ fn randomized_many_writers_lose_nothing() {
     );
     drop(server);
     rt.block_on(db.drop_db());
+}
+
+/// The signing lease is enforced: while one signer holds it, another fails
+/// with a message naming the holder; a holder that died (its lease expired
+/// unrenewed, as after SIGKILL) is taken over, and the zone is signed.
+#[test]
+fn the_signing_lease_is_enforced_and_a_dead_holders_is_taken_over() {
+    let rt = runtime();
+    rt.block_on(async {
+        let db = TestZoneDb::new("mw_lease").await;
+        db.import(ZONE, &zone_text(10, true, &labels("n", 20)), true)
+            .await;
+        let locks = db
+            .store
+            .database()
+            .collection::<backend_mongo::bson::Document>(backend_mongo::lock::LOCKS);
+        let id = format!("sign {ZONE}");
+        let at = |ms: i64| {
+            backend_mongo::bson::DateTime::from_millis(
+                backend_mongo::bson::DateTime::now().timestamp_millis() + ms,
+            )
+        };
+        // A live holder: a second signer fails, naming it.
+        locks
+            .insert_one(backend_mongo::bson::doc! {"_id": &id, "zone": ZONE,
+            "owner": "elsewhere:1:secure-zone:x", "until": at(60_000)})
+            .await
+            .unwrap();
+        let err = signer::lease::take(&db.store, &zone(), "test", Duration::from_millis(300))
+            .await
+            .err()
+            .expect("a second signer must not get the lease");
+        let text = err.to_string();
+        assert!(
+            text.contains("elsewhere:1:secure-zone:x"),
+            "the error names the holder: {text}"
+        );
+        // The holder dies: its lease expires, unrenewed.
+        locks
+            .update_one(
+                backend_mongo::bson::doc! {"_id": &id},
+                backend_mongo::bson::doc! {"$set": {"until": at(-1000)}},
+            )
+            .await
+            .unwrap();
+        signer::secure_zone(&db.store, &zone(), &secure_options(), &signer::NoProgress)
+            .await
+            .expect("secure-zone takes a dead holder's lease over");
+        assert!(db.store.dnssec_config(&zone()).await.unwrap().secured);
+        assert!(
+            locks
+                .find_one(backend_mongo::bson::doc! {"_id": &id})
+                .await
+                .unwrap()
+                .is_none(),
+            "the lease is released at the end"
+        );
+        db.drop_db().await;
+    });
 }

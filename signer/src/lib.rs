@@ -319,6 +319,67 @@ async fn ensure_keys(
     Ok(new)
 }
 
+/// What a rebuild that switched did.
+fn switched_report(
+    nodes: u64,
+    stats: PlanStats,
+    written: u64,
+    switched: &backend_mongo::Switched,
+    steps: Steps,
+) -> Report {
+    Report {
+        nodes,
+        stats,
+        written,
+        serial: switched.zone.serial,
+        ver: switched.zone.ver,
+        old_ver: switched.old,
+        timings: steps.done,
+        cleanup: Collected::default(),
+        published_gen: None,
+    }
+}
+
+/// A new version being built from the served one.
+struct Rebuild {
+    /// The zone as served when the rebuild began.
+    served: backend_mongo::ZoneInfo,
+    /// The writer of the new version (pending).
+    writer: backend_mongo::ZoneWriter,
+    /// The served version's nodes.
+    current: Vec<FullNode>,
+    /// The serial the new version gets (after both the served one and the
+    /// SOA's).
+    serial: u32,
+}
+
+/// Takes a new pending version and reads the served one (the `read` step).
+async fn begin_rebuild(
+    store: &Store,
+    zone: &Name,
+    progress: &dyn Progress,
+    steps: &mut Steps,
+) -> Result<Rebuild, SignError> {
+    let served = store
+        .find_zone(zone)
+        .await?
+        .ok_or_else(|| StoreError::NoSuchZone(zone.to_string()))?;
+    let writer = store.begin_zone_write(zone, WriteMode::Replace).await?;
+    progress.phase("reading", 0);
+    let current = store.read_version(zone, served.ver).await?;
+    steps.end("read");
+    let serial = next_serial(&[
+        served.serial,
+        soa_serial_of(&current, zone).unwrap_or(served.serial),
+    ]);
+    Ok(Rebuild {
+        served,
+        writer,
+        current,
+        serial,
+    })
+}
+
 /// A pass of the catch-up that copied fewer names than this is followed by
 /// the last pass under the zone lock.
 const SMALL_PASS: usize = 500;
@@ -338,19 +399,13 @@ async fn secure_under_lease(
     let keys = ensure_keys(store, zone, options).await?;
     let mut last_err = None;
     for _attempt in 0..3 {
-        let served = store
-            .find_zone(zone)
-            .await?
-            .ok_or_else(|| StoreError::NoSuchZone(zone.to_string()))?;
-        let writer = store.begin_zone_write(zone, WriteMode::Replace).await?;
-        progress.phase("reading", 0);
-        let current = store.read_version(zone, served.ver).await?;
-        steps.end("read");
+        let Rebuild {
+            served,
+            writer,
+            current,
+            serial,
+        } = begin_rebuild(store, zone, progress, &mut steps).await?;
         let nodes = current.len() as u64;
-        let serial = next_serial(&[
-            served.serial,
-            soa_serial_of(&current, zone).unwrap_or(served.serial),
-        ]);
         let mut opts = sign_options(
             options.nsec3.clone(),
             &options.validity,
@@ -397,17 +452,13 @@ async fn secure_under_lease(
         {
             Ok(switched) => {
                 steps.end("catch-up+switch");
-                return Ok(Report {
+                return Ok(switched_report(
                     nodes,
                     stats,
-                    written: written + catch_up.copied,
-                    serial: switched.zone.serial,
-                    ver: switched.zone.ver,
-                    old_ver: switched.old,
-                    timings: steps.done,
-                    cleanup: Collected::default(),
-                    published_gen: None,
-                });
+                    written + catch_up.copied,
+                    &switched,
+                    steps,
+                ));
             }
             Err(catchup::StartOver(why)) => {
                 last_err = Some(SignError::Usage(format!(
@@ -921,19 +972,13 @@ async fn unsecure_under_lease(
     let mut steps = Steps::new();
     let mut last_err = None;
     for _attempt in 0..3 {
-        let served = store
-            .find_zone(zone)
-            .await?
-            .ok_or_else(|| StoreError::NoSuchZone(zone.to_string()))?;
-        let writer = store.begin_zone_write(zone, WriteMode::Replace).await?;
-        progress.phase("reading", 0);
-        let current = store.read_version(zone, served.ver).await?;
-        steps.end("read");
+        let Rebuild {
+            served,
+            writer,
+            current,
+            serial,
+        } = begin_rebuild(store, zone, progress, &mut steps).await?;
         let nodes = current.len() as u64;
-        let serial = next_serial(&[
-            served.serial,
-            soa_serial_of(&current, zone).unwrap_or(served.serial),
-        ]);
         let (batches, _) = plan::Prepared {
             nodes: strip_dnssec(zone, current, serial),
             jobs: Vec::new(),
@@ -953,17 +998,13 @@ async fn unsecure_under_lease(
                     }
                 }
                 steps.end("catch-up+switch");
-                return Ok(Report {
+                return Ok(switched_report(
                     nodes,
-                    stats: PlanStats::default(),
-                    written: written + catch_up.copied,
-                    serial: switched.zone.serial,
-                    ver: switched.zone.ver,
-                    old_ver: switched.old,
-                    timings: steps.done,
-                    cleanup: Collected::default(),
-                    published_gen: None,
-                });
+                    PlanStats::default(),
+                    written + catch_up.copied,
+                    &switched,
+                    steps,
+                ));
             }
             Err(catchup::StartOver(why)) => {
                 last_err = Some(SignError::Usage(format!(
