@@ -205,6 +205,37 @@ fn axfr(port: u16) -> (String, BTreeSet<String>) {
     (text, names)
 }
 
+/// Waits (up to 20 s) until the server answers the SOA serial the
+/// database holds: the server has noticed the last write.
+fn wait_caught_up(rt: &tokio::runtime::Runtime, store: &Store, port: u16) {
+    let want = rt
+        .block_on(store.find_zone(&zone()))
+        .unwrap()
+        .expect("the zone is served")
+        .serial;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let m = ask_udp(port, ZONE, 6, None);
+        let got = m.answers.iter().find_map(|r| match &r.data {
+            RData::SOA(soa) => Some(soa.serial),
+            _ => None,
+        });
+        if got == Some(want) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server still answers serial {got:?}, the database has {want}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Names in `a` and not in `b`, at most ten (for messages).
+fn some_missing<'a>(a: &'a BTreeSet<String>, b: &'a BTreeSet<String>) -> Vec<&'a String> {
+    a.difference(b).take(10).collect()
+}
+
 /// `dnssec-verify` and `ldns-verify-zone` on the served zone.
 fn verify_signed(dir: &Path, text: &str) {
     let file = dir.join("served.zone");
@@ -299,7 +330,7 @@ fn a_merge_overlapping_a_replace_keeps_the_zone() {
     });
     let replace = replace.expect("the replace succeeds");
     let merge = merge.expect("the merge succeeds: it follows the zone to the new version");
-    std::thread::sleep(Duration::from_millis(300));
+    wait_caught_up(rt, &db.store, server.port);
     let (_, served) = axfr(server.port);
     let asked = poller.finish();
     let expected_base = set(&replaced);
@@ -365,13 +396,18 @@ fn secure_zone_signs_a_zone_while_an_import_writes_into_it() {
     });
     let report = secured.expect("secure-zone succeeds while the import runs");
     merge.expect("the import succeeds while secure-zone runs");
-    std::thread::sleep(Duration::from_millis(300));
+    wait_caught_up(rt, &db.store, server.port);
     let (text, served) = axfr(server.port);
     poller.finish();
     let expected: BTreeSet<String> = set(&base).union(&set(&merged)).cloned().collect();
-    assert_eq!(
-        served, expected,
-        "every record imported before, during and after secure-zone is served"
+    assert!(
+        some_missing(&expected, &served).is_empty() && some_missing(&served, &expected).is_empty(),
+        "every record imported before, during and after secure-zone is served, nothing else: \
+         missing {:?}, unexpected {:?} ({} served, {} expected)",
+        some_missing(&expected, &served),
+        some_missing(&served, &expected),
+        served.len(),
+        expected.len()
     );
     verify_signed(&db.dir, &text);
     eprintln!(
@@ -390,6 +426,9 @@ struct Op {
     started: Instant,
     ended: Instant,
     ok: bool,
+    /// Failed the documented way: another version builder (secure-zone,
+    /// unsecure-zone) took its pending version over; nothing was switched.
+    taken_over: bool,
 }
 
 /// A small deterministic generator (the test prints its seed).
@@ -480,6 +519,7 @@ fn randomized_many_writers_lose_nothing() {
         started: Instant::now(),
         ended: Instant::now(),
         ok: true,
+        taken_over: false,
     }]));
     let deadline = Instant::now() + Duration::from_secs(secs);
     let last_signing: Arc<Mutex<&'static str>> = Arc::new(Mutex::new("unsecure-zone"));
@@ -513,6 +553,7 @@ fn randomized_many_writers_lose_nothing() {
                         started,
                         ended: Instant::now(),
                         ok: r.is_ok(),
+                        taken_over: false,
                     });
                 }
             }));
@@ -541,12 +582,14 @@ fn randomized_many_writers_lose_nothing() {
                     if let Err(e) = &r {
                         eprintln!("replace {file} failed: {e}");
                     }
+                    let taken_over = r.as_ref().is_err_and(|e| e.contains("took over version"));
                     ops.lock().unwrap().push(Op {
                         kind: "replace",
                         names,
                         started,
                         ended: Instant::now(),
                         ok: r.is_ok(),
+                        taken_over,
                     });
                 }
             }));
@@ -613,19 +656,20 @@ fn randomized_many_writers_lose_nothing() {
             t.await.unwrap();
         }
     });
-    std::thread::sleep(Duration::from_millis(500));
+    wait_caught_up(rt, &db.store, server.port);
     let (text, served) = axfr(server.port);
     let asked = poller.finish();
     let ops = ops.lock().unwrap().clone();
-    let failed: Vec<&Op> = ops.iter().filter(|o| !o.ok).collect();
+    let failed: Vec<&Op> = ops.iter().filter(|o| !o.ok && !o.taken_over).collect();
     assert!(
         failed.is_empty(),
-        "every writer's operation succeeds (after a re-run when it was cancelled): {} failed",
+        "every writer's operation succeeds (after a re-run when it was cancelled), or a replace \
+         fails because a signer's new version took its own over: {} failed otherwise",
         failed.len()
     );
     let last = ops
         .iter()
-        .filter(|o| o.kind == "replace")
+        .filter(|o| o.kind == "replace" && o.ok)
         .max_by_key(|o| o.ended)
         .unwrap()
         .clone();

@@ -382,7 +382,7 @@ async fn begin_rebuild(
 
 /// A pass of the catch-up that copied fewer names than this is followed by
 /// the last pass under the zone lock.
-const SMALL_PASS: usize = 500;
+const SMALL_PASS: usize = 200;
 
 async fn secure_under_lease(
     store: &Store,
@@ -497,6 +497,9 @@ async fn switch_caught_up(
     let fence = store
         .lock(ZONE_LOCK, zone, "signer-switch", LOCK_WAIT)
         .await?;
+    // Renewed while held: a slow last pass must not let the lock expire
+    // (a merge would take it over and acknowledge into the old version).
+    let renewal = fence.keep_renewed();
     let switched = async {
         if let Err(e) = catch_up.pass().await? {
             return Ok(Err(e));
@@ -515,10 +518,21 @@ async fn switch_caught_up(
                 "zone {zone}: the signing lease was lost (renewal failed); nothing was published"
             )));
         }
+        if fence.renew().await.is_err() {
+            return Ok(Err(catchup::StartOver(
+                "the zone lock expired during the last pass".into(),
+            )));
+        }
         let extra = mongodb_doc_dnssec(config);
-        Ok(Ok(writer.switch_under(&fence, served.ver, extra).await?))
+        match writer.switch_under(&fence, served.ver, extra).await {
+            Ok(switched) => Ok(Ok(switched)),
+            // A replace took the pending version over: build again.
+            Err(StoreError::Conflict(why)) => Ok(Err(catchup::StartOver(why))),
+            Err(e) => Err(e.into()),
+        }
     }
     .await;
+    drop(renewal);
     let released = fence.release().await;
     let switched = switched?;
     released?;

@@ -124,6 +124,11 @@ impl ZoneWriter {
         lock.release_with(r).await
     }
 
+    /// True once the caller said it signs what it writes.
+    fn signs(&self) -> bool {
+        self.signed.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// The served version and generation, read now (under the caller's
     /// lock).
     async fn served_ver(&self) -> Result<Option<(i64, i64)>, StoreError> {
@@ -298,8 +303,17 @@ impl ZoneWriter {
                 conflict(format!("zone {zone_id} is no longer served; nothing was published"))
             })?,
         };
-        let before = served.and(current.as_ref().and_then(|d| int_field(d, "serial")));
-        let serial = self.move_serial(ver, before.map(|s| s as u32)).await?;
+        let before = served
+            .and(current.as_ref().and_then(|d| int_field(d, "serial")))
+            .map(|s| s as u32);
+        let serial = match before {
+            // A writer that does not sign leaves the SOA of a secured zone
+            // to the signer (which moves the serial when it signs what was
+            // written): an unsigned serial bump would make the SOA bogus and
+            // race with the signer's own.
+            Some(b) if self.mode == WriteMode::Merge && !self.signs() && is_secured(&current) => b,
+            _ => self.move_serial(ver, before).await?,
+        };
         let gen = self.record_change().await?;
         let mut set = doc! {"serial": i64::from(serial), "updated": DateTime::now()};
         set.extend(extra);
@@ -362,6 +376,15 @@ impl ZoneWriter {
         }
         Ok(serial)
     }
+}
+
+/// True when the zone document says the zone is secured.
+fn is_secured(zone_doc: &Option<Document>) -> bool {
+    zone_doc
+        .as_ref()
+        .and_then(|d| d.get_document("dnssec").ok())
+        .and_then(|d| d.get_bool("secured").ok())
+        .unwrap_or(false)
 }
 
 impl Store {
