@@ -741,12 +741,22 @@ async fn signed_batch(
     while let Some(ver) = writer.acknowledge_signed().await? {
         tracing::info!(zone = %writer.zone(), ver,
             "another writer switched the zone while merging: the batch is signed into the version now served");
-        *signer = signer::merge::MergeSigner::new(store, writer.zone(), ver)
-            .await
-            .map_err(signing_failed)?
-            .ok_or_else(|| {
-                ImportError::Zone(format!("zone {} is no longer secured", writer.zone()))
-            })?;
+        match signer::merge::MergeSigner::new(store, writer.zone(), ver).await {
+            Ok(Some(s)) => *signer = s,
+            Ok(None) => {
+                return Err(ImportError::Zone(format!(
+                    "zone {} is no longer secured",
+                    writer.zone()
+                )))
+            }
+            // The version vanished under us (replaced again, and deleted):
+            // the next acknowledgement names the one served now.
+            Err(e) if store.find_zone(writer.zone()).await?.map(|z| z.ver) != Some(ver) => {
+                tracing::info!(error = %e, "the version moved again; following it");
+                continue;
+            }
+            Err(e) => return Err(signing_failed(e)),
+        }
         stats = signer
             .write_batch(store, nodes)
             .await
