@@ -53,6 +53,9 @@ struct Fixture {
     server: ServerProcess,
 }
 
+/// Transfers allowed to the tests explicitly (the default may deny them).
+const LOOPBACK_TRANSFERS: &[&str] = &["--axfr-allow", "127.0.0.1/32"];
+
 fn fixture(tag: &str, extra: &[&str]) -> Fixture {
     let db = block_on(async {
         let db = TestZoneDb::new(tag).await;
@@ -291,7 +294,7 @@ fn axfr_and_ixfr_over_tcp() {
         db.import("big.test.", &big, false).await;
         db
     });
-    let server = ServerProcess::start(&db.name, &[]);
+    let server = ServerProcess::start(&db.name, LOOPBACK_TRANSFERS);
     let port = server.port;
 
     let messages = transfer(port, &axfr_query("big.test.", 252));
@@ -402,7 +405,7 @@ fn axfr_is_a_consistent_snapshot_while_the_importer_replaces_the_zone() {
         db.import("snap.test.", &version(1), false).await;
         db
     });
-    let server = ServerProcess::start(&db.name, &[]);
+    let server = ServerProcess::start(&db.name, LOOPBACK_TRANSFERS);
     let port = server.port;
     std::thread::scope(|s| {
         let writer = s.spawn(|| {
