@@ -26,7 +26,8 @@ const SECRET: &str = "bW9uZ29kbnMtaW50ZXJvcC10c2lnLWtleS0wMDAwMDE=";
 /// The same length, another secret.
 const WRONG: &str = "d3Jvbmctc2VjcmV0LWZvci10aGUtaW50ZXJvcC10ZXN0";
 const KEY: &str = "interop-key";
-/// Records of the zone (apex SOA, NS, two A, the TXT records).
+/// TXT records of the zone, besides its SOA, NS and two A records: enough
+/// for a dozen transfer messages.
 const TXT_RECORDS: usize = 3000;
 
 /// The zone's head; the TXT records follow.
@@ -52,10 +53,9 @@ fn setup(tag: &str) -> (TestZoneDb, ServerProcess) {
         db.import("interop.test.", &zone(), false).await;
         db
     });
-    let key = format!("hmac-sha256:{KEY}:{SECRET}");
     let server = ServerProcess::start(
         &db.name,
-        &["--tsig-key", &key, "--axfr-allow", "192.0.2.0/24"],
+        &["--tsig-key", &good_key(), "--axfr-allow", "192.0.2.0/24"],
     );
     (db, server)
 }
