@@ -66,7 +66,7 @@ fn run_bounded(mut cmd: Command, what: &str, limit: Duration) -> std::process::O
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    eprintln!("{what}: {:.2?}", started.elapsed());
+    eprintln!("timing: {what}: {:.2?}", started.elapsed());
     std::process::Output {
         status,
         stdout: out.join().unwrap(),

@@ -132,7 +132,7 @@ fn an_import_is_answered_within_a_second() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let queries = load.join().unwrap();
     eprintln!(
-        "freshness: replaced record answered {replaced_after:?} after the import finished ({queries} queries of load)"
+        "timing: freshness: replaced record answered {replaced_after:?} after the import finished ({queries} queries of load)"
     );
     assert!(stat(control, "zone_changes") >= 1);
     // Names added by a merge import are seen too, and NXDOMAIN is not kept.
@@ -149,7 +149,9 @@ fn an_import_is_answered_within_a_second() {
             .response_code
             == ResponseCode::NoError
     });
-    eprintln!("freshness: added name answered {added_after:?} after the merge import finished");
+    eprintln!(
+        "timing: freshness: added name answered {added_after:?} after the merge import finished"
+    );
     for (what, delay) in [
         ("replaced record", replaced_after),
         ("added name", added_after),

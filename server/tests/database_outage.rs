@@ -165,15 +165,13 @@ fn servfail_while_the_database_is_gone_then_recovery() {
     let m = ask_udp(server.port, "www.outage.test.", 1, None);
     assert_eq!(m.metadata.response_code, ResponseCode::NoError);
     assert_eq!(m.answers.len(), 1);
-    // …and a name never asked before is SERVFAIL within the timeout, not a hang.
+    // …and a name never asked before is SERVFAIL, not a hang (ask_udp waits
+    // 5 s at most). The time is printed, not judged (bench/test-timings).
     let started = Instant::now();
     let m = ask_udp(server.port, "ns.outage.test.", 1, None);
     let took = started.elapsed();
     assert_eq!(m.metadata.response_code, ResponseCode::ServFail);
-    assert!(
-        took < Duration::from_secs(4),
-        "SERVFAIL came after {took:?}"
-    );
+    println!("timing: SERVFAIL with the database cut off (query timeout 1 s): {took:?}");
 
     relay.restore();
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -227,8 +225,10 @@ fn recovery_after_a_frozen_database() {
         if m.metadata.response_code == ResponseCode::NXDomain {
             break;
         }
+        // A hang detector (the old fault took 47 s, docs/reliability.md);
+        // the time is printed, not judged (bench/test-timings).
         assert!(
-            thawed.elapsed() < Duration::from_secs(8),
+            thawed.elapsed() < Duration::from_secs(20),
             "still {:?} {:?} after the thaw",
             m.metadata.response_code,
             thawed.elapsed()
@@ -236,7 +236,7 @@ fn recovery_after_a_frozen_database() {
         std::thread::sleep(Duration::from_millis(200));
     }
     println!(
-        "fresh answers {:?} after the thaw ({probe} probes)",
+        "timing: fresh answers after a 4-s freeze: {:?} after the thaw ({probe} probes)",
         thawed.elapsed()
     );
     drop(server);
@@ -284,7 +284,10 @@ fn a_slow_database_is_not_declared_down() {
         );
         std::thread::sleep(Duration::from_millis(300));
     }
-    println!("NXDOMAIN after {:?} ({asked} queries)", slowed.elapsed());
+    println!(
+        "timing: NXDOMAIN from a database slowed to 1.2 s a reply: {:?} ({asked} queries)",
+        slowed.elapsed()
+    );
     relay.slow(0);
     drop(server);
     block_on(db.drop_db());
@@ -326,10 +329,21 @@ fn expired_answers_are_served_stale_while_the_database_is_gone() {
         "--cache-max-ttl",
         "1",
     ];
+    let control = free_tcp_port();
+    let control_listen = format!("127.0.0.1:{control}");
     let stale = ServerProcess::start_with_uri(
         &uri,
         &db.name,
-        &[&common[..], &["--serve-stale-secs", "30"]].concat(),
+        &[
+            &common[..],
+            &[
+                "--serve-stale-secs",
+                "30",
+                "--control-listen",
+                &control_listen,
+            ],
+        ]
+        .concat(),
     );
     let fresh_only = ServerProcess::start_with_uri(&uri, &db.name, &common);
     for port in [stale.port, fresh_only.port] {
@@ -355,16 +369,22 @@ fn expired_answers_are_served_stale_while_the_database_is_gone() {
         m.answers[0].ttl, 30,
         "stale records carry TTL 30 (RFC 8767)"
     );
-    assert!(started.elapsed() < Duration::from_secs(3));
-    // Right after a failure the stale answer comes at once (failure recheck).
+    let first = started.elapsed();
+    // Right after a failure the stale answer comes at once (failure recheck,
+    // RFC 8767 §5): from the packet cache, without running the pipeline (so
+    // without waiting on the database).
+    let ran = stat(control, "pipeline_queries");
     let started = Instant::now();
     let m = ask_udp(stale.port, "www.stale.test.", 1, None);
+    let second = started.elapsed();
     assert_eq!(m.answers.len(), 1);
-    assert!(
-        started.elapsed() < Duration::from_millis(300),
-        "second stale answer took {:?}",
-        started.elapsed()
+    assert_eq!(m.answers[0].ttl, 30);
+    assert_eq!(
+        stat(control, "pipeline_queries"),
+        ran,
+        "the second stale answer waited on the database ({second:?})"
     );
+    println!("timing: stale answers with the database cut off: first {first:?}, second (failure recheck) {second:?}");
     let m = ask_udp(fresh_only.port, "www.stale.test.", 1, None);
     assert_eq!(m.metadata.response_code, ResponseCode::ServFail);
     // With EDNS, a stale reply says so: EDE 3 "Stale Answer" (RFC 8914).

@@ -844,23 +844,28 @@ mod tests {
                 tokio::spawn(async move { (rc.get_node(&zone(), &name).await, started.elapsed()) })
             })
             .collect();
-        let mut busy = 0;
-        let mut ok = 0;
+        let (mut read, mut refused) = (Vec::new(), Vec::new());
         for a in askers {
             match a.await.unwrap() {
-                (Ok(_), _) => ok += 1,
+                (Ok(_), took) => read.push(took),
                 (Err(StoreError::Shared(e)), took) if matches!(*e, StoreError::Busy(_)) => {
-                    busy += 1;
-                    assert!(
-                        took < Duration::from_millis(150),
-                        "refused at once, not after {took:?}"
-                    );
+                    refused.push(took)
                 }
                 (Err(e), _) => panic!("unexpected fault {e}"),
             }
         }
-        // One read runs, one waits, the other four are refused.
-        assert_eq!((ok, busy), (2, 4));
+        // One read runs, one waits, the other four are refused, each before
+        // the first read (200 ms) is done: at once, not after waiting. The
+        // times are printed, not judged (bench/test-timings).
+        println!(
+            "timing: reads beyond the queue refused after {refused:?}; reads done after {read:?}"
+        );
+        assert_eq!((read.len(), refused.len()), (2, 4));
+        let first_read = read.iter().min().unwrap();
+        assert!(
+            refused.iter().all(|t| t < first_read),
+            "refused {refused:?}, not all before the first read ({first_read:?})"
+        );
         assert_eq!(rc.shared.counters.db_shed.load(Ordering::Relaxed), 4);
         assert_eq!(rc.db_queued(), 0);
     }
