@@ -116,7 +116,13 @@ fn secure_options() -> SecureOptions {
 /// REFUSED (the zone vanished) and on a serial that went backwards.
 struct Poller {
     stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<Result<u64, String>>>,
+    thread: Option<std::thread::JoinHandle<Result<Vec<Duration>, String>>>,
+}
+
+/// What the poller saw: answers, and the 99th percentile of their latency.
+struct Polled {
+    asked: u64,
+    p99: Duration,
 }
 
 impl Poller {
@@ -125,10 +131,12 @@ impl Poller {
         let flag = stop.clone();
         let thread = std::thread::spawn(move || {
             let mut last: Option<u32> = None;
-            let mut asked = 0u64;
+            let mut latencies = Vec::new();
             while !flag.load(Ordering::Relaxed) {
                 let q = build_query(0x5151, ZONE, 6, None, false);
+                let t = Instant::now();
                 if let Some(reply) = udp_exchange(port, &q, Duration::from_millis(500)) {
+                    latencies.push(t.elapsed());
                     let m =
                         hickory_proto::op::Message::from_vec(&reply).map_err(|e| e.to_string())?;
                     let rcode = m.metadata.response_code;
@@ -148,11 +156,10 @@ impl Poller {
                         }
                         last = Some(serial);
                     }
-                    asked += 1;
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
-            Ok(asked)
+            Ok(latencies)
         });
         Poller {
             stop,
@@ -160,12 +167,16 @@ impl Poller {
         }
     }
 
-    fn finish(mut self) -> u64 {
+    fn finish(mut self) -> Polled {
         self.stop.store(true, Ordering::Relaxed);
-        let asked = self.thread.take().unwrap().join().unwrap();
-        let asked = asked.unwrap_or_else(|e| panic!("poller: {e}"));
-        assert!(asked > 0, "the poller got no answer at all");
-        asked
+        let got = self.thread.take().unwrap().join().unwrap();
+        let mut latencies = got.unwrap_or_else(|e| panic!("poller: {e}"));
+        assert!(!latencies.is_empty(), "the poller got no answer at all");
+        latencies.sort();
+        Polled {
+            asked: latencies.len() as u64,
+            p99: latencies[(latencies.len() * 99 / 100).min(latencies.len() - 1)],
+        }
     }
 }
 
@@ -332,7 +343,7 @@ fn a_merge_overlapping_a_replace_keeps_the_zone() {
     let merge = merge.expect("the merge succeeds: it follows the zone to the new version");
     wait_caught_up(rt, &db.store, server.port);
     let (_, served) = axfr(server.port);
-    let asked = poller.finish();
+    let asked = poller.finish().asked;
     let expected_base = set(&replaced);
     assert!(
         served.is_superset(&expected_base),
@@ -658,7 +669,7 @@ fn randomized_many_writers_lose_nothing() {
     });
     wait_caught_up(rt, &db.store, server.port);
     let (text, served) = axfr(server.port);
-    let asked = poller.finish();
+    let polled = poller.finish();
     let ops = ops.lock().unwrap().clone();
     let failed: Vec<&Op> = ops.iter().filter(|o| !o.ok && !o.taken_over).collect();
     assert!(
@@ -724,9 +735,19 @@ fn randomized_many_writers_lose_nothing() {
     );
     let merges = ops.iter().filter(|o| o.kind == "merge").count();
     let replaces = ops.iter().filter(|o| o.kind == "replace").count();
+    let acknowledged: usize = ops
+        .iter()
+        .filter(|o| o.ok && o.kind == "merge")
+        .map(|o| o.names.len())
+        .sum();
     eprintln!(
-        "{merges} merges, {replaces} replaces, signing operations done: {signed_ok:?}; {} names served; secured: {secured}; poller asked {asked} times",
-        served.len()
+        "{merges} merges, {replaces} replaces, signing operations done: {signed_ok:?}; \
+         {acknowledged} merged records acknowledged ({:.0}/s); {} names served; secured: {secured}; \
+         apex SOA asked {} times, p99 {:.1} ms",
+        acknowledged as f64 / secs as f64,
+        served.len(),
+        polled.asked,
+        polled.p99.as_secs_f64() * 1000.0
     );
     drop(server);
     rt.block_on(db.drop_db());
