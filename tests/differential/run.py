@@ -72,8 +72,8 @@ SIGNED_EDNS_CHOICES = [None, (1232, True), (1232, True), (4096, True), (4096, Tr
 SIGNED_ZONES = {
     "diff.test.": [],
     "diff3.test.": ["--nsec3"],
-    "child.diff.test.": ["--nsec3", "--salt", "aabbccdd", "--iterations", "1"],
-    "other.test.": ["--nsec3", "--salt", "aabbccdd", "--iterations", "1"],
+    "child.diff.test.": ["--nsec3", "--salt", "aabbccdd", "--iterations", "1", "--force-iterations"],
+    "other.test.": ["--nsec3", "--salt", "aabbccdd", "--iterations", "1", "--force-iterations"],
     "wildapex.test.": ["--nsec3", "--opt-out"],
     "dnapex.test.": ["--csk", "--algorithm", "ed25519"],
     "gen.test.": ["--nsec3", "--opt-out"],
