@@ -2,16 +2,19 @@
 //! coverage-free mutation run (docs/reliability.md, "Fuzzing").
 //!
 //! ```text
-//!  tests/fuzz/{query,zonefile,packet_key}/*   replayed: every file must pass
+//!  tests/fuzz/{query,zonefile,packet_key,signed,tsig}/*   replayed: every file must pass
 //!  then, per target, FUZZ_SECS seconds (default 2) of mutations of the corpus;
 //!  an input whose reply signature is new joins the in-memory corpus
 //!  (and is written to FUZZ_SAVE/<target>/ when that is set);
 //!  a failing input is written to target/fuzz-failures/ and fails the test
+//!  hostile zone data: random storable nodes written to the real database,
+//!  every owner asked of the real server (a reply or SERVFAIL, never a panic)
 //! ```
 //!
 //! Longer runs: `FUZZ_SECS=300 FUZZ_SAVE=$PWD/tests/fuzz cargo test --release
 //! -p mongodns-server --test fuzzing -- --nocapture`.
 
+mod common;
 mod fuzz;
 
 use fuzz::*;
@@ -57,16 +60,7 @@ fn fuzz_for(target: &str, check: Check, mut corpus: Vec<Vec<u8>>, max_len: usize
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(2.0);
-    let seed: u64 = std::env::var("FUZZ_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-                | 1
-        });
+    let seed = seed_from_env();
     let save = std::env::var_os("FUZZ_SAVE").map(|d| PathBuf::from(d).join(target));
     let mut rng = Rng(seed);
     let mut seen: HashSet<u64> = HashSet::new();
@@ -143,6 +137,167 @@ fn zonefile_corpus_and_mutations() {
 fn packet_key_corpus_and_mutations() {
     let corpus = replay("packet_key", packet_key);
     fuzz_for("packet_key", packet_key, corpus, 600);
+}
+
+#[test]
+fn signed_zone_corpus_and_mutations() {
+    let corpus = replay("signed", fuzz::signed::signed_query);
+    fuzz_for("signed", fuzz::signed::signed_query, corpus, 600);
+}
+
+#[test]
+fn tsig_corpus_and_mutations() {
+    let corpus = replay("tsig", fuzz::tsig::tsig_query);
+    fuzz_for("tsig", fuzz::tsig::tsig_query, corpus, 600);
+}
+
+/// Random storable nodes written straight into the database and read back
+/// by the real server: every question gets a reply that parses, and the
+/// server keeps running.
+#[test]
+fn hostile_zone_data_read_back_by_the_server() {
+    let seed = seed_from_env();
+    let mut rng = Rng(seed);
+    let rounds: usize = std::env::var("FUZZ_DATA_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2);
+    let mut answered = [0usize; 4];
+    for round in 0..rounds {
+        let (db, nodes) = common::block_on(hostile_db(&mut rng, round));
+        let server = common::ServerProcess::start(&db.name, &["--axfr-allow", "127.0.0.0/8"]);
+        for (name, sets) in &nodes {
+            let mut qtypes: Vec<u16> = sets.iter().map(|s| s.rtype.0).collect();
+            qtypes.extend([1, 255]);
+            for (i, qtype) in qtypes.iter().enumerate() {
+                let edns = (i % 2 == 0).then_some((1232, true));
+                let q = common::build_query(i as u16, &name.to_string(), *qtype, edns, false);
+                let reply = common::udp_exchange(server.port, &q, Duration::from_secs(5))
+                    .unwrap_or_else(|| panic!("seed {seed}: no reply to {name} type {qtype}"));
+                answered[rcode_slot(&q, &reply, seed)] += 1;
+            }
+            let q = common::build_query(9, &format!("below.{name}"), 16, None, false);
+            answered[rcode_slot(&q, &common::tcp_exchange(server.port, &q), seed)] += 1;
+        }
+        let axfr = common::build_query(7, "hd.test.", 252, None, false);
+        let first = common::tcp_exchange(server.port, &axfr);
+        rcode_slot(&axfr, &first, seed);
+        assert!(
+            std::path::Path::new(&format!("/proc/{}", server.pid())).exists(),
+            "seed {seed}: the server is still running"
+        );
+        drop(server);
+        common::block_on(db.drop_db());
+    }
+    eprintln!("hostile zone data, seed {seed}: NOERROR/NXDOMAIN/SERVFAIL/other {answered:?}");
+    assert!(
+        answered[2] > 0,
+        "some malformed data was read back: {answered:?}"
+    );
+    assert!(answered[0] > 0, "some good data was served: {answered:?}");
+}
+
+/// 0 NOERROR, 1 NXDOMAIN, 2 SERVFAIL, 3 anything else; checks the reply:
+/// hickory-proto reads it, or (hickory checks the contents of some types,
+/// such as a DNSKEY's public key, which stored data may not satisfy) its
+/// every record is well framed.
+fn rcode_slot(query: &[u8], reply: &[u8], seed: u64) -> usize {
+    if let Err(e) = hickory_proto::op::Message::from_vec(reply) {
+        assert!(
+            well_framed(reply),
+            "seed {seed}: reply {} does not parse: {e}",
+            hex(reply)
+        );
+    }
+    assert_eq!(&reply[..2], &query[..2], "seed {seed}: ID not echoed");
+    assert!(reply[2] & 0x80 != 0, "seed {seed}: QR not set");
+    match reply[3] & 0x0F {
+        0 => 0,
+        3 => 1,
+        2 => 2,
+        _ => 3,
+    }
+}
+
+/// The header's counts match the records that follow, each with a name
+/// that reads, and nothing is left over.
+fn well_framed(msg: &[u8]) -> bool {
+    use mongodns_server::wire::query::read_name;
+    let count = |at: usize| {
+        msg.get(at..at + 2)
+            .map(|b| usize::from(u16::from_be_bytes([b[0], b[1]])))
+    };
+    let (Some(qd), Some(an), Some(ns), Some(ar)) = (count(4), count(6), count(8), count(10)) else {
+        return false;
+    };
+    let mut pos = 12;
+    for _ in 0..qd {
+        let Some((_, end)) = read_name(msg, pos) else {
+            return false;
+        };
+        pos = end + 4;
+    }
+    for _ in 0..an + ns + ar {
+        let Some((_, end)) = read_name(msg, pos) else {
+            return false;
+        };
+        let Some(rdlen) = count(end + 8) else {
+            return false;
+        };
+        pos = end + 10 + rdlen;
+    }
+    pos == msg.len()
+}
+
+/// A database holding `hd.test.` and 40 random nodes written straight into it.
+async fn hostile_db(
+    rng: &mut Rng,
+    round: usize,
+) -> (
+    common::TestZoneDb,
+    Vec<(backend_mongo::Name, Vec<backend_mongo::RRset>)>,
+) {
+    use backend_mongo::schema::{binary, node_doc, NODES};
+    let db = common::TestZoneDb::new(&format!("hostile_data{round}")).await;
+    let base = "$ORIGIN hd.test.\n$TTL 300\n@ IN SOA ns admin 1 3600 600 86400 60\n@ IN NS ns\nns IN A 192.0.2.1\n";
+    db.import("hd.test.", base, false).await;
+    let apex: backend_mongo::Name = "hd.test.".parse().unwrap();
+    let zone = db.store.find_zone(&apex).await.unwrap().unwrap();
+    let nodes = fuzz::hostile_data::random_nodes(rng, &apex, 40);
+    let collection = db
+        .store
+        .database()
+        .collection::<mongodb::bson::Document>(NODES);
+    for (name, sets) in &nodes {
+        let mut doc = node_doc(&apex, zone.ver, name, sets);
+        let rrsets = doc.get_document_mut("rrsets").unwrap();
+        for (_, set) in rrsets.iter_mut() {
+            if let Some(sigs) = fuzz::hostile_data::random_sigs(rng) {
+                let sigs: Vec<_> = sigs.iter().map(|s| binary(s)).collect();
+                set.as_document_mut().unwrap().insert("sigs", sigs);
+            }
+        }
+        let filter = mongodb::bson::doc! {"_id": doc.get_str("_id").unwrap()};
+        collection
+            .replace_one(filter, doc)
+            .upsert(true)
+            .await
+            .unwrap();
+    }
+    (db, nodes)
+}
+
+fn seed_from_env() -> u64 {
+    std::env::var("FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+                | 1
+        })
 }
 
 /// The check itself can fail: a reply that does not parse is caught.

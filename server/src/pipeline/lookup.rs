@@ -23,7 +23,8 @@
 //! number of stored levels read plus one. Why not one `$in` read of all
 //! the ancestors: FerretDB answers any filter but `{_id: …}` with a full
 //! scan. The price: a stored name whose k ancestors are all uncached
-//! takes about log2(k) + 1 round trips instead of one; ancestors are
+//! takes about log2(k) + 1 round trips instead of one (one while k ≤ 2:
+//! a round that would leave a single level reads it too); ancestors are
 //! shared by many names and usually cached. Levels the cache holds
 //! expired are read in one round with the next unknown one, so a walk
 //! through expired data (serve-stale while the database is away) waits
@@ -208,7 +209,13 @@ impl<'a, B: Backend> PathReader<'a, B> {
     /// doubles `round`.
     async fn read_round(&mut self, expired: usize) -> Result<(), StoreError> {
         let start = self.got.len();
-        let end = (start + expired + self.round).min(self.path.len());
+        let mut end = (start + expired + self.round).min(self.path.len());
+        if self.path.len() - end == 1 {
+            // One level would be left: read it now. A name one or two
+            // levels below what is known costs one round trip, and a made-up
+            // name at most two reads.
+            end = self.path.len();
+        }
         let reads = self.path[start..end]
             .iter()
             .map(|at| self.backend.get_node(self.zone, at));

@@ -10,12 +10,19 @@
 //!  packet_key(bytes)  : two queries derived from the input; equal keys ⇒ the
 //!                       replies are equal once ID/RD/question are restored;
 //!                       queries that must share a reply ⇒ equal keys
+//!  signed.rs          : the query path over NSEC- and NSEC3-signed zones
+//!  tsig.rs            : queries signed (well or badly) with a TSIG key
+//!  hostile_data.rs    : random storable nodes for the real database
 //! ```
 //!
 //! Each check panics on a violated property; the runner catches the panic,
 //! prints the input as hex and writes it to the corpus directory.
 
 #![allow(dead_code)]
+
+pub mod hostile_data;
+pub mod signed;
+pub mod tsig;
 
 use backend_mongo::{Name, Node, RRset, StoreError, ZoneInfo};
 use hickory_proto::op::Message;
@@ -61,13 +68,32 @@ fn big_rrset() -> String {
         .collect()
 }
 
-/// An in-memory [`Backend`]: nodes by (apex, name).
+/// An in-memory [`Backend`]: nodes by (apex, name), and for signed zones
+/// the NSEC/NSEC3 owners by denial key.
+#[derive(Clone, Default)]
 pub struct MemBackend {
     zones: HashMap<Name, ZoneInfo>,
     nodes: BTreeMap<(Name, Name), Arc<Node>>,
+    denials: HashMap<Name, BTreeMap<String, Arc<Node>>>,
 }
 
 impl MemBackend {
+    /// Adds the zone `info` with `nodes`; `denials` maps denial keys
+    /// (canonical key or NSEC3 hash label) to owner names among `nodes`.
+    pub fn add_zone(&mut self, info: ZoneInfo, nodes: Vec<Node>, denials: &[(String, Name)]) {
+        let apex = info.apex.clone();
+        for node in nodes {
+            self.nodes
+                .insert((apex.clone(), node.name.clone()), Arc::new(node));
+        }
+        let by_key = self.denials.entry(apex.clone()).or_default();
+        for (key, owner) in denials {
+            let node = self.nodes[&(apex.clone(), owner.clone())].clone();
+            by_key.insert(key.clone(), node);
+        }
+        self.zones.insert(apex, info);
+    }
+
     /// Reads `text` as the zone `apex` (empty non-terminals added).
     pub fn from_zone_text(apex: &str, text: &str) -> MemBackend {
         let apex = Name::parse(apex, None).unwrap();
@@ -117,6 +143,7 @@ impl MemBackend {
         MemBackend {
             zones: HashMap::from([(apex, info)]),
             nodes,
+            denials: HashMap::new(),
         }
     }
 }
@@ -136,12 +163,18 @@ impl Backend for MemBackend {
 
     async fn denial(
         &self,
-        _zone: &ZoneInfo,
-        _key: &str,
-        _wrap: bool,
+        zone: &ZoneInfo,
+        key: &str,
+        wrap: bool,
     ) -> Result<Option<Arc<Node>>, StoreError> {
-        // The fuzz zone is unsigned: no NSEC/NSEC3 owners.
-        Ok(None)
+        // As `Store::denial`: the greatest key not above `key`, or with
+        // `wrap` the greatest of all. Unsigned zones have none.
+        let Some(keys) = self.denials.get(&zone.apex) else {
+            return Ok(None);
+        };
+        let below = keys.range(..=key.to_string()).next_back();
+        let found = below.or_else(|| wrap.then(|| keys.iter().next_back()).flatten());
+        Ok(found.map(|(_, node)| node.clone()))
     }
 
     async fn zone_nodes(&self, zone: &ZoneInfo) -> Result<Vec<Node>, StoreError> {
@@ -174,13 +207,15 @@ impl Rig {
             query_timeout: Duration::from_secs(5),
             ..PipelineConfig::default()
         };
-        let plain = Responder::new(
-            Arc::new(MemBackend::from_zone_text("fz.test.", &text)),
-            config.clone(),
-        );
+        Rig::over(MemBackend::from_zone_text("fz.test.", &text), config)
+    }
+
+    /// Responders over `backend`: one plain, one behind both caches.
+    pub fn over(backend: MemBackend, config: PipelineConfig) -> Rig {
+        let plain = Responder::new(Arc::new(backend.clone()), config.clone());
         let registry = Arc::new(ZoneRegistry::new(1024, Duration::from_secs(60)));
         let records = Arc::new(RecordCache::new(
-            MemBackend::from_zone_text("fz.test.", &text),
+            backend,
             registry.clone(),
             RecordCacheConfig::default(),
             Arc::new(Counters::default()),
@@ -208,6 +243,23 @@ impl Rig {
             packets,
             runtime,
         }
+    }
+
+    /// Runs `f` on the rig's runtime.
+    pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        self.runtime.block_on(f)
+    }
+
+    /// The reply to `packet` through the packet and record caches.
+    pub fn answer_through_caches(&self, packet: &[u8], transport: Transport) -> Option<Vec<u8>> {
+        self.runtime
+            .block_on(self.cached.respond(packet, transport))
+    }
+
+    /// The messages answering `packet` over TCP (a zone transfer or one reply).
+    pub fn answer_tcp(&self, packet: &[u8]) -> Vec<Vec<u8>> {
+        self.runtime
+            .block_on(self.plain.respond_tcp(packet, peer()))
     }
 
     /// The uncached reply to `packet`.
@@ -277,39 +329,42 @@ pub fn signature(reply: Option<&[u8]>) -> u64 {
 /// The query path: any bytes in, a reply that parses (or silence) out.
 /// Returns a behaviour signature.
 pub fn query_path(data: &[u8]) -> u64 {
-    with_rig(|rig| {
-        let mut sig = 0u64;
-        for transport in [Transport::Udp, Transport::Tcp] {
-            let plain = rig.answer(data, transport);
-            if let Some(reply) = &plain {
-                check_reply(data, reply, transport);
-            }
-            sig = sig
-                .wrapping_mul(31)
-                .wrapping_add(signature(plain.as_deref()));
-            // Through the caches, twice: the second may be a packet-cache hit
-            // and must be the very same bytes.
-            let first = rig.runtime.block_on(rig.cached.respond(data, transport));
-            let second = rig.runtime.block_on(rig.cached.respond(data, transport));
-            assert_eq!(
-                first,
-                plain,
-                "cached responder differs from plain one on {}",
-                hex(data)
-            );
-            assert_eq!(first, second, "cache hit differs on {}", hex(data));
-            let mut out = Vec::new();
-            if rig.cached.answer_cached(data, transport, &mut out) {
-                assert_eq!(Some(&out), plain.as_ref(), "fast-path hit differs");
-            }
+    with_rig(|rig| check_query_path(rig, data))
+}
+
+/// [`query_path`] on `rig`.
+pub fn check_query_path(rig: &Rig, data: &[u8]) -> u64 {
+    let mut sig = 0u64;
+    for transport in [Transport::Udp, Transport::Tcp] {
+        let plain = rig.answer(data, transport);
+        if let Some(reply) = &plain {
+            check_reply(data, reply, transport);
         }
-        // Over TCP with a peer: zone transfers and everything else.
-        let messages = rig.runtime.block_on(rig.plain.respond_tcp(data, peer()));
-        for m in &messages {
-            check_reply(data, m, Transport::Tcp);
+        sig = sig
+            .wrapping_mul(31)
+            .wrapping_add(signature(plain.as_deref()));
+        // Through the caches, twice: the second may be a packet-cache hit
+        // and must be the very same bytes.
+        let first = rig.runtime.block_on(rig.cached.respond(data, transport));
+        let second = rig.runtime.block_on(rig.cached.respond(data, transport));
+        assert_eq!(
+            first,
+            plain,
+            "cached responder differs from plain one on {}",
+            hex(data)
+        );
+        assert_eq!(first, second, "cache hit differs on {}", hex(data));
+        let mut out = Vec::new();
+        if rig.cached.answer_cached(data, transport, &mut out) {
+            assert_eq!(Some(&out), plain.as_ref(), "fast-path hit differs");
         }
-        sig.wrapping_add(messages.len() as u64)
-    })
+    }
+    // Over TCP with a peer: zone transfers and everything else.
+    let messages = rig.runtime.block_on(rig.plain.respond_tcp(data, peer()));
+    for m in &messages {
+        check_reply(data, m, Transport::Tcp);
+    }
+    sig.wrapping_add(messages.len() as u64)
 }
 
 /// The zone-file parser: never panics, always ends, at most one record per
