@@ -19,7 +19,7 @@ use super::{check_reply, hex, signature, MemBackend, Rig, FUZZ_ZONE, MAX_UDP};
 use hickory_proto::op::{Message, ResponseCode};
 use mongodns_server::pipeline::{PipelineConfig, Transport};
 use mongodns_server::tsig::{
-    sign_request, sign_request_truncated, unix_now, verify_request, TsigKey, Verified,
+    sign_request, sign_request_truncated, unix_now, verify_request, Scope, TsigKey, Verified,
 };
 use mongodns_server::wire::parse_query;
 use std::time::Duration;
@@ -108,7 +108,7 @@ fn plain_query(query: &[u8]) -> bool {
     parse_query(query).is_ok_and(|q| q.opcode == 0)
         && Message::from_vec(query).is_ok()
         && matches!(
-            verify_request(query, &[key()], unix_now(), MIN_MAC),
+            verify_request(query, &[key()], unix_now(), MIN_MAC, &Scope::NONE),
             Verified::Unsigned
         )
 }
