@@ -539,19 +539,21 @@ impl Store {
         wrap: bool,
     ) -> Result<Option<Node>, StoreError> {
         let apex = zone.apex.to_string();
-        let found = self
-            .nodes
-            .find_one(doc! {"zone": &apex, "ver": zone.ver, "dk": {"$lte": key}})
-            .sort(doc! {"zone": -1, "ver": -1, "dk": -1})
-            .await?;
+        // The query timeout bounds these on the server too (`maxTimeMS`).
+        let seek = |filter: Document| {
+            let q = self
+                .nodes
+                .find_one(filter)
+                .sort(doc! {"zone": -1, "ver": -1, "dk": -1});
+            match self.read_deadline {
+                Some(d) => q.max_time(d),
+                None => q,
+            }
+        };
+        let found = seek(doc! {"zone": &apex, "ver": zone.ver, "dk": {"$lte": key}}).await?;
         let found = match found {
             Some(d) => Some(d),
-            None if wrap => {
-                self.nodes
-                    .find_one(doc! {"zone": &apex, "ver": zone.ver, "dk": {"$gt": ""}})
-                    .sort(doc! {"zone": -1, "ver": -1, "dk": -1})
-                    .await?
-            }
+            None if wrap => seek(doc! {"zone": &apex, "ver": zone.ver, "dk": {"$gt": ""}}).await?,
             None => None,
         };
         Ok(match found {

@@ -128,6 +128,10 @@ impl MergeSigner {
         config: DnssecConfig,
         known: Option<Vec<FullNode>>,
     ) -> Result<Self, SignError> {
+        // A salt over 255 octets cannot be written into NSEC3 rdata.
+        if let Some(n) = &config.nsec3 {
+            plan::check_nsec3(n)?;
+        }
         let keys = KeySet::load(zone, &store.zone_keys(zone).await?)?;
         let apex = store
             .read_full_node(zone, ver, zone)

@@ -171,9 +171,11 @@ impl ZoneWriter {
         };
         let gen = self.store.next_seq().await?;
         if self.mode == WriteMode::Merge {
-            // A publish with no names written through this writer: something
-            // else wrote, so say "all" (slower for servers, never wrong).
-            let names = names.filter(|n| !n.is_empty()).map(|mut n| {
+            // Every batch was acknowledged with its names: an empty list is
+            // "nothing else changed" (a last publish that moved nothing),
+            // which a signer catching up can account for; `None` (a list
+            // too long, a resumed run) still says "all".
+            let names = names.map(|mut n| {
                 n.sort();
                 n.dedup();
                 n
