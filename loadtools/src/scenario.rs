@@ -1276,10 +1276,18 @@ impl Report {
             (
                 "zone signed by secure-zone",
                 "example.com. (16 M records)".into(),
-                format!(
-                    "{SECURE_APEX} ({} records)",
-                    thousands(p.sign_records as f64)
-                ),
+                if p.sign_apex == SECURE_APEX {
+                    format!(
+                        "{SECURE_APEX} ({} records)",
+                        thousands(p.sign_records as f64)
+                    )
+                } else {
+                    format!(
+                        "{} ({} records), while the import writes into it",
+                        p.sign_apex,
+                        thousands(p.big_records as f64)
+                    )
+                },
             ),
             (
                 "steady import (records/s)",
