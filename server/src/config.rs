@@ -814,11 +814,17 @@ mod tests {
             "hmac-sha512:k:c2VjcmV0 zones=a.test.",
             "--tsig-key",
             "k2:c2VjcmV0",
+            "--control-token",
+            "t0k3n-t0k3n",
         ])
         .resolve()
         .unwrap()
         .render();
         assert!(!keys.contains("c2VjcmV0"), "{keys}");
+        assert!(
+            !keys.contains("t0k3n") && keys.contains("control_token = \"<secret>\""),
+            "{keys}"
+        );
         assert!(
             keys.contains(r#"tsig_key = ["hmac-sha512:k:<secret> zones=a.test.", "k2:<secret>"]"#),
             "{keys}"
