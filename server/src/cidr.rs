@@ -18,7 +18,8 @@ pub struct Cidr {
 }
 
 impl Cidr {
-    /// The blocks allowed to transfer zones by default: loopback only.
+    /// Loopback, IPv4 and IPv6 (the in-process rigs' transfer default; the
+    /// server's own default is nobody).
     pub fn loopback() -> Vec<Cidr> {
         vec![
             Cidr {

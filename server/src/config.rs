@@ -378,6 +378,9 @@ options! {
         log_format: LogFormat = LogFormat::Text, [env = "MONGODNS_LOG_FORMAT", value_name = "FORMAT"];
         /// Log one query in N (1 logs every query).
         query_log_sample: u32 = 1, [env = "MONGODNS_QUERY_LOG_SAMPLE", value_name = "N"];
+        /// Control-endpoint connections served at once; more are closed.
+        control_max_connections: usize = 16,
+            [env = "MONGODNS_CONTROL_MAX_CONNECTIONS", value_name = "N"];
         /// Query-log lines each answering thread queues for the writer thread;
         /// when full, lines are dropped and counted (mongodns_query_log_dropped).
         query_log_buffer: usize = 8192, [env = "MONGODNS_QUERY_LOG_BUFFER", value_name = "LINES"];
@@ -402,8 +405,11 @@ options! {
         /// this many seconds behind the primary (MongoDB's minimum is 90).
         read_max_staleness_s: u64, [env = "MONGODNS_READ_MAX_STALENESS_S", value_name = "SECONDS"];
         /// Address of the HTTP control endpoint (/stats, /metrics, /health,
-        /// POST /purge); off if unset.
+        /// POST /purge); off if unset. A non-loopback address is warned about.
         control_listen: SocketAddr, [env = "MONGODNS_CONTROL_LISTEN", value_name = "ADDR"];
+        /// Token `POST /purge` must send as `Authorization: Bearer TOKEN`;
+        /// unset, purging is refused (the read-only pages stay open).
+        control_token: String, [env = "MONGODNS_CONTROL_TOKEN", value_name = "TOKEN"];
         /// Query log: a file path, `syslog` (/dev/log) or `syslog:SOCKET`; off
         /// if unset.
         query_log: String, [env = "MONGODNS_QUERY_LOG", value_name = "DEST"];
@@ -658,6 +664,7 @@ impl Resolved {
             let value = match name {
                 "mongodb_uri" => redact_password(&value),
                 "tsig_key" => redact_tsig_secrets(&self.config.tsig_key),
+                "control_token" if !value.is_empty() => "\"<secret>\"".into(),
                 _ => value,
             };
             if value.is_empty() {
@@ -807,11 +814,17 @@ mod tests {
             "hmac-sha512:k:c2VjcmV0 zones=a.test.",
             "--tsig-key",
             "k2:c2VjcmV0",
+            "--control-token",
+            "t0k3n-t0k3n",
         ])
         .resolve()
         .unwrap()
         .render();
         assert!(!keys.contains("c2VjcmV0"), "{keys}");
+        assert!(
+            !keys.contains("t0k3n") && keys.contains("control_token = \"<secret>\""),
+            "{keys}"
+        );
         assert!(
             keys.contains(r#"tsig_key = ["hmac-sha512:k:<secret> zones=a.test.", "k2:<secret>"]"#),
             "{keys}"

@@ -13,19 +13,21 @@
 //! ```
 //!
 //! Off by default (`--control-listen`); bind it to loopback or a management
-//! network only: it has no authentication.
+//! network only. `POST /purge` needs the `--control-token` (serve.rs); the
+//! read-only pages stay open.
+
+mod serve;
+
+pub use serve::{serve_control, ControlLimits};
 
 use crate::cache::{Counters, PacketCache, RecordCache, ZoneRegistry, DB_LATENCY_BUCKETS_US};
 use crate::observe::QueryMetrics;
 use crate::querylog::{rcode_name, QueryLog};
 use backend_mongo::{JobProgress, Name, Store};
 use std::fmt::Write as _;
-use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
 
 /// What the control endpoint can see and purge.
 pub struct Control {
@@ -454,81 +456,6 @@ impl Control {
             (Some(_), Some(_)) => Err("give name= or zone=, not both".into()),
         }
     }
-}
-
-/// Serves the control endpoint on `addr` until the task is dropped.
-pub async fn serve_control(addr: SocketAddr, control: Arc<Control>) -> std::io::Result<()> {
-    let listener = TcpListener::bind(addr).await?;
-    tracing::info!(%addr, "control endpoint (stats, metrics, purge)");
-    loop {
-        let (stream, _) = listener.accept().await?;
-        let control = control.clone();
-        tokio::spawn(async move {
-            let _ = tokio::time::timeout(Duration::from_secs(5), handle(stream, control)).await;
-        });
-    }
-}
-
-fn query_param<'a>(query: &'a str, key: &str) -> Option<&'a str> {
-    query
-        .split('&')
-        .filter_map(|kv| kv.split_once('='))
-        .find(|(k, _)| *k == key)
-        .map(|(_, v)| v)
-}
-
-async fn handle(mut stream: TcpStream, control: Arc<Control>) -> std::io::Result<()> {
-    let mut buf = vec![0u8; 4096];
-    let mut len = 0;
-    while !buf[..len].windows(4).any(|w| w == b"\r\n\r\n") && len < buf.len() {
-        let n = stream.read(&mut buf[len..]).await?;
-        if n == 0 {
-            break;
-        }
-        len += n;
-    }
-    let head = String::from_utf8_lossy(&buf[..len]);
-    let mut parts = head.split_whitespace();
-    let method = parts.next().unwrap_or("");
-    let target = parts.next().unwrap_or("");
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    let (status, content_type, body) = match (method, path) {
-        ("GET", "/stats") => ("200 OK", "application/json", control.json()),
-        ("GET", "/metrics") => {
-            let jobs = control.jobs().await;
-            (
-                "200 OK",
-                "text/plain; version=0.0.4",
-                control.prometheus(&jobs),
-            )
-        }
-        ("GET", "/health") => match control.health() {
-            (true, body) => ("200 OK", "text/plain", body),
-            (false, body) => ("503 Service Unavailable", "text/plain", body),
-        },
-        ("POST", "/purge") => {
-            match control.purge(query_param(query, "name"), query_param(query, "zone")) {
-                Ok(body) => ("200 OK", "application/json", body),
-                Err(e) => ("400 Bad Request", "text/plain", e),
-            }
-        }
-        (_, "/stats" | "/metrics" | "/health" | "/purge") => (
-            "405 Method Not Allowed",
-            "text/plain",
-            "method not allowed\n".into(),
-        ),
-        _ => (
-            "404 Not Found",
-            "text/plain",
-            "not found: try /stats, /metrics, /health, POST /purge\n".into(),
-        ),
-    };
-    let response = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(response.as_bytes()).await?;
-    stream.shutdown().await
 }
 
 /// A Prometheus label value with `\\`, `"` and newlines escaped.

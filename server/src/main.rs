@@ -13,7 +13,7 @@
 use backend_mongo::{ReadFrom, Store};
 use mongodns_server::cache::{Counters, PacketCache, RecordCache, RecordCacheConfig, ZoneRegistry};
 use mongodns_server::config::{canonical_read_preference, Cli, LogFormat, Resolved};
-use mongodns_server::control::{serve_control, Control};
+use mongodns_server::control::{serve_control, Control, ControlLimits};
 use mongodns_server::frontend::{tcp, udp};
 use mongodns_server::observe::{Observed, QueryMetrics};
 use mongodns_server::pipeline::{PipelineConfig, ReplyCache, Responder};
@@ -244,8 +244,12 @@ async fn run(
         let probe = std::net::TcpListener::bind(addr)
             .map_err(|e| format!("cannot bind control endpoint {addr}: {e}"))?;
         drop(probe);
+        let limits = ControlLimits {
+            token: args.control_token.clone(),
+            max_connections: args.control_max_connections,
+        };
         tokio::spawn(async move {
-            if let Err(e) = serve_control(addr, control).await {
+            if let Err(e) = serve_control(addr, control, limits).await {
                 tracing::error!(%addr, error = %e, "control endpoint failed");
             }
         });

@@ -30,9 +30,19 @@ fn start(tag: &str) -> (TestZoneDb, ServerProcess, u16) {
             &format!("127.0.0.1:{control}"),
             "--freshness-ms",
             &POLL_MS.to_string(),
+            "--control-token",
+            TOKEN,
         ],
     );
     (db, server, control)
+}
+
+/// The control token the tests' servers are started with.
+const TOKEN: &str = "caches-test-token";
+
+/// `POST path` with the control token.
+fn purge(control: u16, path: &str) -> (String, String) {
+    http_as(control, "POST", path, Some(TOKEN))
 }
 
 fn a_records(port: u16, name: &str) -> Vec<String> {
@@ -194,7 +204,7 @@ fn purge_drops_what_a_silent_writer_changed() {
         a_records(server.port, "www.cache.test."),
         vec!["www.cache.test. 3600 A 192.0.2.10"]
     );
-    let (status, body) = http(control, "POST", "/purge?name=www.cache.test.");
+    let (status, body) = purge(control, "/purge?name=www.cache.test.");
     assert!(status.contains("200"), "{status} {body}");
     assert!(body.contains("purged_replies"), "{body}");
     assert_eq!(
@@ -202,11 +212,9 @@ fn purge_drops_what_a_silent_writer_changed() {
         vec!["www.cache.test. 3600 A 192.0.2.77"]
     );
     // Zone and full purges answer too; bad input is a 400.
-    assert!(http(control, "POST", "/purge?zone=cache.test.")
-        .0
-        .contains("200"));
-    assert!(http(control, "POST", "/purge").0.contains("200"));
-    assert!(http(control, "POST", "/purge?name=a..b").0.contains("400"));
+    assert!(purge(control, "/purge?zone=cache.test.").0.contains("200"));
+    assert!(purge(control, "/purge").0.contains("200"));
+    assert!(purge(control, "/purge?name=a..b").0.contains("400"));
     assert!(http(control, "GET", "/metrics")
         .1
         .contains("mongodns_packet_cache_hits"));
@@ -283,7 +291,7 @@ fn with_every_zone_loaded_unknown_names_cost_no_zone_read() {
     wait_answered(server.port, "www.later.test.");
     assert_eq!(stat(control, "zone_registry_complete"), 1);
     // A full purge forgets the zones; they are loaded again by the next poll.
-    assert!(http(control, "POST", "/purge?all=1").0.contains("200"));
+    assert!(purge(control, "/purge?all=1").0.contains("200"));
     wait_stat(control, "zone_registry_complete", 1);
     assert_eq!(a_records(server.port, "www.later.test.").len(), 1);
     drop(server);

@@ -189,7 +189,7 @@ fn a_source_prefix_gets_only_its_share_of_slots() {
     let held: Vec<_> = (0..3)
         .map(|_| connect_from("127.0.0.1", server.port, None).unwrap())
         .collect();
-    std::thread::sleep(Duration::from_millis(300));
+    std::thread::sleep(Duration::from_secs(1));
     // A fourth from the same /24 is closed without an answer...
     let refused = query_from("127.0.0.7", server.port, Duration::from_secs(5));
     assert!(
@@ -201,10 +201,55 @@ fn a_source_prefix_gets_only_its_share_of_slots() {
         .expect("another prefix is served");
     assert_eq!(other.answers.len(), 1);
     drop(held);
-    std::thread::sleep(Duration::from_millis(300));
+    std::thread::sleep(Duration::from_secs(1));
     let again = query_from("127.0.0.7", server.port, Duration::from_secs(5))
         .expect("the share is free again once the connections close");
     assert_eq!(again.answers.len(), 1);
+    drop(server);
+    block_on(db.drop_db());
+}
+
+#[test]
+fn a_connection_that_keeps_asking_is_closed_at_its_lifetime() {
+    let db = setup("lifetime");
+    let (server, control) = start_with_control(
+        &db.name,
+        &["--tcp-max-lifetime", "1", "--tcp-idle-timeout", "30"],
+    );
+    let mut s = connect_from("127.0.0.1", server.port, None).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let started = Instant::now();
+    let mut answered = 0;
+    // One query every 200 ms, never idle: answered until the lifetime.
+    let end = loop {
+        if s.write_all(&framed(answered, "www.slots.test.", 1))
+            .is_err()
+        {
+            break ErrorKind::BrokenPipe;
+        }
+        let mut len = [0u8; 2];
+        if let Err(e) = s.read_exact(&mut len) {
+            break e.kind();
+        }
+        let mut r = vec![0u8; usize::from(u16::from_be_bytes(len))];
+        s.read_exact(&mut r).unwrap();
+        answered += 1;
+        assert!(started.elapsed() < Duration::from_secs(20), "never closed");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    eprintln!(
+        "closed after {answered} answers, {:?}: {end:?}",
+        started.elapsed()
+    );
+    assert!(answered >= 2, "served before the lifetime");
+    assert!(
+        matches!(
+            end,
+            ErrorKind::UnexpectedEof | ErrorKind::ConnectionReset | ErrorKind::BrokenPipe
+        ),
+        "closed by the server: {end:?}"
+    );
+    assert_eq!(stat(control, "tcp_deadline_closes"), 1);
     drop(server);
     block_on(db.drop_db());
 }

@@ -419,6 +419,11 @@ fn scoped_keys_capped_fudge_and_sha384_sha512() {
         out.contains("big.tsigq.test.") && !out.contains("WARNING") && !out.contains("failed"),
         "a whole, verified sha512 transfer: {out}"
     );
+    let out = axfr(&k384, "tsigq.test.");
+    assert!(
+        out.contains("big.tsigq.test.") && !out.contains("WARNING") && !out.contains("failed"),
+        "a whole, verified sha384 transfer of the key's own zone: {out}"
+    );
     let out = axfr(&k384, "other.test.");
     assert!(
         out.contains("BADKEY") && !out.contains("www.other.test."),

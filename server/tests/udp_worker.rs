@@ -118,7 +118,7 @@ fn a_panic_in_the_receive_loop_restarts_it() {
 fn misses_beyond_the_limit_are_dropped_and_counted() {
     let (port, runtime) = start(
         Rig {
-            slow: Duration::from_millis(1500),
+            slow: Duration::from_secs(3),
         },
         32,
         10,

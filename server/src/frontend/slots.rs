@@ -7,7 +7,8 @@
 //!     ─► else wait for one, at most permit_timeout (and only if fewer than
 //!        max_connections already wait) ── none ──► close
 //!  idle timeout: full while at most half the slots are taken, then
-//!  shrinking linearly to IDLE_FLOOR as the last slots fill (as NSD and Knot do)
+//!  shrinking linearly to IDLE_FLOOR as the last slots fill (as NSD and Knot
+//!  do); connections already waiting are told (pressure) and recompute it
 //! ```
 
 use crate::guard::{bump, GUARD};
@@ -16,7 +17,7 @@ use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 /// Shortest idle timeout, when every slot is taken.
 pub const IDLE_FLOOR: Duration = Duration::from_millis(200);
@@ -28,6 +29,7 @@ pub struct Slots {
     max_per_prefix: usize,
     per_prefix: Mutex<HashMap<IpAddr, usize>>,
     waiting: AtomicUsize,
+    pressure: Notify,
 }
 
 /// A held slot; dropping it frees the slot and the prefix's share.
@@ -74,6 +76,7 @@ impl Slots {
             max_per_prefix,
             per_prefix: Mutex::new(HashMap::new()),
             waiting: AtomicUsize::new(0),
+            pressure: Notify::new(),
         })
     }
 
@@ -90,11 +93,17 @@ impl Slots {
             return Err(Refused::Prefix);
         }
         match self.permit(wait).await {
-            Some(permit) => Ok(Slot {
-                slots: self.clone(),
-                prefix,
-                _permit: permit,
-            }),
+            Some(permit) => {
+                if self.in_use() > self.max / 2 {
+                    // The idle timeout just shrank: idle connections recompute it.
+                    self.pressure.notify_waiters();
+                }
+                Ok(Slot {
+                    slots: self.clone(),
+                    prefix,
+                    _permit: permit,
+                })
+            }
             None => {
                 self.give_share(prefix);
                 bump(&GUARD.tcp_permit_timeouts);
@@ -140,6 +149,11 @@ impl Slots {
                 map.remove(&prefix);
             }
         }
+    }
+
+    /// Told whenever a slot is taken past half: the idle timeout shrank.
+    pub fn pressure(&self) -> &Notify {
+        &self.pressure
     }
 
     /// The idle timeout now: `full` while at most half the slots are

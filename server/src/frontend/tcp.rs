@@ -183,22 +183,9 @@ async fn read_query(
     slots: &Slots,
     deadline: Instant,
 ) -> Option<Vec<u8>> {
-    let left = deadline.saturating_duration_since(Instant::now());
-    let idle = slots.idle_timeout(limits.idle_timeout);
     let mut len = [0u8; 2];
-    match tokio::time::timeout(idle.min(left), reader.read(&mut len[..1])).await {
-        Ok(Ok(1)) => {}
-        Ok(_) => return None, // closed or reset
-        Err(_) if left <= idle => {
-            bump(&GUARD.tcp_deadline_closes);
-            tracing::debug!(%peer, "tcp connection deadline");
-            return None;
-        }
-        Err(_) => {
-            bump(&GUARD.tcp_idle_closes);
-            tracing::debug!(%peer, ?idle, "tcp idle timeout");
-            return None;
-        }
+    if !wait_first_byte(reader, &mut len[0], peer, limits, slots, deadline).await {
+        return None;
     }
     let rest = async {
         reader.read_exact(&mut len[1..]).await?;
@@ -213,6 +200,42 @@ async fn read_query(
             bump(&GUARD.tcp_io_timeouts);
             tracing::debug!(%peer, "tcp query not read within the I/O timeout");
             None
+        }
+    }
+}
+
+/// Waits for the first byte of a query: false when the connection should
+/// close (closed, idle past the idle timeout, or past its lifetime). The
+/// idle timeout is recomputed whenever more slots are taken.
+async fn wait_first_byte(
+    reader: &mut OwnedReadHalf,
+    byte: &mut u8,
+    peer: SocketAddr,
+    limits: &TcpLimits,
+    slots: &Slots,
+    deadline: Instant,
+) -> bool {
+    let since = Instant::now();
+    loop {
+        let shrunk = slots.pressure().notified();
+        tokio::pin!(shrunk);
+        shrunk.as_mut().enable();
+        let left = deadline.saturating_duration_since(Instant::now());
+        let idle = slots.idle_timeout(limits.idle_timeout);
+        let idle_left = idle.saturating_sub(since.elapsed());
+        tokio::select! {
+            got = reader.read(std::slice::from_mut(byte)) => return matches!(got, Ok(1)),
+            () = tokio::time::sleep(idle_left.min(left)) => {
+                if left <= idle_left {
+                    bump(&GUARD.tcp_deadline_closes);
+                    tracing::debug!(%peer, "tcp connection deadline");
+                } else {
+                    bump(&GUARD.tcp_idle_closes);
+                    tracing::debug!(%peer, ?idle, "tcp idle timeout");
+                }
+                return false;
+            }
+            () = &mut shrunk => {}
         }
     }
 }

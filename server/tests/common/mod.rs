@@ -318,13 +318,19 @@ pub fn free_tcp_port() -> u16 {
 
 /// A plain HTTP/1.1 request; returns (status line, body).
 pub fn http(port: u16, method: &str, path: &str) -> (String, String) {
+    http_as(port, method, path, None)
+}
+
+/// [`http`] with `Authorization: Bearer TOKEN` when a token is given.
+pub fn http_as(port: u16, method: &str, path: &str, token: Option<&str>) -> (String, String) {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(5)))
         .unwrap();
+    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: x\r\n{auth}Content-Length: 0\r\n\r\n"
     )
     .unwrap();
     let mut text = String::new();
