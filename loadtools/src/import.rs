@@ -9,6 +9,7 @@
 //! ```
 
 use crate::zonefile::{ParseError, Record, ZoneFileReader};
+use backend_mongo::lock::SIGN_LEASE;
 use backend_mongo::{
     BaselineWriter, Name, NodeWrite, RRset, RType, Store, StoreError, WriteMode, WriteStats,
     ZoneContent, ZoneInfo, ZoneWriter,
@@ -604,52 +605,58 @@ pub async fn import_file_with(
         options.batch_size.max(1),
         tx,
     );
+    let publisher = (writer.mode() == WriteMode::Merge).then_some(writer.as_ref());
+    let checkpoint = || {
+        if key.is_some() {
+            Checkpoint::Zone(writer.as_ref())
+        } else {
+            Checkpoint::None
+        }
+    };
+    let mut yielded = false;
     let result = match merge_signer.as_mut() {
         // Signed merges go batch by batch, in input order: each batch relinks
         // the NSEC/NSEC3 chain around the names it adds.
-        Some(signer) => {
-            // The signer writes the names, their chain neighbours and NSEC3
-            // owners itself: the change record lists those, marked signed.
-            writer.note_signed(std::iter::once(&options.zone));
-            let mut stats = WriteStats::default();
-            let mut written = skip;
-            let mut failed = None;
-            while let Some(job) = rx.recv().await {
-                let Payload::Nodes(nodes) = job.payload else {
-                    continue;
-                };
-                match signed_batch(store, &writer, signer, &nodes).await {
-                    Ok(s) => {
-                        stats.inserted += s.inserted;
-                        stats.merged += s.merged;
-                        written += job.records;
-                        progress.advance(written);
-                    }
-                    Err(e) => {
-                        failed = Some(e);
-                        break;
-                    }
+        Some(signer) => match signed_jobs(store, &writer, signer, &mut rx, skip, progress).await {
+            Ok((stats, _, false)) => Ok((stats, 0)),
+            Ok((before, written, true)) => {
+                // A signer waits for the lease: hand it over and write the
+                // rest unsigned (its change records give the names to it).
+                yielded = true;
+                if let Some(l) = lease.take() {
+                    l.release_with(Ok(())).await.map_err(signing_failed)?;
                 }
+                writer.note_unsigned();
+                tracing::info!(zone = %options.zone,
+                    "a signer waits for the zone's lease: handed over; the rest of the import is written unsigned");
+                let rest = run_jobs(
+                    rx,
+                    Target::Zone(writer.clone()),
+                    options.in_flight,
+                    tuning,
+                    checkpoint(),
+                    publisher,
+                    progress,
+                    written,
+                )
+                .await;
+                rest.map(|(s, w)| {
+                    let stats = WriteStats {
+                        inserted: before.inserted + s.inserted,
+                        merged: before.merged + s.merged,
+                    };
+                    (stats, w)
+                })
             }
-            drop(rx);
-            match failed {
-                Some(e) => Err(e),
-                None => Ok((stats, 0)),
-            }
-        }
+            Err(e) => Err(e),
+        },
         None => {
-            let publisher = (writer.mode() == WriteMode::Merge).then_some(writer.as_ref());
-            let checkpoint = if key.is_some() {
-                Checkpoint::Zone(writer.as_ref())
-            } else {
-                Checkpoint::None
-            };
             run_jobs(
                 rx,
                 Target::Zone(writer.clone()),
                 options.in_flight,
                 tuning,
-                checkpoint,
+                checkpoint(),
                 publisher,
                 progress,
                 skip,
@@ -657,6 +664,9 @@ pub async fn import_file_with(
             .await
         }
     };
+    if yielded {
+        merge_signer = None;
+    }
     let read = thread
         .join()
         .map_err(|_| ImportError::Zone("reader thread panicked".into()))?;
@@ -722,6 +732,39 @@ pub async fn import_file_with(
         zone,
         resumed_from: skip,
     })
+}
+
+/// The signed part of a merge: batches signed and acknowledged one at a
+/// time until the input ends, or until a signer waits for the zone's lease
+/// (then `true`: the caller hands the lease over). Returns the counts and
+/// the records written so far.
+async fn signed_jobs(
+    store: &Store,
+    writer: &ZoneWriter,
+    signer: &mut signer::merge::MergeSigner,
+    rx: &mut mpsc::Receiver<Job>,
+    skip: u64,
+    progress: &dyn Progress,
+) -> Result<(WriteStats, u64, bool), ImportError> {
+    // The signer writes the names, their chain neighbours and NSEC3
+    // owners itself: the change record lists those, marked signed.
+    writer.note_signed(std::iter::once(writer.zone()));
+    let mut stats = WriteStats::default();
+    let mut written = skip;
+    while let Some(job) = rx.recv().await {
+        let Payload::Nodes(nodes) = job.payload else {
+            continue;
+        };
+        let s = signed_batch(store, writer, signer, &nodes).await?;
+        stats.inserted += s.inserted;
+        stats.merged += s.merged;
+        written += job.records;
+        progress.advance(written);
+        if store.is_wanted(SIGN_LEASE, writer.zone()).await? {
+            return Ok((stats, written, true));
+        }
+    }
+    Ok((stats, written, false))
 }
 
 /// Writes one batch of a signed merge and acknowledges it under the zone

@@ -392,18 +392,45 @@ fn a_merge_overlapping_a_replace_keeps_the_zone() {
 /// import wrote, before, during and after, is served and signed.
 #[test]
 fn secure_zone_signs_a_zone_while_an_import_writes_into_it() {
+    secure_while_importing("mw_secure", false);
+}
+
+/// The same on a zone already secured: the import signs its merge under
+/// the signing lease, and hands the lease over to the waiting
+/// `secure-zone` instead of making it wait for the whole import.
+#[test]
+fn secure_zone_of_a_signed_zone_takes_the_lease_from_a_signing_import() {
+    secure_while_importing("mw_resecure", true);
+}
+
+fn secure_while_importing(tag: &str, secured_first: bool) {
     let rt = runtime();
     let base = labels("base", 300);
-    let (db, server, poller) = served_zone(rt, "mw_secure", &base);
+    let (db, server, poller) = served_zone(rt, tag, &base);
+    if secured_first {
+        rt.block_on(signer::secure_zone(
+            &db.store,
+            &zone(),
+            &secure_options(),
+            &signer::NoProgress,
+        ))
+        .expect("secure-zone before the import");
+    }
     let merged = labels("imp", 2500);
-    let (merge, secured, secure_secs) = rt.block_on(async {
+    let gen_before = rt
+        .block_on(db.store.find_zone(&zone()))
+        .unwrap()
+        .unwrap()
+        .gen;
+    let (merge, secured, secure_secs, import_secs) = rt.block_on(async {
+        let t = Instant::now();
         let merge = spawn_merge(&db, &merged, 800.0);
         tokio::time::sleep(Duration::from_millis(500)).await;
-        let t = Instant::now();
         let secured =
             signer::secure_zone(&db.store, &zone(), &secure_options(), &signer::NoProgress).await;
-        let secs = t.elapsed().as_secs_f64();
-        (merge.await.unwrap(), secured, secs)
+        let secs = t.elapsed().as_secs_f64() - 0.5;
+        let merge = merge.await.unwrap();
+        (merge, secured, secs, t.elapsed().as_secs_f64())
     });
     let report = secured.expect("secure-zone succeeds while the import runs");
     merge.expect("the import succeeds while secure-zone runs");
@@ -421,8 +448,36 @@ fn secure_zone_signs_a_zone_while_an_import_writes_into_it() {
         expected.len()
     );
     verify_signed(&db.dir, &text);
+    if secured_first {
+        // The import signed its first batches under the lease, then handed
+        // it to the waiting secure-zone and wrote the rest unsigned: its
+        // change records show both. (Without the hand-over every record
+        // of the import would be signed: secure-zone waited for it.)
+        let gen_after = rt
+            .block_on(db.store.find_zone(&zone()))
+            .unwrap()
+            .unwrap()
+            .gen;
+        let records = rt
+            .block_on(db.store.change_records(gen_before + 1, gen_after))
+            .unwrap();
+        let imported = |r: &backend_mongo::ChangeRecord| {
+            r.names
+                .as_ref()
+                .is_some_and(|n| n.iter().any(|n| n.to_string().starts_with("imp-")))
+        };
+        let signed = records.values().filter(|r| r.signed && imported(r)).count();
+        let unsigned = records
+            .values()
+            .filter(|r| !r.signed && imported(r))
+            .count();
+        assert!(
+            signed > 0 && unsigned > 0,
+            "the import signed some batches and handed the rest over: {signed} signed, {unsigned} unsigned records"
+        );
+    }
     eprintln!(
-        "secure-zone took {secure_secs:.1} s with the import running; {} names caught up",
+        "secure-zone took {secure_secs:.1} s with the import running ({import_secs:.1} s); {} names caught up",
         report.written
     );
     drop(server);

@@ -363,6 +363,13 @@ impl ZoneWriter {
         self.note_changed(names);
     }
 
+    /// The caller stopped signing (it handed the signing lease to another
+    /// signer): change records from now on are unsigned, and the SOA of a
+    /// secured zone is left to the signer.
+    pub fn note_unsigned(&self) {
+        self.signed.store(false, Ordering::Relaxed);
+    }
+
     /// Remembers names written (stored already) for the next change record.
     fn note_changed<'a>(&self, names: impl Iterator<Item = &'a Name>) {
         let mut changed = self.changed.lock().unwrap_or_else(|p| p.into_inner());
