@@ -29,6 +29,7 @@ use crate::frontend::Aborted;
 use crate::guard::{bump, GUARD};
 use crate::tsig::TsigSigner;
 use crate::wire::{flags, MessageWriter, Query, Rcode, Section};
+use backend_mongo::serial::{serial_gt, soa_serial};
 use backend_mongo::{Name, Node, RRset, RType, StoreError, ZoneInfo};
 use futures::StreamExt;
 use tokio::sync::mpsc;
@@ -158,7 +159,7 @@ async fn transfer<B: Backend>(
         // Up to date? Then the SOA is all we need (RFC 1995 §2).
         let current = soa_serial(&soa.rdata[0]);
         if let (Some(theirs), Some(ours)) = (query.ixfr_serial, current) {
-            if !serial_lt(theirs, ours) {
+            if !serial_gt(ours, theirs) {
                 sink.send_opt(pack.push(&zone.apex, RType::SOA, soa.ttl, &soa.rdata[0])?)
                     .await?;
                 return sink.send_opt(pack.finish()).await;
@@ -350,30 +351,17 @@ impl<'a> Packer<'a> {
     }
 }
 
-/// The SERIAL field of SOA rdata (uncompressed, as stored).
-fn soa_serial(rd: &[u8]) -> Option<u32> {
-    let (_, m) = Name::from_wire_prefix(rd).ok()?;
-    let (_, r) = Name::from_wire_prefix(rd.get(m..)?).ok()?;
-    let s = rd.get(m + r..m + r + 4)?;
-    Some(u32::from_be_bytes([s[0], s[1], s[2], s[3]]))
-}
-
-/// RFC 1982 serial number arithmetic: `a` is older than `b`.
-fn serial_lt(a: u32, b: u32) -> bool {
-    a != b && b.wrapping_sub(a) < 0x8000_0000
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn serials_compare_with_rfc1982_arithmetic() {
-        assert!(serial_lt(1, 2));
-        assert!(!serial_lt(2, 2));
-        assert!(!serial_lt(3, 2));
-        assert!(serial_lt(0xFFFF_FFF0, 5)); // wrapped around
-        assert!(!serial_lt(5, 0xFFFF_FFF0));
+        assert!(serial_gt(2, 1));
+        assert!(!serial_gt(2, 2));
+        assert!(!serial_gt(2, 3));
+        assert!(serial_gt(5, 0xFFFF_FFF0)); // wrapped around
+        assert!(!serial_gt(0xFFFF_FFF0, 5));
     }
 
     #[test]
