@@ -648,19 +648,15 @@ impl Store {
 
     /// Stores a new key.
     pub async fn insert_key(&self, key: &StoredKey) -> Result<(), StoreError> {
+        self.insert_keys(std::slice::from_ref(key)).await
+    }
+
+    /// Stores several new keys in one command: a writer killed while
+    /// storing a zone's first KSK and ZSK leaves both or neither, never a
+    /// KSK alone that a re-run would take for a CSK.
+    pub async fn insert_keys(&self, new: &[StoredKey]) -> Result<(), StoreError> {
         let keys = self.db.collection::<Document>(KEYS);
-        keys.insert_one(doc! {
-            "_id": &key.id,
-            "zone": key.zone.to_string(),
-            "flags": i32::from(key.flags),
-            "alg": i32::from(key.algorithm),
-            "tag": i32::from(key.tag),
-            "pub": binary(&key.public_key),
-            "priv": binary(&key.private_pkcs8),
-            "state": key.state.as_str(),
-            "created": key.created,
-        })
-        .await?;
+        keys.insert_many(new.iter().map(key_doc)).await?;
         Ok(())
     }
 
@@ -941,6 +937,21 @@ fn check_write_errors(what: &str, reply: &Document) -> Result<(), StoreError> {
         }
     }
     Ok(())
+}
+
+/// The stored document of `key`.
+fn key_doc(key: &StoredKey) -> Document {
+    doc! {
+        "_id": &key.id,
+        "zone": key.zone.to_string(),
+        "flags": i32::from(key.flags),
+        "alg": i32::from(key.algorithm),
+        "tag": i32::from(key.tag),
+        "pub": binary(&key.public_key),
+        "priv": binary(&key.private_pkcs8),
+        "state": key.state.as_str(),
+        "created": key.created,
+    }
 }
 
 fn key_from_doc(d: &Document) -> Result<StoredKey, StoreError> {

@@ -122,6 +122,31 @@ fn lock_id(kind: LockKind, zone: &Name) -> String {
     format!("{} {}", kind.name, zone)
 }
 
+/// How long a waiter's `want` marker lives unrefreshed.
+pub const WANT_TTL: Duration = Duration::from_secs(3);
+
+/// How often a waiter refreshes its `want` marker.
+const WANT_REFRESH: Duration = Duration::from_secs(1);
+
+fn want_id(kind: LockKind, zone: &Name) -> String {
+    format!("want {}", lock_id(kind, zone))
+}
+
+fn want_behind_id(kind: LockKind, zone: &Name) -> String {
+    format!("want-behind {}", lock_id(kind, zone))
+}
+
+/// How a waiter for a lock waits.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Waiting {
+    /// Saying nothing ([`Store::lock`]).
+    Quietly,
+    /// Saying so, first in line ([`Store::lock_fairly`]).
+    First,
+    /// Saying so, behind those first in line ([`Store::lock_behind`]).
+    Behind,
+}
+
 fn until_from_now(ttl: Duration) -> DateTime {
     DateTime::from_millis(DateTime::now().timestamp_millis() + ttl.as_millis() as i64)
 }
@@ -216,31 +241,16 @@ impl Store {
         what: &str,
         wait: Duration,
     ) -> Result<Held, StoreError> {
-        let deadline = tokio::time::Instant::now() + wait;
-        let mut pause = Duration::from_millis(2);
-        loop {
-            match self.try_lock(kind, zone, what).await? {
-                Ok(held) => return Ok(held),
-                Err(holder) if tokio::time::Instant::now() >= deadline => {
-                    return Err(StoreError::Conflict(format!(
-                        "zone {zone}: the {} lock is held by {} until {}",
-                        kind.name,
-                        holder.owner,
-                        holder.until.try_to_rfc3339_string().unwrap_or_default()
-                    )))
-                }
-                Err(_) => {
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(Duration::from_millis(50));
-                }
-            }
-        }
+        self.acquire(kind, zone, what, wait, Waiting::Quietly).await
     }
 
     /// Takes `kind` for `zone` like [`Store::lock`], and while it waits,
     /// says so ([`Store::is_wanted`]): writers that could do without the
     /// lock (an importer, which can hand its names to the holder) then
-    /// leave it to this one, so a stream of them cannot starve it.
+    /// leave it to this one, so a stream of them cannot starve it. The
+    /// `want` marker is refreshed every second and lives [`WANT_TTL`]
+    /// unrefreshed: a waiter that dies stops holding the others back within
+    /// seconds.
     pub async fn lock_fairly(
         &self,
         kind: LockKind,
@@ -248,30 +258,137 @@ impl Store {
         what: &str,
         wait: Duration,
     ) -> Result<Held, StoreError> {
-        if let Ok(held) = self.try_lock(kind, zone, what).await? {
-            return Ok(held);
+        self.acquire(kind, zone, what, wait, Waiting::First).await
+    }
+
+    /// Takes `kind` for `zone` like [`Store::lock_fairly`], but behind every
+    /// writer waiting in [`Store::lock_fairly`]: it does not try while one
+    /// waits. For writers whose work the others also do (an importer
+    /// signing what it wrote unsigned: a signer that takes the lease after
+    /// it signs those names too), so that they never starve a signer.
+    pub async fn lock_behind(
+        &self,
+        kind: LockKind,
+        zone: &Name,
+        what: &str,
+        wait: Duration,
+    ) -> Result<Held, StoreError> {
+        self.acquire(kind, zone, what, wait, Waiting::Behind).await
+    }
+
+    /// The waiting loop of [`Store::lock`], [`Store::lock_fairly`] and
+    /// [`Store::lock_behind`].
+    async fn acquire(
+        &self,
+        kind: LockKind,
+        zone: &Name,
+        what: &str,
+        wait: Duration,
+        waiting: Waiting,
+    ) -> Result<Held, StoreError> {
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut said: Option<tokio::time::Instant> = None;
+        let mut pause = Duration::from_millis(2);
+        let r = loop {
+            let defer = waiting == Waiting::Behind && self.wanted_by(&want_id(kind, zone)).await?;
+            let tried = if defer {
+                Err(self.holder_of(kind, zone).await?)
+            } else {
+                self.try_lock(kind, zone, what).await?
+            };
+            match tried {
+                Ok(held) => break Ok(held),
+                Err(holder) if tokio::time::Instant::now() >= deadline => {
+                    break Err(StoreError::Conflict(format!(
+                        "zone {zone}: the {} lock is held by {} until {}",
+                        kind.name,
+                        holder.owner,
+                        holder.until.try_to_rfc3339_string().unwrap_or_default()
+                    )))
+                }
+                Err(_) => {}
+            }
+            let marker = match waiting {
+                Waiting::Quietly => None,
+                Waiting::First => Some(want_id(kind, zone)),
+                Waiting::Behind => Some(want_behind_id(kind, zone)),
+            };
+            if let Some(marker) = marker {
+                if said.is_none_or(|t| t.elapsed() >= WANT_REFRESH) {
+                    self.say_wanted(&marker, zone).await?;
+                    said = Some(tokio::time::Instant::now());
+                }
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(50));
+        };
+        if said.is_some() {
+            let marker = match waiting {
+                Waiting::Behind => want_behind_id(kind, zone),
+                _ => want_id(kind, zone),
+            };
+            self.locks().delete_one(doc! {"_id": marker}).await?;
         }
-        let want = format!("want {}", lock_id(kind, zone));
-        let until = until_from_now(wait);
-        self.locks()
-            .replace_one(
-                doc! {"_id": &want},
-                doc! {"_id": &want, "zone": zone.to_string(), "until": until, "at": DateTime::now()},
-            )
-            .upsert(true)
-            .await?;
-        let r = self.lock(kind, zone, what, wait).await;
-        self.locks().delete_one(doc! {"_id": &want}).await?;
         r
     }
 
-    /// True while a writer waits for `kind` of `zone` in
-    /// [`Store::lock_fairly`].
-    pub async fn is_wanted(&self, kind: LockKind, zone: &Name) -> Result<bool, StoreError> {
-        let want = format!("want {}", lock_id(kind, zone));
-        let d = self.locks().find_one(doc! {"_id": &want}).await?;
+    /// The holder of `kind` for `zone` as a [`Holder`] (one that has just
+    /// released it reads as expiring now).
+    async fn holder_of(&self, kind: LockKind, zone: &Name) -> Result<Holder, StoreError> {
+        Ok(match self.lock_holder(kind, zone).await? {
+            Some((holder, _)) => holder,
+            None => Holder {
+                owner: "(nobody)".into(),
+                until: DateTime::now(),
+            },
+        })
+    }
+
+    /// Leaves (or refreshes) the `want` marker `want` for `zone`.
+    async fn say_wanted(&self, want: &str, zone: &Name) -> Result<(), StoreError> {
+        let until = until_from_now(WANT_TTL);
+        self.locks()
+            .replace_one(
+                doc! {"_id": want},
+                doc! {"_id": want, "zone": zone.to_string(), "until": until, "at": DateTime::now()},
+            )
+            .upsert(true)
+            .await?;
+        Ok(())
+    }
+
+    /// True while the `want` marker `want` is live.
+    async fn wanted_by(&self, want: &str) -> Result<bool, StoreError> {
+        let d = self.locks().find_one(doc! {"_id": want}).await?;
         Ok(d.and_then(|d| d.get_datetime("until").ok().copied())
             .is_some_and(|u| u > DateTime::now()))
+    }
+
+    /// True while a writer waits for `kind` of `zone` in
+    /// [`Store::lock_fairly`] or [`Store::lock_behind`].
+    pub async fn is_wanted(&self, kind: LockKind, zone: &Name) -> Result<bool, StoreError> {
+        Ok(self.wanted_by(&want_id(kind, zone)).await?
+            || self.wanted_by(&want_behind_id(kind, zone)).await?)
+    }
+
+    /// Who holds `kind` of `zone` now, and since when (`None`: nobody).
+    pub async fn lock_holder(
+        &self,
+        kind: LockKind,
+        zone: &Name,
+    ) -> Result<Option<(Holder, DateTime)>, StoreError> {
+        let d = self
+            .locks()
+            .find_one(doc! {"_id": lock_id(kind, zone)})
+            .await?;
+        Ok(d.map(|d| {
+            let holder = Holder {
+                owner: d.get_str("owner").unwrap_or("?").to_string(),
+                until: d.get_datetime("until").copied().unwrap_or(DateTime::MIN),
+            };
+            let taken = d.get_datetime("taken").copied().unwrap_or(DateTime::MIN);
+            (holder, taken)
+        }))
     }
 
     /// Deletes takeover markers older than an hour (they only need to

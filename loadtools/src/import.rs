@@ -840,14 +840,20 @@ async fn sign_unsigned_writes(
         Some(l) => l,
         // A one-shot signer (resign, secure-zone) ends soon; `--follow`
         // holds the lease for good and signs these names itself.
-        None => match signer::lease::take(store, zone, "import", UNSIGNED_HANDOFF_WAIT).await {
-            Ok(l) => l,
-            Err(signer::SignError::Busy(holder)) => {
-                tracing::info!(%zone, %holder, "names written unsigned are left to the signer holding the lease");
-                return Ok(None);
+        // Behind any signer waiting for it: one that takes the lease after
+        // this import's writes signs them too.
+        None => {
+            match signer::lease::take_behind_signers(store, zone, "import", UNSIGNED_HANDOFF_WAIT)
+                .await
+            {
+                Ok(l) => l,
+                Err(signer::SignError::Busy(holder)) => {
+                    tracing::info!(%zone, %holder, "names written unsigned are left to the signer holding the lease");
+                    return Ok(None);
+                }
+                Err(e) => return Err(signing_failed(e)),
             }
-            Err(e) => return Err(signing_failed(e)),
-        },
+        }
     };
     // The zone may have been unsecured while we waited for the lease.
     if !zone_secured(store, zone).await? {

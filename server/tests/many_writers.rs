@@ -529,13 +529,25 @@ where
         let mut r = rng.lock().unwrap();
         (r.below(cancel_one_in) == 0, r.below(1500))
     };
-    if cancel {
-        let task = tokio::spawn(make());
-        tokio::time::sleep(Duration::from_millis(after)).await;
-        task.abort();
-        let _ = task.await;
+    if !cancel {
+        return make().await;
     }
-    make().await
+    let task = tokio::spawn(make());
+    tokio::time::sleep(Duration::from_millis(after)).await;
+    task.abort();
+    let _ = task.await;
+    // The killed run may have switched before it died (a replace dies in
+    // its cleanup, after the switch): the re-run must then publish too, or
+    // the model would not know the zone's content. A re-run that a signer's
+    // version took over is run again, as an operator would.
+    let mut r = make().await;
+    for _ in 0..5 {
+        match &r {
+            Err(e) if e.contains("took over version") => r = make().await,
+            _ => break,
+        }
+    }
+    r
 }
 
 /// The randomized many-writers test: for `MANY_WRITERS_SECS` (default 40)
@@ -553,7 +565,6 @@ where
 /// overlapping it is served as a suffix of its input. When the last signing
 /// operation secured the zone, the served zone verifies.
 #[test]
-#[ignore = "intermittent failures not yet fixed (issue 17 note): run by bench/many-writers"]
 fn randomized_many_writers_lose_nothing() {
     let secs: u64 = std::env::var("MANY_WRITERS_SECS")
         .ok()
@@ -589,16 +600,33 @@ fn randomized_many_writers_lose_nothing() {
         taken_over: false,
     }]));
     let deadline = Instant::now() + Duration::from_secs(secs);
+    // Until one secure-zone has finished, merges and signing go on past the
+    // deadline (replaces stop at it: a stream of replaces can starve
+    // secure-zone, a documented limit), for at most EXTRA more.
+    const EXTRA: Duration = Duration::from_secs(120);
+    let secured_once = Arc::new(AtomicBool::new(false));
+    let go_on = {
+        let secured_once = secured_once.clone();
+        move || {
+            let now = Instant::now();
+            now < deadline || (!secured_once.load(Ordering::Relaxed) && now < deadline + EXTRA)
+        }
+    };
     let last_signing: Arc<Mutex<&'static str>> = Arc::new(Mutex::new("unsecure-zone"));
     let signed_ok: Arc<Mutex<Vec<&'static str>>> = Arc::new(Mutex::new(Vec::new()));
     rt.block_on(async {
         let mut tasks = Vec::new();
         for w in 0..2 {
-            let (store, dir, rng, ops) =
-                (db.store.clone(), db.dir.clone(), rng.clone(), ops.clone());
+            let (store, dir, rng, ops, go_on) = (
+                db.store.clone(),
+                db.dir.clone(),
+                rng.clone(),
+                ops.clone(),
+                go_on.clone(),
+            );
             tasks.push(tokio::spawn(async move {
                 let mut n = 0;
-                while Instant::now() < deadline {
+                while go_on() {
                     n += 1;
                     let size = 50 + rng.lock().unwrap().below(300) as usize;
                     let names = labels(&format!("m{w}x{n}"), size);
@@ -662,18 +690,27 @@ fn randomized_many_writers_lose_nothing() {
             }));
         }
         {
-            let (store, rng, last) = (db.store.clone(), rng.clone(), last_signing.clone());
+            let (store, rng, last, go_on) = (
+                db.store.clone(),
+                rng.clone(),
+                last_signing.clone(),
+                go_on.clone(),
+            );
+            let secured_once = secured_once.clone();
             let signed_ok = signed_ok.clone();
             tasks.push(tokio::spawn(async move {
-                while Instant::now() < deadline {
+                while go_on() {
                     let pause = rng.lock().unwrap().below(2000);
                     tokio::time::sleep(Duration::from_millis(pause)).await;
                     let pick = rng.lock().unwrap().below(3);
                     // Until one secure-zone has finished, ask for secure-zone:
                     // a seed that picked none (or lost them to restarts)
                     // would leave signing untested.
-                    let secured_once = signed_ok.lock().unwrap().contains(&"secure-zone");
-                    let pick = if secured_once { pick } else { 0 };
+                    let pick = if secured_once.load(Ordering::Relaxed) {
+                        pick
+                    } else {
+                        0
+                    };
                     let kind = ["secure-zone", "resign", "unsecure-zone"][pick as usize];
                     let r = maybe_cancelled(&rng, 4, || {
                         let store = store.clone();
@@ -713,6 +750,9 @@ fn randomized_many_writers_lose_nothing() {
                     .await;
                     if r.is_ok() {
                         signed_ok.lock().unwrap().push(kind);
+                        if kind == "secure-zone" {
+                            secured_once.store(true, Ordering::Relaxed);
+                        }
                     }
                     match r {
                         Ok(()) if kind != "resign" => *last.lock().unwrap() = kind,

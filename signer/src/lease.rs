@@ -4,6 +4,8 @@
 //!  take(zone, what) ─► Store::lock(SIGN_LEASE) (waits up to the lease wait)
 //!     ├─ held ─► renewed in the background while the signer runs
 //!     └─ busy ─► SignError::Busy naming the holder and its expiry
+//!  take_behind_signers(zone) ─► Store::lock_behind: as take, but never
+//!     before a signer waiting in take (an importer's own unsigned names)
 //!  a killed holder stops renewing; after the lease's 30 s anyone takes over
 //! ```
 //!
@@ -72,7 +74,25 @@ pub async fn take(
     what: &str,
     wait: Duration,
 ) -> Result<Lease, SignError> {
-    match store.lock_fairly(SIGN_LEASE, zone, what, wait).await {
+    held_or_busy(store.lock_fairly(SIGN_LEASE, zone, what, wait).await)
+}
+
+/// Takes the signing lease like [`take`], but behind every signer that
+/// waits for it with [`take`]: for an importer signing what it wrote
+/// unsigned, which a signer taking the lease after it would sign anyway.
+/// So a stream of imports cannot starve `secure-zone`.
+pub async fn take_behind_signers(
+    store: &Store,
+    zone: &Name,
+    what: &str,
+    wait: Duration,
+) -> Result<Lease, SignError> {
+    held_or_busy(store.lock_behind(SIGN_LEASE, zone, what, wait).await)
+}
+
+/// The lease taken, renewed from now on; or who holds it.
+fn held_or_busy(taken: Result<Held, StoreError>) -> Result<Lease, SignError> {
+    match taken {
         Ok(held) => {
             let renew = held.keep_renewed();
             Ok(Lease {
@@ -96,13 +116,7 @@ pub async fn try_take(store: &Store, zone: &Name, what: &str) -> Result<Option<L
         return Ok(None);
     }
     match store.try_lock(SIGN_LEASE, zone, what).await? {
-        Ok(held) => {
-            let renew = held.keep_renewed();
-            Ok(Some(Lease {
-                held: Some(held),
-                _renew: renew,
-            }))
-        }
+        Ok(held) => held_or_busy(Ok(held)).map(Some),
         Err(_) => Ok(None),
     }
 }

@@ -313,9 +313,8 @@ async fn ensure_keys(
             KeyState::Active,
         )?);
     }
-    for k in &new {
-        store.insert_key(k).await?;
-    }
+    // One command: a run killed here leaves both keys or neither.
+    store.insert_keys(&new).await?;
     Ok(new)
 }
 
