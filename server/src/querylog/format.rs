@@ -321,3 +321,107 @@ impl Clock {
         out.bytes(&self.text);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::querylog::record::{decode, encode, MAX_RECORD};
+    use crate::querylog::ring::Ring;
+    use crate::querylog::tests::{drain, query, reply};
+
+    /// What a formatting function writes.
+    fn text(f: impl FnOnce(&mut Out)) -> String {
+        let mut buf = [0u8; MAX_LINE];
+        let mut out = Out {
+            buf: &mut buf,
+            at: 0,
+        };
+        f(&mut out);
+        let len = out.at;
+        String::from_utf8(buf[..len].to_vec()).unwrap()
+    }
+
+    #[test]
+    fn dates() {
+        assert_eq!(text(|o| push_rfc3339(o, 0)), "1970-01-01T00:00:00.000000Z");
+        // 2024-02-29T12:34:56.789Z (a leap day)
+        assert_eq!(
+            text(|o| push_rfc3339(o, 1_709_210_096_789_000)),
+            "2024-02-29T12:34:56.789000Z"
+        );
+        assert_eq!(
+            text(|o| push_rfc3164_time(o, 1_709_210_096_789_000)),
+            "Feb 29 12:34:56"
+        );
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        // The cached clock gives the same text, across a second boundary.
+        let mut clock = Clock::default();
+        for us in [
+            1_709_210_096_789_000,
+            1_709_210_096_789_000,
+            1_709_210_096_999_999,
+            1_709_210_097_000_042,
+            1_709_210_097_000_042,
+            1_709_210_097_000_043,
+        ] {
+            assert_eq!(text(|o| clock.push(o, us)), text(|o| push_rfc3339(o, us)));
+        }
+    }
+
+    /// The line body for one query, through encode, a ring and decode.
+    fn body(q: &[u8], reply: Option<&[u8]>, peer: &str, tcp: bool) -> String {
+        // A used buffer: encode must not rely on zeroed bytes.
+        let mut rec = [0xAA; MAX_RECORD];
+        let len = encode(&mut rec, q, reply, peer.parse().unwrap(), tcp, 7);
+        assert_eq!(len % 8, 0);
+        let ring = Ring::new(1);
+        let (mut tail, mut head) = (0, 0);
+        assert!(ring.push(&mut tail, &mut head, &rec[..len]));
+        let mut bytes = Vec::new();
+        assert_eq!(drain(&ring, &mut bytes), len as u64 / 8);
+        let (record, used) = decode(&bytes);
+        assert_eq!(used, bytes.len(), "the record's length");
+        assert_eq!(record.unix_us, 7);
+        text(|o| format_body(&record, o))
+    }
+
+    #[test]
+    fn lines() {
+        let peer = "192.0.2.7:53124";
+        let q = query(b"\x03www\x07Example\x03com\x00", 1, Some(true));
+        assert_eq!(
+            body(&q, Some(&reply(0x85, 0, 56)), peer, false),
+            "192.0.2.7#53124 udp www.Example.com. IN A NOERROR rd,e,do,aa 56"
+        );
+        let q = query(b"\x02a.\x00", 28, None);
+        assert_eq!(
+            body(&q, Some(&reply(0x84, 0x03, 90)), peer, false),
+            "192.0.2.7#53124 udp a\\.. IN AAAA NXDOMAIN rd,aa 90"
+        );
+        assert_eq!(
+            body(&[1, 2, 0], None, peer, false),
+            "192.0.2.7#53124 udp - - - DROPPED - 0"
+        );
+        // IPv6, TCP, the root, an unknown class and type, odd bytes, no flags.
+        let mut q = query(b"\x00", 65280, None);
+        q[2] = 0;
+        let n = q.len();
+        q[n - 1] = 9;
+        assert_eq!(
+            body(&q, Some(&reply(0x80, 0x05, 12)), "[2001:db8::1]:53", true),
+            "2001:db8::1#53 tcp . CLASS9 TYPE65280 REFUSED - 12"
+        );
+        let q = query(b"\x03a b\x02\x01\xff\x00", 16, Some(false));
+        assert_eq!(
+            body(&q, Some(&reply(0x83, 0x02, 30)), peer, false),
+            "192.0.2.7#53124 udp a\\032b.\\001\\255. IN TXT SERVFAIL rd,e,tc 30"
+        );
+        // A query without a reply keeps its name.
+        let q = query(b"\x01x\x00", 1, None);
+        assert_eq!(
+            body(&q, None, peer, false),
+            "192.0.2.7#53124 udp x. IN A DROPPED rd 0"
+        );
+    }
+}

@@ -54,6 +54,7 @@
 //!  format.rs  a record as a line: time, client, name, class, type, rcode, flags
 //!  sink.rs    the file (buffered, rotated by size) or the syslog socket
 //!  writer.rs  the writer thread: drain, flush, reopen, nap
+//!  tests.rs   the whole log's tests, and helpers the parts' tests share
 //! ```
 
 mod format;

@@ -32,7 +32,7 @@ pub(super) struct Padded<T>(pub(super) T);
 /// ring's size (a power of two). Records are whole words and may wrap.
 pub(super) struct Ring {
     /// The words, reused in place.
-    pub(super) words: Box<[AtomicU64]>,
+    words: Box<[AtomicU64]>,
     mask: u64,
     /// Words the thread has published (written only by the thread).
     pub(super) tail: Padded<AtomicU64>,
@@ -141,5 +141,123 @@ impl Ring {
     /// True when the writer has consumed every published word.
     pub(super) fn is_empty(&self) -> bool {
         self.head.0.load(Ordering::Acquire) == self.tail.0.load(Ordering::Acquire)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::querylog::record::{decode, encode, MAX_RECORD};
+    use crate::querylog::tests::{drain, query};
+    use std::net::IpAddr;
+    use std::sync::Arc;
+
+    #[test]
+    fn a_ring_holds_what_fits_wraps_around_and_never_grows() {
+        let q = query(b"\x03www\x07example\x03com\x00", 1, None);
+        let mut rec = [0u8; MAX_RECORD];
+        let len = encode(&mut rec, &q, None, "192.0.2.1:1".parse().unwrap(), false, 1);
+        // 20 + 4 + 17 bytes: 6 words.
+        assert_eq!(len, 48);
+        let ring = Ring::new(8);
+        assert_eq!(ring.capacity(), 64);
+        let (mut tail, mut head) = (0, 0);
+        for _ in 0..10 {
+            assert!(ring.push(&mut tail, &mut head, &rec[..len]));
+        }
+        assert!(
+            !ring.push(&mut tail, &mut head, &rec[..len]),
+            "the 11th line"
+        );
+        assert_eq!(tail, 60);
+        // The writer takes all ten; the thread sees the room only when it
+        // looks full, and the next records wrap past the end.
+        let mut bytes = Vec::new();
+        assert_eq!(drain(&ring, &mut bytes), 60);
+        assert_eq!(
+            head, 0,
+            "the thread's view of the head is stale until needed"
+        );
+        for i in 0..10u64 {
+            let mut r = rec;
+            r[0..8].copy_from_slice(&(100 + i).to_le_bytes());
+            assert!(ring.push(&mut tail, &mut head, &r[..len]), "line {i}");
+        }
+        assert_eq!(head, 60);
+        assert!(!ring.is_empty());
+        bytes.clear();
+        assert_eq!(drain(&ring, &mut bytes), 60);
+        assert!(ring.is_empty());
+        let mut at = 0;
+        for i in 0..10u64 {
+            let (record, used) = decode(&bytes[at..]);
+            assert_eq!(record.unix_us, 100 + i);
+            assert_eq!(record.name, b"\x03www\x07example\x03com\x00");
+            at += used;
+        }
+        assert_eq!(at, bytes.len());
+        assert_eq!(ring.words.len(), 64);
+        // The longest name (255 bytes on the wire) fits the smallest ring.
+        let mut long = Vec::new();
+        for len in [63u8, 63, 63, 61] {
+            long.push(len);
+            long.extend(std::iter::repeat_n(b'a', usize::from(len)));
+        }
+        long.push(0);
+        let q = query(&long, 1, None);
+        let peer = "[2001:db8::1]:53".parse().unwrap();
+        let len = encode(&mut rec, &q, None, peer, false, 1);
+        assert_eq!(len, MAX_RECORD);
+        let ring = Ring::new(1);
+        let (mut tail, mut head) = (0, 0);
+        assert!(ring.push(&mut tail, &mut head, &rec[..len]));
+        assert!(!ring.push(&mut tail, &mut head, &rec[..len]));
+        bytes.clear();
+        drain(&ring, &mut bytes);
+        let (record, _) = decode(&bytes);
+        assert_eq!(record.name, &long[..]);
+        assert_eq!(record.addr, "2001:db8::1".parse::<IpAddr>().unwrap());
+    }
+
+    #[test]
+    fn a_ring_passes_every_record_between_two_threads() {
+        // One producer, one consumer, far more records than the ring holds.
+        let ring = Arc::new(Ring::new(4));
+        let producer = {
+            let ring = ring.clone();
+            std::thread::spawn(move || {
+                let (mut tail, mut head) = (0, 0);
+                let mut i = 0u64;
+                while i < 100_000 {
+                    let mut r = [0u8; 24];
+                    r[0..8].copy_from_slice(&i.to_le_bytes());
+                    r[8..16].copy_from_slice(&(!i).to_le_bytes());
+                    r[16..24].copy_from_slice(&i.wrapping_mul(7).to_le_bytes());
+                    if ring.push(&mut tail, &mut head, &r) {
+                        i += 1;
+                    } else {
+                        std::thread::yield_now();
+                    }
+                }
+            })
+        };
+        let mut next = 0u64;
+        let mut bytes = Vec::new();
+        while next < 100_000 {
+            bytes.clear();
+            drain(&ring, &mut bytes);
+            assert_eq!(bytes.len() % 24, 0);
+            for r in bytes.chunks_exact(24) {
+                let word = |k: usize| u64::from_le_bytes(r[k * 8..k * 8 + 8].try_into().unwrap());
+                assert_eq!(
+                    (word(0), word(1), word(2)),
+                    (next, !next, next.wrapping_mul(7))
+                );
+                next += 1;
+            }
+            std::thread::yield_now();
+        }
+        producer.join().unwrap();
+        assert!(ring.is_empty());
     }
 }

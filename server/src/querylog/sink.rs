@@ -410,3 +410,121 @@ fn rotate(path: &Path, file: &mut File, keep: usize) -> io::Result<()> {
     *file = open_append(path)?.0;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::querylog::record::encode;
+    use crate::querylog::ring::Ring;
+    use crate::querylog::tests::{config, numbered_query, scratch};
+
+    #[test]
+    fn a_new_log_file_is_readable_by_its_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("mdqlmode{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("queries.log");
+        let _ = std::fs::remove_file(&path);
+        open_append(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "query log mode {mode:o}");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn records_cut_by_the_end_of_the_ring_are_written_whole() {
+        let dir = scratch("wrap");
+        let path = dir.join("q.log");
+        let c = config(Destination::File(path.clone()), 8);
+        let mut sink = Sink::open(&c).unwrap();
+        let stats = QueryLogStats::default();
+        let mut clock = Clock::default();
+        // 64 words; records of 5 to 7 words (IPv4 and IPv6 clients, names
+        // of 9 to 13 bytes): the end of the ring cuts records at every offset.
+        let ring = Ring::new(8);
+        let (mut tail, mut head) = (0, 0);
+        let mut rec = [0u8; MAX_RECORD];
+        let mut expected = Vec::new();
+        let mut i = 0;
+        for round in 0..40 {
+            for _ in 0..(round % 7 + 1) {
+                let q = numbered_query(i * 997 % 100_000);
+                let peer = if i % 3 == 0 {
+                    "[2001:db8::5]:7"
+                } else {
+                    "192.0.2.5:7"
+                };
+                let len = encode(&mut rec, &q, None, peer.parse().unwrap(), false, 1);
+                if !ring.push(&mut tail, &mut head, &rec[..len]) {
+                    break;
+                }
+                expected.push(format!("n{}.test.", i * 997 % 100_000));
+                i += 1;
+            }
+            ring.consume(|first, second| sink.write_ring(first, second, &mut clock, &stats));
+        }
+        sink.flush(&stats);
+        assert!(tail > 4 * ring.capacity(), "wrapped several times");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let names: Vec<&str> = text.lines().map(|l| l.split(' ').nth(3).unwrap()).collect();
+        assert_eq!(names, expected);
+        assert_eq!(stats.written.load(Ordering::Relaxed), expected.len() as u64);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn the_writer_frees_ring_space_a_chunk_at_a_time_and_writes_full_buffers() {
+        let dir = scratch("full");
+        let path = dir.join("q.log");
+        let mut sink = Sink::open(&config(Destination::File(path.clone()), 8)).unwrap();
+        let stats = QueryLogStats::default();
+        let mut clock = Clock::default();
+        // About 5,000 lines of ~70 bytes: more than one buffer (WRITE_AT).
+        let ring = Ring::new(8192);
+        let (mut tail, mut head) = (0, 0);
+        let mut rec = [0u8; MAX_RECORD];
+        let lines = 5000;
+        for i in 0..lines {
+            let len = encode(
+                &mut rec,
+                &numbered_query(i),
+                None,
+                "192.0.2.5:7".parse().unwrap(),
+                false,
+                1,
+            );
+            assert!(ring.write(&mut tail, &mut head, &rec[..len]));
+        }
+        ring.publish(tail);
+        let first = ring.consume(|a, b| sink.write_ring(a, b, &mut clock, &stats));
+        assert!(
+            first > 0 && first < tail,
+            "stopped after a chunk: {first} of {tail}"
+        );
+        assert!(
+            !sink.write_full(&stats),
+            "one chunk does not fill the buffer"
+        );
+        let mut writes = 0;
+        while !ring.is_empty() {
+            let before = ring.head.0.load(Ordering::Relaxed);
+            ring.consume(|a, b| sink.write_ring(a, b, &mut clock, &stats));
+            assert!(ring.head.0.load(Ordering::Relaxed) > before, "progress");
+            if sink.write_full(&stats) {
+                writes += 1;
+                assert!(!sink.write_full(&stats), "and it is empty now");
+            }
+        }
+        sink.flush(&stats);
+        assert!(writes >= 1, "the buffer filled at least once");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let names: Vec<String> = text
+            .lines()
+            .map(|l| l.split(' ').nth(3).unwrap().to_string())
+            .collect();
+        let expected: Vec<String> = (0..lines).map(|i| format!("n{i}.test.")).collect();
+        assert_eq!(names, expected);
+        assert_eq!(stats.written.load(Ordering::Relaxed), lines as u64);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

@@ -1,78 +1,12 @@
-//! The query log's tests: the codec, the ring, formatting, the sinks and
-//! the whole log, through its public face and its parts.
+//! The whole query log's tests (threads, batches, sampling, a stuck
+//! writer, rotation), and the helpers the parts' tests share.
 
-use super::format::{format_body, push_rfc3164_time, push_rfc3339, Clock, Out, MAX_LINE};
-use super::record::{decode, encode, MAX_RECORD};
-use super::ring::Ring;
-use super::sink::{open_append, Sink};
 use super::*;
-use backend_mongo::civil::civil_from_days;
-use std::net::IpAddr;
 use std::os::unix::net::UnixDatagram;
 
-#[test]
-fn a_new_log_file_is_readable_by_its_owner_only() {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = std::env::temp_dir().join(format!("mdqlmode{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("queries.log");
-    let _ = std::fs::remove_file(&path);
-    open_append(&path).unwrap();
-    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
-    assert_eq!(mode, 0o600, "query log mode {mode:o}");
-    let _ = std::fs::remove_dir_all(dir);
-}
-
-/// What a formatting function writes.
-fn text(f: impl FnOnce(&mut Out)) -> String {
-    let mut buf = [0u8; MAX_LINE];
-    let mut out = Out {
-        buf: &mut buf,
-        at: 0,
-    };
-    f(&mut out);
-    let len = out.at;
-    String::from_utf8(buf[..len].to_vec()).unwrap()
-}
-
-/// Every published word of `ring`, as the writer sees it, joined.
-fn drain(ring: &Ring, out: &mut Vec<u8>) -> u64 {
-    ring.consume(|first, second| {
-        out.extend_from_slice(first);
-        out.extend_from_slice(second);
-        first.len() + second.len()
-    })
-}
-
-#[test]
-fn dates() {
-    assert_eq!(text(|o| push_rfc3339(o, 0)), "1970-01-01T00:00:00.000000Z");
-    // 2024-02-29T12:34:56.789Z (a leap day)
-    assert_eq!(
-        text(|o| push_rfc3339(o, 1_709_210_096_789_000)),
-        "2024-02-29T12:34:56.789000Z"
-    );
-    assert_eq!(
-        text(|o| push_rfc3164_time(o, 1_709_210_096_789_000)),
-        "Feb 29 12:34:56"
-    );
-    assert_eq!(civil_from_days(-1), (1969, 12, 31));
-    assert_eq!(civil_from_days(11_016), (2000, 2, 29));
-    // The cached clock gives the same text, across a second boundary.
-    let mut clock = Clock::default();
-    for us in [
-        1_709_210_096_789_000,
-        1_709_210_096_789_000,
-        1_709_210_096_999_999,
-        1_709_210_097_000_042,
-        1_709_210_097_000_042,
-        1_709_210_097_000_043,
-    ] {
-        assert_eq!(text(|o| clock.push(o, us)), text(|o| push_rfc3339(o, us)));
-    }
-}
-
-fn query(name: &[u8], qtype: u16, edns_do: Option<bool>) -> Vec<u8> {
+/// A query for `name` (wire form) of type `qtype`, with an OPT record
+/// (DO bit as given) if `edns_do` is set.
+pub(super) fn query(name: &[u8], qtype: u16, edns_do: Option<bool>) -> Vec<u8> {
     let mut q = vec![
         0x12,
         0x34,
@@ -96,186 +30,33 @@ fn query(name: &[u8], qtype: u16, edns_do: Option<bool>) -> Vec<u8> {
     q
 }
 
-/// The line body for one query, through encode, a ring and decode.
-fn body(q: &[u8], reply: Option<&[u8]>, peer: &str, tcp: bool) -> String {
-    // A used buffer: encode must not rely on zeroed bytes.
-    let mut rec = [0xAA; MAX_RECORD];
-    let len = encode(&mut rec, q, reply, peer.parse().unwrap(), tcp, 7);
-    assert_eq!(len % 8, 0);
-    let ring = Ring::new(1);
-    let (mut tail, mut head) = (0, 0);
-    assert!(ring.push(&mut tail, &mut head, &rec[..len]));
-    let mut bytes = Vec::new();
-    assert_eq!(drain(&ring, &mut bytes), len as u64 / 8);
-    let (record, used) = decode(&bytes);
-    assert_eq!(used, bytes.len(), "the record's length");
-    assert_eq!(record.unix_us, 7);
-    text(|o| format_body(&record, o))
-}
-
-fn reply(flags: u8, rcode: u8, len: usize) -> Vec<u8> {
+/// A reply of `len` bytes with flag bytes `flags` and `rcode`.
+pub(super) fn reply(flags: u8, rcode: u8, len: usize) -> Vec<u8> {
     let mut r = vec![0u8; len];
     r[2] = flags;
     r[3] = rcode;
     r
 }
 
-#[test]
-fn lines() {
-    let peer = "192.0.2.7:53124";
-    let q = query(b"\x03www\x07Example\x03com\x00", 1, Some(true));
-    assert_eq!(
-        body(&q, Some(&reply(0x85, 0, 56)), peer, false),
-        "192.0.2.7#53124 udp www.Example.com. IN A NOERROR rd,e,do,aa 56"
-    );
-    let q = query(b"\x02a.\x00", 28, None);
-    assert_eq!(
-        body(&q, Some(&reply(0x84, 0x03, 90)), peer, false),
-        "192.0.2.7#53124 udp a\\.. IN AAAA NXDOMAIN rd,aa 90"
-    );
-    assert_eq!(
-        body(&[1, 2, 0], None, peer, false),
-        "192.0.2.7#53124 udp - - - DROPPED - 0"
-    );
-    // IPv6, TCP, the root, an unknown class and type, odd bytes, no flags.
-    let mut q = query(b"\x00", 65280, None);
-    q[2] = 0;
-    let n = q.len();
-    q[n - 1] = 9;
-    assert_eq!(
-        body(&q, Some(&reply(0x80, 0x05, 12)), "[2001:db8::1]:53", true),
-        "2001:db8::1#53 tcp . CLASS9 TYPE65280 REFUSED - 12"
-    );
-    let q = query(b"\x03a b\x02\x01\xff\x00", 16, Some(false));
-    assert_eq!(
-        body(&q, Some(&reply(0x83, 0x02, 30)), peer, false),
-        "192.0.2.7#53124 udp a\\032b.\\001\\255. IN TXT SERVFAIL rd,e,tc 30"
-    );
-    // A query without a reply keeps its name.
-    let q = query(b"\x01x\x00", 1, None);
-    assert_eq!(
-        body(&q, None, peer, false),
-        "192.0.2.7#53124 udp x. IN A DROPPED rd 0"
-    );
+/// Every published word of `ring`, as the writer sees it, joined.
+pub(super) fn drain(ring: &Ring, out: &mut Vec<u8>) -> u64 {
+    ring.consume(|first, second| {
+        out.extend_from_slice(first);
+        out.extend_from_slice(second);
+        first.len() + second.len()
+    })
 }
 
-#[test]
-fn a_ring_holds_what_fits_wraps_around_and_never_grows() {
-    let q = query(b"\x03www\x07example\x03com\x00", 1, None);
-    let mut rec = [0u8; MAX_RECORD];
-    let len = encode(&mut rec, &q, None, "192.0.2.1:1".parse().unwrap(), false, 1);
-    // 20 + 4 + 17 bytes: 6 words.
-    assert_eq!(len, 48);
-    let ring = Ring::new(8);
-    assert_eq!(ring.capacity(), 64);
-    let (mut tail, mut head) = (0, 0);
-    for _ in 0..10 {
-        assert!(ring.push(&mut tail, &mut head, &rec[..len]));
-    }
-    assert!(
-        !ring.push(&mut tail, &mut head, &rec[..len]),
-        "the 11th line"
-    );
-    assert_eq!(tail, 60);
-    // The writer takes all ten; the thread sees the room only when it
-    // looks full, and the next records wrap past the end.
-    let mut bytes = Vec::new();
-    assert_eq!(drain(&ring, &mut bytes), 60);
-    assert_eq!(
-        head, 0,
-        "the thread's view of the head is stale until needed"
-    );
-    for i in 0..10u64 {
-        let mut r = rec;
-        r[0..8].copy_from_slice(&(100 + i).to_le_bytes());
-        assert!(ring.push(&mut tail, &mut head, &r[..len]), "line {i}");
-    }
-    assert_eq!(head, 60);
-    assert!(!ring.is_empty());
-    bytes.clear();
-    assert_eq!(drain(&ring, &mut bytes), 60);
-    assert!(ring.is_empty());
-    let mut at = 0;
-    for i in 0..10u64 {
-        let (record, used) = decode(&bytes[at..]);
-        assert_eq!(record.unix_us, 100 + i);
-        assert_eq!(record.name, b"\x03www\x07example\x03com\x00");
-        at += used;
-    }
-    assert_eq!(at, bytes.len());
-    assert_eq!(ring.words.len(), 64);
-    // The longest name (255 bytes on the wire) fits the smallest ring.
-    let mut long = Vec::new();
-    for len in [63u8, 63, 63, 61] {
-        long.push(len);
-        long.extend(std::iter::repeat_n(b'a', usize::from(len)));
-    }
-    long.push(0);
-    let q = query(&long, 1, None);
-    let peer = "[2001:db8::1]:53".parse().unwrap();
-    let len = encode(&mut rec, &q, None, peer, false, 1);
-    assert_eq!(len, MAX_RECORD);
-    let ring = Ring::new(1);
-    let (mut tail, mut head) = (0, 0);
-    assert!(ring.push(&mut tail, &mut head, &rec[..len]));
-    assert!(!ring.push(&mut tail, &mut head, &rec[..len]));
-    bytes.clear();
-    drain(&ring, &mut bytes);
-    let (record, _) = decode(&bytes);
-    assert_eq!(record.name, &long[..]);
-    assert_eq!(record.addr, "2001:db8::1".parse::<IpAddr>().unwrap());
-}
-
-#[test]
-fn a_ring_passes_every_record_between_two_threads() {
-    // One producer, one consumer, far more records than the ring holds.
-    let ring = Arc::new(Ring::new(4));
-    let producer = {
-        let ring = ring.clone();
-        std::thread::spawn(move || {
-            let (mut tail, mut head) = (0, 0);
-            let mut i = 0u64;
-            while i < 100_000 {
-                let mut r = [0u8; 24];
-                r[0..8].copy_from_slice(&i.to_le_bytes());
-                r[8..16].copy_from_slice(&(!i).to_le_bytes());
-                r[16..24].copy_from_slice(&i.wrapping_mul(7).to_le_bytes());
-                if ring.push(&mut tail, &mut head, &r) {
-                    i += 1;
-                } else {
-                    std::thread::yield_now();
-                }
-            }
-        })
-    };
-    let mut next = 0u64;
-    let mut bytes = Vec::new();
-    while next < 100_000 {
-        bytes.clear();
-        drain(&ring, &mut bytes);
-        assert_eq!(bytes.len() % 24, 0);
-        for r in bytes.chunks_exact(24) {
-            let word = |k: usize| u64::from_le_bytes(r[k * 8..k * 8 + 8].try_into().unwrap());
-            assert_eq!(
-                (word(0), word(1), word(2)),
-                (next, !next, next.wrapping_mul(7))
-            );
-            next += 1;
-        }
-        std::thread::yield_now();
-    }
-    producer.join().unwrap();
-    assert!(ring.is_empty());
-}
-
-fn scratch(tag: &str) -> PathBuf {
+/// An empty directory of its own for a test.
+pub(super) fn scratch(tag: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("mdql_{tag}_{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
 
-fn config(destination: Destination, buffer: usize) -> QueryLogConfig {
+/// Settings for a test log: every query, 5 files kept, no size rotation.
+pub(super) fn config(destination: Destination, buffer: usize) -> QueryLogConfig {
     QueryLogConfig {
         destination,
         sample: 1,
@@ -286,7 +67,8 @@ fn config(destination: Destination, buffer: usize) -> QueryLogConfig {
     }
 }
 
-fn numbered_query(i: usize) -> Vec<u8> {
+/// An A query for `n<i>.test.`.
+pub(super) fn numbered_query(i: usize) -> Vec<u8> {
     let label = format!("n{i}");
     let mut name = vec![label.len() as u8];
     name.extend_from_slice(label.as_bytes());
@@ -382,103 +164,6 @@ fn a_batch_reads_the_clock_once_and_samples_across_batches() {
     assert_eq!(times[6], times[7], "{text}");
     assert!(times[5] < times[6], "{text}");
     assert_eq!(log.stats().written.load(Ordering::Relaxed), 8);
-    let _ = std::fs::remove_dir_all(dir);
-}
-
-#[test]
-fn records_cut_by_the_end_of_the_ring_are_written_whole() {
-    let dir = scratch("wrap");
-    let path = dir.join("q.log");
-    let c = config(Destination::File(path.clone()), 8);
-    let mut sink = Sink::open(&c).unwrap();
-    let stats = QueryLogStats::default();
-    let mut clock = Clock::default();
-    // 64 words; records of 5 to 7 words (IPv4 and IPv6 clients, names
-    // of 9 to 13 bytes): the end of the ring cuts records at every offset.
-    let ring = Ring::new(8);
-    let (mut tail, mut head) = (0, 0);
-    let mut rec = [0u8; MAX_RECORD];
-    let mut expected = Vec::new();
-    let mut i = 0;
-    for round in 0..40 {
-        for _ in 0..(round % 7 + 1) {
-            let q = numbered_query(i * 997 % 100_000);
-            let peer = if i % 3 == 0 {
-                "[2001:db8::5]:7"
-            } else {
-                "192.0.2.5:7"
-            };
-            let len = encode(&mut rec, &q, None, peer.parse().unwrap(), false, 1);
-            if !ring.push(&mut tail, &mut head, &rec[..len]) {
-                break;
-            }
-            expected.push(format!("n{}.test.", i * 997 % 100_000));
-            i += 1;
-        }
-        ring.consume(|first, second| sink.write_ring(first, second, &mut clock, &stats));
-    }
-    sink.flush(&stats);
-    assert!(tail > 4 * ring.capacity(), "wrapped several times");
-    let text = std::fs::read_to_string(&path).unwrap();
-    let names: Vec<&str> = text.lines().map(|l| l.split(' ').nth(3).unwrap()).collect();
-    assert_eq!(names, expected);
-    assert_eq!(stats.written.load(Ordering::Relaxed), expected.len() as u64);
-    let _ = std::fs::remove_dir_all(dir);
-}
-
-#[test]
-fn the_writer_frees_ring_space_a_chunk_at_a_time_and_writes_full_buffers() {
-    let dir = scratch("full");
-    let path = dir.join("q.log");
-    let mut sink = Sink::open(&config(Destination::File(path.clone()), 8)).unwrap();
-    let stats = QueryLogStats::default();
-    let mut clock = Clock::default();
-    // About 5,000 lines of ~70 bytes: more than one buffer (WRITE_AT).
-    let ring = Ring::new(8192);
-    let (mut tail, mut head) = (0, 0);
-    let mut rec = [0u8; MAX_RECORD];
-    let lines = 5000;
-    for i in 0..lines {
-        let len = encode(
-            &mut rec,
-            &numbered_query(i),
-            None,
-            "192.0.2.5:7".parse().unwrap(),
-            false,
-            1,
-        );
-        assert!(ring.write(&mut tail, &mut head, &rec[..len]));
-    }
-    ring.publish(tail);
-    let first = ring.consume(|a, b| sink.write_ring(a, b, &mut clock, &stats));
-    assert!(
-        first > 0 && first < tail,
-        "stopped after a chunk: {first} of {tail}"
-    );
-    assert!(
-        !sink.write_full(&stats),
-        "one chunk does not fill the buffer"
-    );
-    let mut writes = 0;
-    while !ring.is_empty() {
-        let before = ring.head.0.load(Ordering::Relaxed);
-        ring.consume(|a, b| sink.write_ring(a, b, &mut clock, &stats));
-        assert!(ring.head.0.load(Ordering::Relaxed) > before, "progress");
-        if sink.write_full(&stats) {
-            writes += 1;
-            assert!(!sink.write_full(&stats), "and it is empty now");
-        }
-    }
-    sink.flush(&stats);
-    assert!(writes >= 1, "the buffer filled at least once");
-    let text = std::fs::read_to_string(&path).unwrap();
-    let names: Vec<String> = text
-        .lines()
-        .map(|l| l.split(' ').nth(3).unwrap().to_string())
-        .collect();
-    let expected: Vec<String> = (0..lines).map(|i| format!("n{i}.test.")).collect();
-    assert_eq!(names, expected);
-    assert_eq!(stats.written.load(Ordering::Relaxed), lines as u64);
     let _ = std::fs::remove_dir_all(dir);
 }
 
