@@ -3,25 +3,31 @@
 //!
 //! ```text
 //!  flags > env > --config file > defaults (config.rs) ─► --check-config: print, exit
-//!     ─► logging (text|json, reloadable filter) ─► connect to MongoDB (read
-//!     preference) ─► ensure indexes ─► caches, query log, metrics
-//!     ─► bind UDP (one socket per worker per address) and TCP ─► serve
+//!     ─► init_logging (text|json, reloadable filter)
+//!  run: connect (MongoDB, read preference, ensure indexes) ─► pipeline_config
+//!     (TSIG keys) ─► rate_limiter ─► Caches::start (registry poller) ─► responder
+//!     ─► open_query_log ─► metrics ─► start_control ─► Signals::install
+//!     ─► serve_dns (UDP: one socket per worker per address; TCP) ─► Signals::wait
+//!     ─► drain ─► close the query log
 //!  SIGHUP  ─► re-read the file: log filter, query_log_sample; reopen the query log
 //!  SIGTERM ─► stop accepting ─► wait for queries in flight (bounded) ─► flush ─► exit 0
 //! ```
 
 use backend_mongo::{ReadFrom, Store};
 use mongodns_server::cache::{Counters, PacketCache, RecordCache, RecordCacheConfig, ZoneRegistry};
-use mongodns_server::config::{canonical_read_preference, Cli, LogFormat, Resolved};
+use mongodns_server::config::{canonical_read_preference, Cli, Config, LogFormat, Resolved};
 use mongodns_server::control::{serve_control, Control, ControlLimits};
-use mongodns_server::frontend::{tcp, udp};
+use mongodns_server::frontend::{tcp, udp, Handler};
 use mongodns_server::observe::{Observed, QueryMetrics};
 use mongodns_server::pipeline::{PipelineConfig, ReplyCache, Responder};
 use mongodns_server::querylog::{Destination, QueryLog, QueryLogConfig};
+use mongodns_server::rrl::{Rrl, RrlConfig};
+use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::signal::unix::{signal, SignalKind};
+use tokio::signal::unix::{signal, Signal, SignalKind};
+use tokio::task::JoinHandle;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{reload, EnvFilter, Registry};
@@ -81,6 +87,7 @@ fn init_logging(resolved: &Resolved) -> LogHandle {
     handle
 }
 
+/// Start-up in named steps, then serve until SIGTERM or SIGINT, then drain.
 async fn run(
     cli: Cli,
     mut resolved: Resolved,
@@ -92,6 +99,51 @@ async fn run(
     if let Some(file) = &resolved.file {
         tracing::info!(file = %file.display(), "configuration read");
     }
+    let store = connect(&args).await?;
+    let config = pipeline_config(&args)?;
+    let rrl = rate_limiter(&args);
+    let caches = Caches::start(&args, &store);
+    let responder = responder(&args, &caches, config, &store);
+    let query_log = open_query_log(&args)?;
+    let metrics = Arc::new(QueryMetrics::default());
+    let handler = Arc::new(Observed::new(responder, metrics.clone(), query_log.clone()));
+    let live = Live {
+        log,
+        query_log: query_log.clone(),
+        packets: caches.packets.clone(),
+        records: caches.records.clone(),
+        registry: caches.registry.clone(),
+    };
+    if let Some(addr) = args.control_listen {
+        let control = Control {
+            packets: caches.packets,
+            records: caches.records,
+            registry: caches.registry,
+            counters: caches.counters,
+            queries: Some(metrics.clone()),
+            query_log: query_log.clone(),
+            store: Some(store.clone()),
+            health_max_lag: Duration::from_millis((args.freshness_ms * 20).max(5000)),
+            started,
+        };
+        start_control(&args, addr, control)?;
+    }
+    // Install the handlers before serving, so no signal finds the default
+    // action (which would kill the process).
+    let mut signals = Signals::install()?;
+    let listeners = serve_dns(&args, workers, handler, rrl).await?;
+    let why = signals.wait(&cli, &mut resolved, &live).await;
+    drain(&args, why, &listeners, &metrics).await;
+    if let Some(ql) = &query_log {
+        ql.close(Duration::from_secs(2));
+    }
+    tracing::info!("exiting");
+    Ok(())
+}
+
+/// Connects to MongoDB with the configured read preference and makes sure
+/// the indexes exist.
+async fn connect(args: &Config) -> Result<Store, String> {
     let db_timeout = Duration::from_millis(args.db_timeout_ms);
     let read = ReadFrom {
         preference: canonical_read_preference(&args.read_preference).map(str::to_string),
@@ -114,6 +166,11 @@ async fn run(
         .await
         .map_err(|e| format!("cannot create indexes: {e}"))?;
     tracing::info!(database = %args.database, read_preference = %args.read_preference, "connected to MongoDB, indexes in place");
+    Ok(store)
+}
+
+/// The answer pipeline's settings: UDP size, deadline, transfers, TSIG keys.
+fn pipeline_config(args: &Config) -> Result<PipelineConfig, String> {
     let mut config = PipelineConfig {
         max_udp_size: args.max_udp_size,
         query_timeout: Duration::from_millis(args.query_timeout_ms),
@@ -142,120 +199,145 @@ async fn run(
     for key in config.tsig_keys.iter().filter(|k| k.zones.is_empty()) {
         tracing::warn!(key = %key.name, "TSIG key valid for every zone; scope it with zones=");
     }
-    let rrl = mongodns_server::rrl::Rrl::new(mongodns_server::rrl::RrlConfig {
+    Ok(config)
+}
+
+/// Response rate limiting, if a rate is set.
+fn rate_limiter(args: &Config) -> Option<Arc<Rrl>> {
+    Rrl::new(RrlConfig {
         rate: args.rrl_rate,
         slip: args.rrl_slip,
         ipv4_prefix: args.rrl_ipv4_prefix,
         ipv6_prefix: args.rrl_ipv6_prefix,
         ..Default::default()
     })
-    .map(Arc::new);
-    let counters = Arc::new(Counters::default());
-    let registry = Arc::new(
-        ZoneRegistry::new(
-            args.record_cache_entries.max(1024),
-            Duration::from_secs(args.cache_negative_ttl),
-        )
-        .with_preload(args.zone_preload_max),
-    );
-    let record_config = RecordCacheConfig {
-        max_entries: args.record_cache_entries,
-        max_bytes: args.record_cache_mb << 20,
-        max_ttl: Duration::from_secs(args.cache_max_ttl),
-        negative_ttl: Duration::from_secs(args.cache_negative_ttl),
-        enabled: !args.no_cache && args.record_cache_entries > 0,
-        serve_stale: Duration::from_secs(args.serve_stale_secs),
-        db_max_inflight: args.db_max_inflight.max(1),
-        db_max_queued: args.db_max_queued,
-    };
-    let records = Arc::new(RecordCache::new(
-        store.clone(),
-        registry.clone(),
-        record_config,
-        counters.clone(),
-    ));
-    tokio::spawn(registry.clone().poll_loop(
-        store.clone(),
-        Duration::from_millis(args.freshness_ms.max(10)),
-        counters.clone(),
-    ));
-    let packets = Arc::new(
-        PacketCache::new(
-            args.packet_cache_entries.max(1),
-            args.packet_cache_mb << 20,
-            Duration::from_secs(args.cache_max_ttl),
-            args.max_udp_size,
+    .map(Arc::new)
+}
+
+/// The caches and their counters, the zone registry's poller running.
+struct Caches {
+    counters: Arc<Counters>,
+    registry: Arc<ZoneRegistry>,
+    records: Arc<RecordCache<Store>>,
+    packets: Arc<PacketCache>,
+}
+
+impl Caches {
+    /// Builds the zone registry, the record cache and the packet cache, and
+    /// starts polling the database for zone changes.
+    fn start(args: &Config, store: &Store) -> Caches {
+        let counters = Arc::new(Counters::default());
+        let registry = Arc::new(
+            ZoneRegistry::new(
+                args.record_cache_entries.max(1024),
+                Duration::from_secs(args.cache_negative_ttl),
+            )
+            .with_preload(args.zone_preload_max),
+        );
+        let record_config = RecordCacheConfig {
+            max_entries: args.record_cache_entries,
+            max_bytes: args.record_cache_mb << 20,
+            max_ttl: Duration::from_secs(args.cache_max_ttl),
+            negative_ttl: Duration::from_secs(args.cache_negative_ttl),
+            enabled: !args.no_cache && args.record_cache_entries > 0,
+            serve_stale: Duration::from_secs(args.serve_stale_secs),
+            db_max_inflight: args.db_max_inflight.max(1),
+            db_max_queued: args.db_max_queued,
+        };
+        let records = Arc::new(RecordCache::new(
+            store.clone(),
             registry.clone(),
-        )
-        .with_serve_stale(Duration::from_secs(args.serve_stale_secs)),
-    );
+            record_config,
+            counters.clone(),
+        ));
+        tokio::spawn(registry.clone().poll_loop(
+            store.clone(),
+            Duration::from_millis(args.freshness_ms.max(10)),
+            counters.clone(),
+        ));
+        let packets = Arc::new(
+            PacketCache::new(
+                args.packet_cache_entries.max(1),
+                args.packet_cache_mb << 20,
+                Duration::from_secs(args.cache_max_ttl),
+                args.max_udp_size,
+                registry.clone(),
+            )
+            .with_serve_stale(Duration::from_secs(args.serve_stale_secs)),
+        );
+        Caches {
+            counters,
+            registry,
+            records,
+            packets,
+        }
+    }
+}
+
+/// The responder: the pipeline over the record cache, behind the packet
+/// cache unless caching is off, with zone transfers and counters.
+fn responder(
+    args: &Config,
+    caches: &Caches,
+    config: PipelineConfig,
+    store: &Store,
+) -> Arc<Responder<RecordCache<Store>>> {
+    let records = caches.records.clone();
     let responder = if args.no_cache || args.packet_cache_entries == 0 {
-        Responder::new(records.clone(), config)
+        Responder::new(records, config)
     } else {
         let cache = ReplyCache {
-            packets: packets.clone(),
-            registry: registry.clone(),
+            packets: caches.packets.clone(),
+            registry: caches.registry.clone(),
             empty_ttl: Duration::from_secs(args.cache_negative_ttl),
         };
-        Responder::with_cache(records.clone(), config, cache)
+        Responder::with_cache(records, config, cache)
     };
     let responder = responder.with_transfer_store(store.clone());
-    let responder = Arc::new(responder.count_into(counters.clone()));
+    Arc::new(responder.count_into(caches.counters.clone()))
+}
 
-    let query_log = match &args.query_log {
-        Some(dest) => {
-            let ql_config = QueryLogConfig {
-                destination: Destination::parse(dest),
-                sample: args.query_log_sample,
-                buffer: args.query_log_buffer,
-                max_bytes: args.query_log_max_mb << 20,
-                keep: args.query_log_keep,
-                syslog_format: args.query_log_syslog_format,
-            };
-            let ql = QueryLog::open(&ql_config).map_err(|e| format!("cannot open the {e}"))?;
-            tracing::info!(destination = %dest, sample = args.query_log_sample, "query log on");
-            Some(Arc::new(ql))
+/// Opens the query log if one is configured (an error is a start-up error).
+fn open_query_log(args: &Config) -> Result<Option<Arc<QueryLog>>, String> {
+    let Some(dest) = &args.query_log else {
+        return Ok(None);
+    };
+    let ql_config = QueryLogConfig {
+        destination: Destination::parse(dest),
+        sample: args.query_log_sample,
+        buffer: args.query_log_buffer,
+        max_bytes: args.query_log_max_mb << 20,
+        keep: args.query_log_keep,
+        syslog_format: args.query_log_syslog_format,
+    };
+    let ql = QueryLog::open(&ql_config).map_err(|e| format!("cannot open the {e}"))?;
+    tracing::info!(destination = %dest, sample = args.query_log_sample, "query log on");
+    Ok(Some(Arc::new(ql)))
+}
+
+/// Starts the control endpoint on `addr`; a port already taken is a
+/// start-up error.
+fn start_control(args: &Config, addr: SocketAddr, control: Control) -> Result<(), String> {
+    // Bind now so a taken port is a start-up error, not a log line.
+    let probe = std::net::TcpListener::bind(addr)
+        .map_err(|e| format!("cannot bind control endpoint {addr}: {e}"))?;
+    drop(probe);
+    let limits = ControlLimits {
+        token: args.control_token.clone(),
+        max_connections: args.control_max_connections,
+    };
+    let control = Arc::new(control);
+    tokio::spawn(async move {
+        if let Err(e) = serve_control(addr, control, limits).await {
+            tracing::error!(%addr, error = %e, "control endpoint failed");
         }
-        None => None,
-    };
-    let metrics = Arc::new(QueryMetrics::default());
-    let handler = Arc::new(Observed::new(responder, metrics.clone(), query_log.clone()));
+    });
+    Ok(())
+}
 
-    let live = Live {
-        log,
-        query_log: query_log.clone(),
-        packets: packets.clone(),
-        records: records.clone(),
-        registry: registry.clone(),
-    };
-    if let Some(addr) = args.control_listen {
-        let control = Arc::new(Control {
-            packets,
-            records,
-            registry,
-            counters,
-            queries: Some(metrics.clone()),
-            query_log: query_log.clone(),
-            store: Some(store.clone()),
-            health_max_lag: Duration::from_millis((args.freshness_ms * 20).max(5000)),
-            started,
-        });
-        // Bind now so a taken port is a start-up error, not a log line.
-        let probe = std::net::TcpListener::bind(addr)
-            .map_err(|e| format!("cannot bind control endpoint {addr}: {e}"))?;
-        drop(probe);
-        let limits = ControlLimits {
-            token: args.control_token.clone(),
-            max_connections: args.control_max_connections,
-        };
-        tokio::spawn(async move {
-            if let Err(e) = serve_control(addr, control, limits).await {
-                tracing::error!(%addr, error = %e, "control endpoint failed");
-            }
-        });
-    }
-
-    let limits = tcp::TcpLimits {
+/// The limits TCP clients are held to.
+fn tcp_limits(args: &Config) -> tcp::TcpLimits {
+    tcp::TcpLimits {
         max_connections: args.tcp_max_connections,
         idle_timeout: Duration::from_secs(args.tcp_idle_timeout),
         max_queries: args.tcp_max_queries,
@@ -265,12 +347,18 @@ async fn run(
         max_per_prefix: args.tcp_max_per_prefix,
         max_pending_bytes: args.tcp_max_pending_kb << 10,
         ..tcp::TcpLimits::default()
-    };
-    // Install the handlers before serving, so no signal finds the default
-    // action (which would kill the process).
-    let mut hangups = signal(SignalKind::hangup()).map_err(|e| format!("SIGHUP: {e}"))?;
-    let mut terms = signal(SignalKind::terminate()).map_err(|e| format!("SIGTERM: {e}"))?;
-    let mut interrupts = signal(SignalKind::interrupt()).map_err(|e| format!("SIGINT: {e}"))?;
+    }
+}
+
+/// Binds UDP (one socket per worker per address) and TCP on every listen
+/// address and starts their serve loops; returns the loops' tasks.
+async fn serve_dns<H: Handler>(
+    args: &Config,
+    workers: usize,
+    handler: Arc<H>,
+    rrl: Option<Arc<Rrl>>,
+) -> Result<Vec<JoinHandle<()>>, String> {
+    let limits = tcp_limits(args);
     let mut listeners = Vec::new();
     let udp_misses = Arc::new(tokio::sync::Semaphore::new(args.udp_max_misses.max(1)));
     for addr in &args.listen {
@@ -295,18 +383,44 @@ async fn run(
         )));
         tracing::info!(%addr, workers, "serving DNS on UDP and TCP");
     }
+    Ok(listeners)
+}
 
-    let why = loop {
-        tokio::select! {
-            _ = hangups.recv() => reload(&cli, &mut resolved, &live),
-            _ = terms.recv() => break "SIGTERM",
-            _ = interrupts.recv() => break "SIGINT",
+/// The signals the server handles.
+struct Signals {
+    hangups: Signal,
+    terms: Signal,
+    interrupts: Signal,
+}
+
+impl Signals {
+    /// Installs the handlers for SIGHUP, SIGTERM and SIGINT.
+    fn install() -> Result<Signals, String> {
+        Ok(Signals {
+            hangups: signal(SignalKind::hangup()).map_err(|e| format!("SIGHUP: {e}"))?,
+            terms: signal(SignalKind::terminate()).map_err(|e| format!("SIGTERM: {e}"))?,
+            interrupts: signal(SignalKind::interrupt()).map_err(|e| format!("SIGINT: {e}"))?,
+        })
+    }
+
+    /// Reloads on every SIGHUP until SIGTERM or SIGINT; returns which.
+    async fn wait(&mut self, cli: &Cli, resolved: &mut Resolved, live: &Live) -> &'static str {
+        loop {
+            tokio::select! {
+                _ = self.hangups.recv() => reload(cli, resolved, live),
+                _ = self.terms.recv() => break "SIGTERM",
+                _ = self.interrupts.recv() => break "SIGINT",
+            }
         }
-    };
+    }
+}
 
+/// Stops accepting, then waits (at most `shutdown_grace_ms`) for the
+/// queries in flight.
+async fn drain(args: &Config, why: &str, listeners: &[JoinHandle<()>], metrics: &QueryMetrics) {
     // Stop accepting: the receive loops and the TCP accept loops end; the
     // tasks answering queries already read keep running.
-    for task in &listeners {
+    for task in listeners {
         task.abort();
     }
     let grace = Duration::from_millis(args.shutdown_grace_ms);
@@ -331,11 +445,6 @@ async fn run(
     // Replies written by the tasks that just finished are in the sockets;
     // give the TCP writers a moment to hand them to the kernel.
     tokio::time::sleep(Duration::from_millis(20)).await;
-    if let Some(ql) = &query_log {
-        ql.close(Duration::from_secs(2));
-    }
-    tracing::info!("exiting");
-    Ok(())
 }
 
 /// What SIGHUP can change while serving.

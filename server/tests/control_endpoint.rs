@@ -1,7 +1,8 @@
 //! The control endpoint against the real binary (issue 20, item 8): purges
 //! need the token while the read-only pages stay open; connections past
 //! the cap are closed at once; accept errors (EMFILE, forced with a low
-//! file limit) do not end the endpoint.
+//! file limit) do not end the endpoint; `/metrics` types each count a
+//! counter and each level a gauge.
 
 mod common;
 
@@ -45,6 +46,71 @@ fn purges_need_the_token_and_reading_stays_open() {
     let (server, control) = start_with_control(&db.name, &[]);
     let off = http_as(control, "POST", "/purge", Some("anything"));
     assert!(off.0.contains("403"), "{off:?}");
+    drop(server);
+    block_on(db.drop_db());
+}
+
+#[test]
+fn counters_are_typed_counter_and_levels_gauge() {
+    let db = setup("ctl_types");
+    let (server, control) = start_with_control(&db.name, &[]);
+    let (status, body) = http(control, "GET", "/metrics");
+    assert!(status.contains("200"), "{status}");
+    let type_of = |name: &str| {
+        let prefix = format!("# TYPE mongodns_{name} ");
+        let types: Vec<&str> = body
+            .lines()
+            .filter_map(|l| l.strip_prefix(prefix.as_str()))
+            .collect();
+        assert_eq!(types.len(), 1, "one TYPE line for {name}:\n{body}");
+        types[0].to_string()
+    };
+    for name in [
+        "packet_cache_hits",
+        "packet_cache_misses",
+        "packet_cache_evictions",
+        "record_cache_hits",
+        "record_cache_misses",
+        "denial_cache_hits",
+        "zone_cache_misses",
+        "db_queries",
+        "db_errors",
+        "queries_udp",
+        "query_log_dropped",
+        "stale_replies",
+        "db_shed",
+        "tcp_io_timeouts",
+        "control_refused",
+        "queries_total",
+        "kernel_udp_errors_total",
+    ] {
+        assert_eq!(type_of(name), "counter", "{name}");
+    }
+    for name in [
+        "packet_cache_entries",
+        "packet_cache_bytes",
+        "record_cache_entries",
+        "denial_cache_bytes",
+        "zones_known",
+        "db_inflight",
+        "queries_inflight",
+        "uptime_seconds",
+        "zone_registry_complete",
+        "freshness_lag_ms",
+        "build_info",
+    ] {
+        assert_eq!(type_of(name), "gauge", "{name}");
+    }
+    assert_eq!(type_of("db_latency_seconds"), "histogram");
+    // /stats keeps every name /metrics shows unlabelled.
+    let (_, stats) = http(control, "GET", "/stats");
+    for name in [
+        "packet_cache_hits",
+        "packet_cache_entries",
+        "control_refused",
+    ] {
+        assert!(stats.contains(&format!("\"{name}\":")), "{name}: {stats}");
+    }
     drop(server);
     block_on(db.drop_db());
 }

@@ -9,13 +9,22 @@
 //!  ZoneRegistry ◄─ poll meta.seq / zones{gen > last} every interval
 //!  (a zone's generation moves ─► its cached replies and nodes are void)
 //! ```
+//!
+//! Files: `packet.rs` (whole replies), `record.rs` (the record cache),
+//! `denial.rs` (NSEC/NSEC3 intervals), `zones.rs` (the registry and its
+//! poller), `sharded.rs` (the sharded LRU under both caches),
+//! `single_flight.rs` (one detached read per key), `gate.rs` (the database
+//! concurrency gate).
 
 pub mod denial;
+pub mod gate;
 pub mod packet;
 pub mod record;
 pub mod sharded;
+mod single_flight;
 pub mod zones;
 
+pub use gate::DbGate;
 pub use packet::{Dependency, PacketCache, PacketKey};
 pub use record::{RecordCache, RecordCacheConfig};
 pub use zones::ZoneRegistry;

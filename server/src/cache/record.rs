@@ -16,18 +16,21 @@
 //!  Every read passes the DbGate (N at once, M queued, the rest refused at
 //!  once with Busy), so an overloaded server with a cold cache still warms.
 //! ```
+//!
+//! The single flight is `single_flight.rs`, the gate `gate.rs`; this file
+//! is the cache itself.
 
 use super::denial::{At, Cached, DenialCache};
+use super::gate::DbGate;
 use super::sharded::{ShardedLru, Weigh};
+use super::single_flight::Flights;
 use super::zones::{Known, NodePurge, ZoneRegistry};
 use super::Counters;
 use crate::backend::{Backend, CachedNode};
 use backend_mongo::{Name, Node, StoreError, ZoneInfo};
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::{watch, Semaphore, SemaphorePermit};
 
 type NodeKey = (Name, i64, Name);
 /// A denial lookup: zone apex, version, denial key, wrap.
@@ -52,155 +55,6 @@ impl Weigh for NodeEntry {
                 + n.name.wire_len()
         });
         160 + data
-    }
-}
-
-/// What a finished flight left for its waiters.
-type Landed<V> = Option<Result<V, Arc<StoreError>>>;
-
-/// Concurrent requests for one key share one database read, and that read
-/// is *detached*: it runs as a task of its own, so it finishes (and fills
-/// the cache) even when every caller gave up waiting. Without this, a slow
-/// database under a cold cache never warms: each read is cancelled by its
-/// query's timeout and started again by the next query.
-struct Flights<K, V> {
-    flights: Mutex<HashMap<K, watch::Receiver<Landed<V>>>>,
-}
-
-/// Removes a flight from the map however its task ends (even by panic).
-struct Landing<'a, K: std::hash::Hash + Eq, V> {
-    flights: &'a Flights<K, V>,
-    key: K,
-}
-
-impl<K: std::hash::Hash + Eq, V> Drop for Landing<'_, K, V> {
-    fn drop(&mut self) {
-        let mut map = self
-            .flights
-            .flights
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        map.remove(&self.key);
-    }
-}
-
-impl<K, V> Flights<K, V>
-where
-    K: std::hash::Hash + Eq + Clone + Send + Sync + 'static,
-    V: Clone + Send + Sync + 'static,
-{
-    fn new() -> Self {
-        Flights {
-            flights: Mutex::new(HashMap::new()),
-        }
-    }
-
-    /// The result of `fetch` for `key`, or of the read already in flight
-    /// for it. A failure is shared with the callers waiting at that moment;
-    /// the next caller starts a new read.
-    async fn run<Fut>(self: &Arc<Self>, key: &K, fetch: Fut) -> Result<V, StoreError>
-    where
-        Fut: std::future::Future<Output = Result<V, StoreError>> + Send + 'static,
-    {
-        self.lead_or_join(key, fetch).await.1
-    }
-
-    /// As [`Flights::run`], and whether this call started the read (true)
-    /// or waited for one already in flight (false; `fetch` is dropped).
-    async fn lead_or_join<Fut>(
-        self: &Arc<Self>,
-        key: &K,
-        fetch: Fut,
-    ) -> (bool, Result<V, StoreError>)
-    where
-        Fut: std::future::Future<Output = Result<V, StoreError>> + Send + 'static,
-    {
-        let (led, mut landed) = {
-            let mut map = self.flights.lock().unwrap_or_else(|p| p.into_inner());
-            match map.get(key) {
-                Some(rx) => (false, rx.clone()),
-                None => {
-                    let (tx, rx) = watch::channel(None);
-                    map.insert(key.clone(), rx.clone());
-                    let flights = self.clone();
-                    let key = key.clone();
-                    tokio::spawn(async move {
-                        let _landing = Landing {
-                            flights: &flights,
-                            key,
-                        };
-                        let result = fetch.await.map_err(Arc::new);
-                        let _ = tx.send(Some(result));
-                    });
-                    (true, rx)
-                }
-            }
-        };
-        let outcome = match landed.wait_for(Option::is_some).await {
-            Ok(done) => done.clone(),
-            Err(_) => None, // the task ended without a result (a panic)
-        };
-        let result = match outcome {
-            Some(Ok(value)) => Ok(value),
-            Some(Err(fault)) => Err(StoreError::Shared(fault)),
-            None => Err(StoreError::Busy("a database read was abandoned".into())),
-        };
-        (led, result)
-    }
-}
-
-/// Bounds the database reads of the record cache: at most `slots` at once,
-/// at most `max_queued` waiting for a slot. A read beyond that fails at
-/// once with [`StoreError::Busy`] (SERVFAIL, or a stale answer) instead of
-/// joining a queue it would time out in; the reads already queued finish
-/// and warm the cache, so an overloaded cold server converges.
-pub struct DbGate {
-    slots: Semaphore,
-    queued: AtomicUsize,
-    max_queued: usize,
-}
-
-impl DbGate {
-    /// A gate with `slots` concurrent reads and `max_queued` waiting.
-    pub fn new(slots: usize, max_queued: usize) -> Self {
-        DbGate {
-            slots: Semaphore::new(slots.max(1)),
-            queued: AtomicUsize::new(0),
-            max_queued,
-        }
-    }
-
-    /// Reads waiting for a slot now.
-    pub fn queued(&self) -> usize {
-        self.queued.load(Ordering::Relaxed)
-    }
-
-    /// Waits for a slot, or refuses at once when the queue is full.
-    async fn enter(&self, counters: &Counters) -> Result<SemaphorePermit<'_>, StoreError> {
-        if let Ok(permit) = self.slots.try_acquire() {
-            return Ok(permit);
-        }
-        let waiting = self.queued.fetch_add(1, Ordering::AcqRel);
-        let _leave = LeaveQueue(&self.queued);
-        if waiting >= self.max_queued {
-            counters.db_shed.fetch_add(1, Ordering::Relaxed);
-            return Err(StoreError::Busy(format!(
-                "{waiting} reads already waiting for the database"
-            )));
-        }
-        self.slots
-            .acquire()
-            .await
-            .map_err(|_| StoreError::Busy("database gate closed".into()))
-    }
-}
-
-/// Leaves the gate's queue when dropped.
-struct LeaveQueue<'a>(&'a AtomicUsize);
-
-impl Drop for LeaveQueue<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -690,6 +544,7 @@ mod tests {
     //! on purpose (the integration tests use the real database).
     use super::*;
     use backend_mongo::ChangeRecord;
+    use std::sync::atomic::AtomicUsize;
 
     /// Answers every name with an empty node, and every denial lookup with
     /// the zone's only NSEC (apex to apex: it covers everything), after
