@@ -3,28 +3,42 @@
 //!
 //! ```text
 //!  server ──reads──► Store (store.rs) ──► zones / nodes / meta
-//!  importer, signer ──ZoneWriter (writer.rs)──┘
+//!  importer, signer ──ZoneWriter (writer/)──┘
 //!  zone transfers: the nodes of a version streamed from the cursor (transfer.rs)
-//!  keys, signatures, NSEC/NSEC3 chains: dnssec.rs
-//!  documents ◄──► values: schema.rs     names: name.rs     types: rtype.rs
-//!  rdata well-formed (zone files, data read back): rdata.rs
+//!  keys, signatures, NSEC/NSEC3 chains as documents: dnssec_store.rs
+//!  documents ◄──► values: schema.rs      writers' lease: lock.rs
+//!  job progress documents: progress.rs   the test database: testing.rs
+//!
+//!  the values stored (Name, RType, rdata checks, serials, encodings, DNSSEC
+//!  wire maths) are the `dns` crate (backend-mongo/dns/), re-exported here
+//!  so that `backend_mongo::Name` and the old module paths keep working
 //! ```
+//!
+//! This folder holds two crates with a border between them: `dns`
+//! (`backend-mongo/dns/`, no MongoDB) and this one, which depends on it and
+//! on the MongoDB driver. Code that needs only the model depends on `dns`.
 #![warn(missing_docs)]
 
-pub mod civil;
-pub mod dnssec;
+pub mod dnssec_store;
 pub mod lock;
-pub mod name;
 pub mod progress;
-pub mod rdata;
-pub mod rtype;
 pub mod schema;
-pub mod serial;
 pub mod store;
 pub mod testing;
 pub mod transfer;
 pub mod writer;
 
+pub use dns::{civil, name, rdata, rtype, serial};
+
+/// The old path of the DNSSEC helpers: the storage of `dnssec_store` and the
+/// wire maths and encodings of the `dns` crate, so existing imports compile.
+pub mod dnssec {
+    pub use crate::dnssec_store::*;
+    pub use dns::dnssec::*;
+    pub use dns::encoding::{base32hex, from_base32hex, from_hex, to_hex};
+}
+
+pub use dns;
 pub use mongodb::bson;
 pub use name::{Name, NameError};
 pub use progress::{JobProgress, ProgressReporter};

@@ -2,6 +2,7 @@
 //!
 //! ```text
 //!  Store::connect(uri, db) ──ping, buildInfo (≥ 4.4)──► Store
+//!  build_info()      ── the same buildInfo ──► BuildInfo (reports)
 //!  Store::ensure_indexes()          idempotent, run by the server at start
 //!  find_zone(apex)   ── zones._id point lookup ──► Option<ZoneInfo>
 //!  get_node(zone, n) ── nodes._id point lookup ──► Option<Node>
@@ -15,6 +16,7 @@ use crate::schema::{
 };
 use crate::Name;
 use futures::TryStreamExt;
+use mongodb::action::Action as _;
 use mongodb::bson::{doc, Document};
 use mongodb::options::{
     ClientOptions, IndexOptions, ReadPreference, ReadPreferenceOptions, SelectionCriteria,
@@ -244,13 +246,10 @@ impl Store {
                 .selection_criteria(criteria.clone())
                 .await
                 .map_err(unreachable)?;
-            let info = client
-                .database("admin")
-                .run_command(doc! {"buildInfo": 1})
-                .selection_criteria(criteria)
+            let info = build_info(&client, Some(criteria))
                 .await
                 .map_err(unreachable)?;
-            let version = info.get_str("version").unwrap_or("0.0").to_string();
+            let version = info.version.unwrap_or_else(|| "0.0".into());
             if !version_at_least(&version, MIN_SERVER_VERSION) {
                 return Err(StoreError::TooOld(version));
             }
@@ -281,6 +280,11 @@ impl Store {
     /// `Store` fails afterwards.
     pub async fn shutdown(&self) {
         self.db.client().clone().shutdown().immediate(true).await;
+    }
+
+    /// What the database server says it is (`buildInfo`), for reports.
+    pub async fn build_info(&self) -> Result<BuildInfo, mongodb::error::Error> {
+        build_info(self.db.client(), None).await
     }
 
     /// The database handle, for tools that need a raw command.
@@ -503,6 +507,32 @@ impl Store {
         }
         Ok(out)
     }
+}
+
+/// The parts of the `buildInfo` reply mongodns reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BuildInfo {
+    /// The MongoDB version the server reports (`version`).
+    pub version: Option<String>,
+    /// FerretDB's own version (`ferretdbVersion`), when the server is FerretDB.
+    pub ferretdb: Option<String>,
+}
+
+/// The one `buildInfo` command: on `admin`, sent where `criteria` select.
+async fn build_info(
+    client: &Client,
+    criteria: Option<SelectionCriteria>,
+) -> Result<BuildInfo, mongodb::error::Error> {
+    let info = client
+        .database("admin")
+        .run_command(doc! {"buildInfo": 1})
+        .optional(criteria, |c, s| c.selection_criteria(s))
+        .await?;
+    let text = |key: &str| info.get_str(key).ok().map(str::to_string);
+    Ok(BuildInfo {
+        version: text("version"),
+        ferretdb: text("ferretdbVersion"),
+    })
 }
 
 fn version_at_least(version: &str, min: (u32, u32)) -> bool {

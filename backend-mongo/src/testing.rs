@@ -92,22 +92,6 @@ pub async fn merge_as_foreign_writer(
     writer.finish(std::time::Duration::ZERO).await
 }
 
-/// A wire-format name of exactly `total` octets (root label included, at
-/// least 3), built by hand so that it can be longer than a `Name` allows:
-/// hostile data for tests of the 255-octet limit.
-pub fn long_wire_name(total: usize) -> Vec<u8> {
-    assert!(
-        total >= 3,
-        "a name of {total} octets has no room for a label"
-    );
-    let mut w = Vec::with_capacity(total);
-    while total - 1 - w.len() > 64 {
-        w.push(63);
-        w.extend_from_slice(&[b'a'; 63]);
-    }
-    let last = total - 2 - w.len();
-    w.push(last as u8);
-    w.extend(std::iter::repeat_n(b'b', last));
-    w.push(0);
-    w
-}
+/// A wire-format name of exactly `total` octets, longer than a `Name` allows
+/// (moved to the `dns` crate; re-exported for the tests that use it here).
+pub use dns::name::long_wire_name;

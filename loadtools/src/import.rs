@@ -76,21 +76,13 @@ pub struct ImportSummary {
     pub resumed_from: u64,
 }
 
-/// Progress callbacks (a progress bar, or nothing).
-pub trait Progress: Sync {
-    /// Called with the total once validation counted the records.
-    fn start(&self, total: u64);
-    /// Called as records are written.
-    fn advance(&self, records: u64);
-}
+/// Progress callbacks (a progress bar, or nothing): the signer's trait, one
+/// for both tools. An import is one phase, `"importing"`, whose total is the
+/// record count validation found; `set` gets the records written so far.
+pub use signer::{NoProgress, Progress};
 
-/// Progress that shows nothing.
-pub struct NoProgress;
-
-impl Progress for NoProgress {
-    fn start(&self, _: u64) {}
-    fn advance(&self, _: u64) {}
-}
+/// The name of the import's one progress phase.
+pub const IMPORT_PHASE: &str = "importing";
 
 /// Pass 1: reads the whole file and checks it; returns the record count.
 pub fn validate(path: &Path, zone: &Name, must_have_soa: bool) -> Result<u64, ImportError> {
@@ -424,7 +416,7 @@ async fn run_jobs(
             next_no += 1;
             resume_at = Some(end);
         }
-        progress.advance(written);
+        progress.set(written);
         if last_save.elapsed() >= CHECKPOINT_EVERY && resume_at != saved_at {
             if let Some(at) = resume_at {
                 save_checkpoint(&checkpoint, at).await?;
@@ -570,7 +562,7 @@ pub async fn import_file_with(
             .await
             .map_err(|e| ImportError::Zone(format!("validation thread failed: {e}")))??
     };
-    progress.start(total);
+    progress.phase(IMPORT_PHASE, total);
     let key = tuning.resumable.then(|| input_key(path));
     let (writer, skip) = store
         .begin_resumable_write(&options.zone, mode, key.as_deref())
@@ -759,7 +751,7 @@ async fn signed_jobs(
         stats.inserted += s.inserted;
         stats.merged += s.merged;
         written += job.records;
-        progress.advance(written);
+        progress.set(written);
         if store.is_wanted(SIGN_LEASE, writer.zone()).await? {
             return Ok((stats, written, true));
         }
@@ -1107,7 +1099,7 @@ pub async fn import_zones(
         .await
         .map_err(|e| ImportError::Zone(format!("validation thread failed: {e}")))??
     };
-    progress.start(total);
+    progress.phase(IMPORT_PHASE, total);
     let source_path = match source {
         ZoneSource::MultiFile(p) | ZoneSource::Directory(p) => p.clone(),
     };

@@ -1170,20 +1170,14 @@ async fn describe_machine(store: &Store) -> Vec<(String, String)> {
         .map(|s| s.trim_matches('"').to_string())
         .unwrap_or_else(|| std::env::consts::OS.into());
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let database = match store
-        .database()
-        .client()
-        .database("admin")
-        .run_command(mongodb::bson::doc! {"buildInfo": 1})
-        .await
-    {
+    let database = match store.build_info().await {
         Ok(info) => {
-            let version = info.get_str("version").unwrap_or("?").to_string();
-            match info.get_str("ferretdbVersion") {
-                Ok(f) => {
+            let version = info.version.unwrap_or_else(|| "?".into());
+            match info.ferretdb {
+                Some(f) => {
                     format!("FerretDB {f} (answers as MongoDB {version}; docs/dev-database.md)")
                 }
-                Err(_) => format!("MongoDB {version}"),
+                None => format!("MongoDB {version}"),
             }
         }
         Err(e) => format!("unknown ({e})"),

@@ -16,6 +16,7 @@
 use crate::frontend::Handler;
 use crate::pipeline::Transport;
 use crate::querylog::{question_name_end, QueryLog};
+use dns::RType;
 use std::cell::Cell;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -23,29 +24,23 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Query types counted on their own; everything else is `other`.
-pub const QTYPES: [(u16, &str); 21] = [
-    (1, "A"),
-    (2, "NS"),
-    (5, "CNAME"),
-    (6, "SOA"),
-    (12, "PTR"),
-    (15, "MX"),
-    (16, "TXT"),
-    (28, "AAAA"),
-    (33, "SRV"),
-    (35, "NAPTR"),
-    (39, "DNAME"),
-    (43, "DS"),
-    (48, "DNSKEY"),
-    (50, "NSEC3"),
-    (51, "NSEC3PARAM"),
-    (64, "SVCB"),
-    (65, "HTTPS"),
-    (251, "IXFR"),
-    (252, "AXFR"),
-    (255, "ANY"),
-    (257, "CAA"),
+const COUNTED: [u16; 21] = [
+    1, 2, 5, 6, 12, 15, 16, 28, 33, 35, 39, 43, 48, 50, 51, 64, 65, 251, 252, 255, 257,
 ];
+
+/// [`COUNTED`] with their mnemonics, from the one type table (`dns::rtype`).
+pub const QTYPES: [(u16, &str); 21] = {
+    let mut out = [(0, ""); 21];
+    let mut i = 0;
+    while i < COUNTED.len() {
+        out[i] = match RType(COUNTED[i]).name() {
+            Some(name) => (COUNTED[i], name),
+            None => panic!("a counted type without a mnemonic"),
+        };
+        i += 1;
+    }
+    out
+};
 const OTHER: usize = QTYPES.len();
 const TYPE_SLOTS: usize = QTYPES.len() + 1;
 const RCODES: usize = 16;

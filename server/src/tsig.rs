@@ -54,30 +54,6 @@ pub const MAC_LEN: usize = 32;
 /// the larger of 10 bytes and half the hash.
 pub const MIN_MAC_LEN: usize = if MAC_LEN / 2 > 10 { MAC_LEN / 2 } else { 10 };
 
-/// Standard base64 (padding optional); `None` if malformed.
-pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(text.len() * 3 / 4);
-    let (mut acc, mut bits) = (0u32, 0u32);
-    for c in text.bytes().filter(|c| !c.is_ascii_whitespace()) {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            b'=' => break,
-            _ => return None,
-        };
-        acc = acc << 6 | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-        }
-    }
-    Some(out)
-}
-
 /// Seconds since the Unix epoch, as TSIG counts time.
 pub fn unix_now() -> u64 {
     std::time::SystemTime::now()
@@ -538,9 +514,6 @@ mod tests {
 
     #[test]
     fn base64_and_key_syntax() {
-        assert_eq!(base64_decode("aGVsbG8=").unwrap(), b"hello");
-        assert_eq!(base64_decode("aGVsbG8").unwrap(), b"hello");
-        assert!(base64_decode("a*b").is_none());
         assert!("hmac-md5:k:aGVsbG8=".parse::<TsigKey>().is_err());
         assert!("k:!!".parse::<TsigKey>().is_err());
         let k = key();

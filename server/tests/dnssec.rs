@@ -5,9 +5,11 @@
 
 mod common;
 
-use backend_mongo::dnssec::{base32hex, nsec3_hash, Nsec3Config};
+use backend_mongo::dnssec_store::Nsec3Config;
 use backend_mongo::{Name, NodeWrite, RRset, RType, WriteMode};
 use common::*;
+use dns::dnssec::nsec3_hash;
+use dns::encoding::base32hex;
 use hickory_proto::dnssec::rdata::{DNSSECRData, DNSKEY};
 use hickory_proto::dnssec::Verifier;
 use hickory_proto::op::{Message, ResponseCode};

@@ -5,7 +5,7 @@
 
 mod common;
 
-use backend_mongo::dnssec::Nsec3Config;
+use backend_mongo::dnssec_store::Nsec3Config;
 use backend_mongo::schema::{binary, node_doc, node_id, NODES};
 use backend_mongo::testing::long_wire_name;
 use backend_mongo::{Name, RRset, RType};

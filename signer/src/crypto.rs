@@ -7,8 +7,9 @@
 //!      case for the RFC 4034 §6.2 types, sorted by rdata, duplicates dropped)
 //! ```
 
-use backend_mongo::dnssec::{alg, dnskey_rdata, key_tag, KeyState, StoredKey};
+use backend_mongo::dnssec_store::{alg, KeyState, StoredKey};
 use backend_mongo::{Name, RType};
+use dns::dnssec::{dnskey_rdata, key_tag};
 use mongodb::bson::DateTime;
 use ring::rand::SystemRandom;
 use ring::signature::{self, EcdsaKeyPair, Ed25519KeyPair, KeyPair, RsaKeyPair};

@@ -6,63 +6,15 @@
 //!  usual presentation, every other type in RFC 3597 form (\# len hex).
 //! ```
 
-use backend_mongo::dnssec::FullNode;
-use backend_mongo::dnssec::{base32hex, bitmap_types};
-use backend_mongo::{Name, RType};
+use backend_mongo::dnssec_store::FullNode;
+use dns::dnssec::bitmap_types;
+use dns::encoding::{base32hex, base64, to_hex};
+use dns::name::wire_name_text as name_at;
+use dns::{Name, RType};
 use std::fmt::Write as _;
 
-/// Base64 (RFC 4648 §4) with padding.
-pub fn base64(bytes: &[u8]) -> String {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for c in bytes.chunks(3) {
-        let v = (u32::from(c[0]) << 16)
-            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
-            | u32::from(*c.get(2).unwrap_or(&0));
-        for i in 0..4 {
-            if i <= c.len() {
-                out.push(A[((v >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
 fn hex(bytes: &[u8]) -> String {
-    backend_mongo::dnssec::to_hex(bytes).to_uppercase()
-}
-
-/// A wire name at `at` in presentation form, letter case kept; returns it
-/// and the offset after it.
-fn name_at(rd: &[u8], at: usize) -> Option<(String, usize)> {
-    let mut out = String::new();
-    let mut pos = at;
-    loop {
-        let len = *rd.get(pos)? as usize;
-        if len == 0 {
-            if out.is_empty() {
-                out.push('.');
-            }
-            return Some((out, pos + 1));
-        }
-        let label = rd.get(pos + 1..pos + 1 + len)?;
-        for &b in label {
-            match b {
-                b'.' | b'\\' | b'"' | b'(' | b')' | b';' | b'@' | b'$' => {
-                    out.push('\\');
-                    out.push(b as char);
-                }
-                0x21..=0x7e => out.push(b as char),
-                _ => {
-                    let _ = write!(out, "\\{b:03}");
-                }
-            }
-        }
-        out.push('.');
-        pos += 1 + len;
-    }
+    to_hex(bytes).to_uppercase()
 }
 
 fn char_string(rd: &[u8], at: usize) -> Option<(String, usize)> {
@@ -287,14 +239,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn base64_matches_rfc4648() {
-        assert_eq!(base64(b""), "");
-        assert_eq!(base64(b"f"), "Zg==");
-        assert_eq!(base64(b"fo"), "Zm8=");
-        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
-    }
-
-    #[test]
     fn times_are_civil_dates() {
         assert_eq!(time_text(0), "19700101000000");
         assert_eq!(time_text(1_700_000_000), "20231114221320");
@@ -304,6 +248,7 @@ mod tests {
     fn rdata_presentation() {
         assert_eq!(rdata_text(RType::A, &[192, 0, 2, 1]), "192.0.2.1");
         assert_eq!(rdata_text(RType::MX, b"\x00\x0a\x04Mail\x00"), "10 Mail.");
+        assert_eq!(rdata_text(RType::NS, b"\x04a!b.\x00"), "a!b\\..");
         assert_eq!(rdata_text(RType::TXT, b"\x02a\"\x01b"), "\"a\\\"\" \"b\"");
         assert_eq!(rdata_text(RType(65280), &[1, 2]), "\\# 2 0102");
     }

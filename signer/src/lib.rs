@@ -25,11 +25,14 @@ pub mod lease;
 pub mod merge;
 pub mod plan;
 
-use backend_mongo::dnssec::{FullNode, KeyState, NodeChange, Nsec3Config, StoredKey};
+use backend_mongo::dnssec_store::{
+    changed_owners, DnssecConfig, FullNode, KeyState, NodeChange, Nsec3Config, StoredKey,
+};
 use backend_mongo::lock::ZONE_LOCK;
-use backend_mongo::writer::serial_gt;
 use backend_mongo::writer::LOCK_WAIT;
 use backend_mongo::{Collected, Name, RType, Store, StoreError, WriteMode};
+use dns::dnssec::rrset_digest;
+use dns::serial::{serial_gt, soa_serial};
 use futures::stream::{FuturesUnordered, StreamExt};
 use plan::{KeySet, PlanError, PlanStats, SignOptions};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -206,7 +209,7 @@ pub(crate) fn sign_options(
 fn soa_serial_of(nodes: &[FullNode], apex: &Name) -> Option<u32> {
     let n = nodes.iter().find(|n| n.name == *apex && !n.nsec3)?;
     let rd = n.get(RType::SOA)?.rrset.rdata.first()?;
-    backend_mongo::writer::soa_serial(rd)
+    soa_serial(rd)
 }
 
 pub(crate) fn next_serial(candidates: &[u32]) -> u32 {
@@ -480,7 +483,7 @@ async fn switch_caught_up(
     zone: &Name,
     writer: backend_mongo::ZoneWriter,
     catch_up: &mut catchup::CatchUp<'_>,
-    config: Option<&backend_mongo::dnssec::DnssecConfig>,
+    config: Option<&DnssecConfig>,
     lease: &lease::Lease,
     progress: &dyn Progress,
 ) -> Result<Result<backend_mongo::Switched, catchup::StartOver>, SignError> {
@@ -539,9 +542,7 @@ async fn switch_caught_up(
 }
 
 /// The zone-document fields a switch sets for `config`.
-fn mongodb_doc_dnssec(
-    config: Option<&backend_mongo::dnssec::DnssecConfig>,
-) -> backend_mongo::bson::Document {
+fn mongodb_doc_dnssec(config: Option<&DnssecConfig>) -> backend_mongo::bson::Document {
     let mut d = backend_mongo::bson::Document::new();
     d.insert("dnssec", Store::dnssec_field(config));
     d
@@ -807,10 +808,7 @@ pub async fn resign_version(
         let n = rd.len();
         rd[n - 20..n - 16].copy_from_slice(&serial.to_be_bytes());
         soa.rrset.rdata[0] = rd.into_boxed_slice();
-        soa.sd = Some(backend_mongo::dnssec::rrset_digest(
-            soa.rrset.ttl,
-            &soa.rrset.rdata,
-        ));
+        soa.sd = Some(rrset_digest(soa.rrset.ttl, &soa.rrset.rdata));
         soa.sigs = keyset
             .zsks
             .iter()
@@ -842,7 +840,7 @@ pub async fn resign_version(
         store.apply_changes(zone, ver, &changes).await?;
         progress.set(written);
         if publish {
-            let owners = backend_mongo::dnssec::changed_owners(zone, &changes);
+            let owners = changed_owners(zone, &changes);
             published_gen = Some(
                 store
                     .publish_in_place(zone, ver, serial, Some(&owners))

@@ -1,8 +1,10 @@
 //! `mongodns-sign`: DNSSEC keys and signing for zones stored in MongoDB.
 
-use backend_mongo::dnssec::{ds_rdata, from_hex, KeyState, Nsec3Config};
+use backend_mongo::dnssec_store::{KeyState, Nsec3Config};
 use backend_mongo::{Name, ProgressReporter, RType, Store};
 use clap::{Parser, Subcommand};
+use dns::dnssec::ds_rdata;
+use dns::encoding::{from_hex, to_hex};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use signer::export::{master_file, rdata_text};
 use signer::{crypto, Progress, SecureOptions, SignError, Validity};
@@ -599,7 +601,7 @@ async fn show_zone(store: &Store, zone: &Name) -> Result<(), SignError> {
                 if n.salt.is_empty() {
                     "-".to_string()
                 } else {
-                    backend_mongo::dnssec::to_hex(&n.salt)
+                    to_hex(&n.salt)
                 },
                 if n.opt_out { " opt-out" } else { "" }
             ),

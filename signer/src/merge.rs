@@ -34,11 +34,14 @@
 
 use crate::plan::{self, signer_owned, KeySet, SignOptions};
 use crate::SignError;
-use backend_mongo::dnssec::{
-    base32hex, bitmap_types, nsec3_hash, rrset_digest, type_bitmap, DnssecConfig, FullNode,
-    NodeChange, Nsec3Config, SignedRRset,
+use backend_mongo::dnssec_store::{
+    changed_owners, DnssecConfig, FullNode, NodeChange, Nsec3Config, SignedRRset,
 };
-use backend_mongo::{Name, NodeWrite, RRset, RType, Store, StoreError, WriteStats};
+use backend_mongo::{NodeWrite, RRset, Store, StoreError, WriteStats};
+use dns::dnssec::{bitmap_types, nsec3_hash, rrset_digest, type_bitmap};
+use dns::encoding::{base32hex, from_base32hex};
+use dns::serial::soa_serial;
+use dns::{Name, RType};
 use futures::future::try_join_all;
 use std::collections::{BTreeMap, HashMap};
 
@@ -231,7 +234,7 @@ impl MergeSigner {
                 rd
             }
             Some(c) => {
-                let next = backend_mongo::dnssec::from_base32hex(next_key).unwrap_or_default();
+                let next = from_base32hex(next_key).unwrap_or_default();
                 let mut rd = vec![1, u8::from(c.opt_out)];
                 rd.extend_from_slice(&c.iterations.to_be_bytes());
                 rd.push(c.salt.len() as u8);
@@ -257,7 +260,7 @@ impl MergeSigner {
                 let salt_len = record.get(4).copied().unwrap_or(0) as usize;
                 let at = 5 + salt_len;
                 let hash_len = record.get(at).copied().unwrap_or(0) as usize;
-                let next = backend_mongo::dnssec::from_base32hex(next_key).unwrap_or_default();
+                let next = from_base32hex(next_key).unwrap_or_default();
                 let mut rd = record[..at].to_vec();
                 rd.push(next.len() as u8);
                 rd.extend_from_slice(&next);
@@ -787,10 +790,8 @@ impl MergeSigner {
         }
         store.apply_changes(&self.zone, self.ver, &first).await?;
         store.apply_changes(&self.zone, self.ver, &second).await?;
-        self.touched
-            .extend(backend_mongo::dnssec::changed_owners(&self.zone, &first));
-        self.touched
-            .extend(backend_mongo::dnssec::changed_owners(&self.zone, &second));
+        self.touched.extend(changed_owners(&self.zone, &first));
+        self.touched.extend(changed_owners(&self.zone, &second));
         Ok(Settled {
             written: (first.len() + second.len()) as u64,
             signed,
@@ -817,7 +818,7 @@ impl MergeSigner {
             .get(RType::SOA)
             .cloned()
             .ok_or_else(|| plan::PlanError::NoSoa(self.zone.to_string()))?;
-        let current = backend_mongo::writer::soa_serial(&soa.rrset.rdata[0]).unwrap_or(served);
+        let current = soa_serial(&soa.rrset.rdata[0]).unwrap_or(served);
         let serial = crate::next_serial(&[served, current]);
         let mut rd = soa.rrset.rdata[0].to_vec();
         let n = rd.len();

@@ -13,12 +13,14 @@
 //! ```
 
 use crate::crypto::SigningKey;
-use backend_mongo::dnssec::{
-    base32hex, nsec3_hash, rrset_digest, rrsig_expiration, rrsig_key_tag, type_bitmap, FullNode,
-    Nsec3Config, SignedRRset, StoredKey,
+use backend_mongo::dnssec_store::{FullNode, Nsec3Config, SignedRRset, StoredKey};
+use backend_mongo::RRset;
+use dns::dnssec::{
+    ds_rdata, nsec3_hash, rrset_digest, rrsig_expiration, rrsig_key_tag, type_bitmap,
 };
-use backend_mongo::rdata::MAX_NSEC3_ITERATIONS;
-use backend_mongo::{Name, RRset, RType};
+use dns::encoding::base32hex;
+use dns::rdata::MAX_NSEC3_ITERATIONS;
+use dns::{Name, RType};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Types the signer owns: what a writer stored under these is replaced.
@@ -125,7 +127,7 @@ impl KeySet {
     /// Loads the zone's keys: active SEP keys sign DNSKEY; active non-SEP keys
     /// sign the rest (a single SEP key does both: a CSK).
     pub fn load(zone: &Name, keys: &[StoredKey]) -> Result<KeySet, PlanError> {
-        use backend_mongo::dnssec::KeyState;
+        use backend_mongo::dnssec_store::KeyState;
         let mut ksks = Vec::new();
         let mut zsks = Vec::new();
         let mut dnskeys = Vec::new();
@@ -135,10 +137,7 @@ impl KeySet {
             dnskeys.push(k.dnskey_rdata().into_boxed_slice());
             if k.is_ksk() && k.state != KeyState::Retired {
                 cdnskeys.push(k.dnskey_rdata().into_boxed_slice());
-                cds.push(
-                    backend_mongo::dnssec::ds_rdata(zone, &k.dnskey_rdata(), k.algorithm)
-                        .into_boxed_slice(),
-                );
+                cds.push(ds_rdata(zone, &k.dnskey_rdata(), k.algorithm).into_boxed_slice());
             }
             if k.state != KeyState::Active {
                 continue;

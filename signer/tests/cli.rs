@@ -233,8 +233,8 @@ fn zsk_and_ksk_rollovers_and_no_private_key_in_output() {
     let export = db.ok(&["export-zone", "example.net"]);
     for k in &keys {
         let scalar = &k.private_pkcs8[36..68];
-        let hex = backend_mongo::dnssec::to_hex(scalar);
-        let b64 = signer::export::base64(scalar);
+        let hex = dns::encoding::to_hex(scalar);
+        let b64 = dns::encoding::base64(scalar);
         for out in [&shown, &export] {
             assert!(!out.to_lowercase().contains(&hex));
             assert!(!out.contains(&b64[..40]));

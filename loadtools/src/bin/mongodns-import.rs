@@ -98,11 +98,11 @@ struct Args {
 struct Bar<'a>(ProgressBar, &'a ProgressReporter);
 
 impl Progress for Bar<'_> {
-    fn start(&self, total: u64) {
+    fn phase(&self, _name: &str, total: u64) {
         self.0.set_length(total);
         self.1.set_total(total);
     }
-    fn advance(&self, records: u64) {
+    fn set(&self, records: u64) {
         self.0.set_position(records);
         self.1.set_done(records);
     }

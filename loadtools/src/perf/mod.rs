@@ -24,7 +24,7 @@ pub mod stamp;
 pub mod stats;
 pub mod svg;
 
-use backend_mongo::{Name, RType};
+use dns::{Name, RType};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;

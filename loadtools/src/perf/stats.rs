@@ -14,11 +14,8 @@ use tokio::time::Instant;
 /// Width of one timeline bucket.
 pub const BUCKET: Duration = Duration::from_millis(100);
 
-/// RCODE names, as dnsperf prints them.
-pub const RCODES: [&str; 16] = [
-    "NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED", "YXDOMAIN", "YXRRSET",
-    "NXRRSET", "NOTAUTH", "NOTZONE", "RCODE11", "RCODE12", "RCODE13", "RCODE14", "RCODE15",
-];
+/// RCODE names, as dnsperf prints them (the model's one table).
+pub const RCODES: [&str; 16] = dns::rcode::HEADER_NAMES;
 
 /// The figures of a run (of one client, or merged).
 #[derive(Clone)]

@@ -5,7 +5,8 @@ use std::io::{BufRead, Cursor, Read};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::*;
-use backend_mongo::testing::long_wire_name;
+use dns::encoding::to_hex;
+use dns::name::long_wire_name;
 
 /// A zone using every supported feature. The expected bytes below were
 /// checked against an independent implementation.
@@ -579,10 +580,6 @@ fn include_errors() {
         .err()
         .unwrap();
     assert!(e.message.contains("cannot open"));
-}
-
-fn to_hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The one error of reading `file` in `dir`, which must contain `needle`.

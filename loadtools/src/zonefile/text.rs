@@ -4,8 +4,9 @@
 //! Every function takes raw token bytes (escapes still in place) and returns
 //! either wire bytes or a message that names the offending text.
 
-use backend_mongo::name::{MAX_LABEL_LEN, MAX_NAME_LEN};
-use backend_mongo::Name;
+use dns::encoding::{Base32hexDecoder, Base64Decoder, EncodingError, HexDecoder};
+use dns::name::{MAX_LABEL_LEN, MAX_NAME_LEN};
+use dns::Name;
 
 /// Largest TTL a record may carry (RFC 2181 §8).
 pub const MAX_TTL: u32 = 0x7fff_ffff;
@@ -295,116 +296,44 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
 pub(crate) fn decode_hex<'a, I: IntoIterator<Item = &'a [u8]>>(
     pieces: I,
 ) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    let mut high: Option<u8> = None;
+    let mut d = HexDecoder::new();
     for piece in pieces {
         for &c in piece {
-            let v = match c {
-                b'0'..=b'9' => c - b'0',
-                b'a'..=b'f' => c - b'a' + 10,
-                b'A'..=b'F' => c - b'A' + 10,
-                _ => {
-                    return Err(format!(
-                        "bad hex digit '{}' in '{}'",
-                        c as char,
-                        show(piece)
-                    ))
-                }
-            };
-            match high.take() {
-                Some(h) => out.push(h << 4 | v),
-                None => high = Some(v),
-            }
+            d.push(c)
+                .map_err(|_| format!("bad hex digit '{}' in '{}'", c as char, show(piece)))?;
         }
     }
-    if high.is_some() {
-        return Err("bad hex: odd number of digits".into());
-    }
-    Ok(out)
+    d.finish()
+        .map_err(|_| "bad hex: odd number of digits".into())
 }
 
 /// Decodes standard base64 with `=` padding, the pieces concatenated.
 pub(crate) fn decode_base64<'a, I: IntoIterator<Item = &'a [u8]>>(
     pieces: I,
 ) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    let mut acc: u32 = 0;
-    let mut nbits = 0;
-    let mut count = 0usize;
-    let mut padding = 0usize;
+    let mut d = Base64Decoder::new();
     for piece in pieces {
         for &c in piece {
-            let v = match c {
-                b'A'..=b'Z' => c - b'A',
-                b'a'..=b'z' => c - b'a' + 26,
-                b'0'..=b'9' => c - b'0' + 52,
-                b'+' => 62,
-                b'/' => 63,
-                b'=' => {
-                    padding += 1;
-                    count += 1;
-                    continue;
-                }
-                _ => {
-                    return Err(format!(
-                        "bad base64 character '{}' in '{}'",
-                        c as char,
-                        show(piece)
-                    ))
-                }
-            };
-            if padding > 0 {
-                return Err("bad base64: data after '=' padding".into());
-            }
-            count += 1;
-            acc = acc << 6 | u32::from(v);
-            nbits += 6;
-            if nbits >= 8 {
-                nbits -= 8;
-                out.push((acc >> nbits) as u8);
-                acc &= (1 << nbits) - 1;
-            }
+            d.push(c).map_err(|e| match e {
+                EncodingError::DataAfterPadding => "bad base64: data after '=' padding".into(),
+                _ => format!("bad base64 character '{}' in '{}'", c as char, show(piece)),
+            })?;
         }
     }
-    if count & 3 != 0 || padding > 2 || (padding > 0 && (count / 4) * 3 - padding != out.len()) {
-        return Err("bad base64: length is not a multiple of 4 or wrong padding".into());
-    }
-    Ok(out)
+    d.finish_strict()
+        .map_err(|_| "bad base64: length is not a multiple of 4 or wrong padding".into())
 }
 
 /// Decodes base32hex without padding (RFC 4648 §7), either case, as NSEC3
 /// writes hashed owner names.
 pub(crate) fn decode_base32hex(raw: &[u8]) -> Result<Vec<u8>, String> {
-    let mut out = Vec::with_capacity(raw.len() * 5 / 8);
-    let mut acc: u64 = 0;
-    let mut nbits = 0;
+    let mut d = Base32hexDecoder::new();
     for &c in raw {
-        let v = match c.to_ascii_uppercase() {
-            c @ b'0'..=b'9' => c - b'0',
-            c @ b'A'..=b'V' => c - b'A' + 10,
-            _ => {
-                return Err(format!(
-                    "bad base32hex character '{}' in '{}'",
-                    c as char,
-                    show(raw)
-                ))
-            }
-        };
-        acc = acc << 5 | u64::from(v);
-        nbits += 5;
-        if nbits >= 8 {
-            nbits -= 8;
-            out.push((acc >> nbits) as u8);
-            acc &= (1 << nbits) - 1;
-        }
+        d.push(c)
+            .map_err(|_| format!("bad base32hex character '{}' in '{}'", c as char, show(raw)))?;
     }
-    if !matches!(raw.len() % 8, 0 | 2 | 4 | 5 | 7) || acc != 0 {
-        return Err(format!(
-            "bad base32hex length or trailing bits in '{}'",
-            show(raw)
-        ));
-    }
-    Ok(out)
+    d.finish_strict()
+        .map_err(|_| format!("bad base32hex length or trailing bits in '{}'", show(raw)))
 }
 
 #[cfg(test)]

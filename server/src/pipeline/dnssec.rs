@@ -23,10 +23,11 @@
 use super::answer::{Answer, Outcome, Placed};
 use super::lookup::{self, Walk};
 use crate::backend::Backend;
-use backend_mongo::dnssec::{base32hex, nsec3_hash};
 use backend_mongo::rdata::MAX_NSEC3_ITERATIONS;
 use backend_mongo::schema::SchemaError;
 use backend_mongo::{Name, Node, RRset, RType, StoreError, ZoneInfo};
+use dns::dnssec::nsec3_hash;
+use dns::encoding::base32hex;
 use std::sync::Arc;
 
 /// How a signed zone denies existence.

@@ -165,7 +165,7 @@ impl FromStr for TsigKey {
         })?;
         let name = Name::parse(name, Some(&Name::root()))
             .map_err(|e| format!("TSIG key name {name}: {e}"))?;
-        let secret = super::base64_decode(secret)
+        let secret = dns::encoding::from_base64(secret)
             .filter(|s| !s.is_empty())
             .ok_or_else(|| format!("TSIG key {name}: the secret is not base64"))?;
         let mut key = TsigKey {

@@ -14,30 +14,8 @@ pub mod writer;
 pub use query::{parse_query, Edns, Query, QueryError};
 pub use writer::{MessageWriter, Section};
 
-/// Response codes, including the extended ones carried in OPT.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Rcode(pub u16);
-
-impl Rcode {
-    /// No error.
-    pub const NOERROR: Rcode = Rcode(0);
-    /// The query was malformed.
-    pub const FORMERR: Rcode = Rcode(1);
-    /// The server failed.
-    pub const SERVFAIL: Rcode = Rcode(2);
-    /// The name does not exist.
-    pub const NXDOMAIN: Rcode = Rcode(3);
-    /// The opcode is not implemented.
-    pub const NOTIMP: Rcode = Rcode(4);
-    /// Refused by policy.
-    pub const REFUSED: Rcode = Rcode(5);
-    /// A DNAME substitution produced a name that is too long.
-    pub const YXDOMAIN: Rcode = Rcode(6);
-    /// Not authoritative for the zone.
-    pub const NOTAUTH: Rcode = Rcode(9);
-    /// Unsupported EDNS version (extended).
-    pub const BADVERS: Rcode = Rcode(16);
-}
+/// Response codes: the model's one table (`dns::rcode`).
+pub use dns::Rcode;
 
 /// Header flag bits (second 16-bit word of the header).
 pub mod flags {

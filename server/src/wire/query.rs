@@ -275,9 +275,7 @@ fn options_well_formed(mut rdata: &[u8]) -> bool {
 fn soa_serial(packet: &[u8], start: usize, end: usize) -> Option<u32> {
     let after_mname = skip_name(packet, start)?;
     let after_rname = skip_name(packet, after_mname)?;
-    let serial = packet.get(after_rname..after_rname + 4)?;
-    (after_rname + 20 <= end)
-        .then(|| u32::from_be_bytes([serial[0], serial[1], serial[2], serial[3]]))
+    dns::serial::serial_at(packet, after_rname, end)
 }
 
 #[cfg(test)]

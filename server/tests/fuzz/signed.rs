@@ -11,7 +11,7 @@
 //! ```
 
 use super::{big_rrset, check_query_path, MemBackend, Rig, FUZZ_ZONE, MAX_UDP};
-use backend_mongo::dnssec::Nsec3Config;
+use backend_mongo::dnssec_store::Nsec3Config;
 use backend_mongo::testing::database_uri;
 use backend_mongo::{Name, Store};
 use hickory_proto::op::{Message, ResponseCode};

@@ -2,6 +2,7 @@
 //!
 //! ```text
 //!  "AAAA" ◄──► RType(28)      "TYPE65280" ◄──► RType(65280)   (RFC 3597 §5)
+//!  RType::name: the same table in constants (the server's counter labels)
 //! ```
 //!
 //! The mnemonic is the key of an RRset inside a node document (see
@@ -121,10 +122,15 @@ impl RType {
 
     /// The mnemonic (`"AAAA"`), or `TYPEnnn` for types without one.
     pub fn mnemonic(self) -> std::borrow::Cow<'static, str> {
-        match TABLE.iter().find(|(n, _)| *n == self.0) {
-            Some((_, m)) => std::borrow::Cow::Borrowed(m),
+        match self.name() {
+            Some(m) => std::borrow::Cow::Borrowed(m),
             None => std::borrow::Cow::Owned(format!("TYPE{}", self.0)),
         }
+    }
+
+    /// The mnemonic of a type that has one (usable in constants).
+    pub const fn name(self) -> Option<&'static str> {
+        lookup(TABLE, self.0)
     }
 
     /// Parses a mnemonic or `TYPEnnn`, case-insensitively.
@@ -148,6 +154,19 @@ impl RType {
     }
 }
 
+/// The mnemonic of `n` in a table of numbers and mnemonics (a `const fn`,
+/// so tables of names can be built at compile time).
+pub(crate) const fn lookup(table: &[(u16, &'static str)], n: u16) -> Option<&'static str> {
+    let mut i = 0;
+    while i < table.len() {
+        if table[i].0 == n {
+            return Some(table[i].1);
+        }
+        i += 1;
+    }
+    None
+}
+
 impl fmt::Display for RType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.mnemonic())
@@ -167,6 +186,9 @@ mod tests {
         assert_eq!(RType::from_mnemonic("TYPE70000"), None);
         assert_eq!(RType::from_mnemonic("BOGUS"), None);
         assert_eq!(RType(65280).mnemonic(), "TYPE65280");
+        assert_eq!(RType(65280).name(), None);
+        const CAA: Option<&str> = RType(257).name();
+        assert_eq!(CAA, Some("CAA"));
         for (n, m) in TABLE {
             assert_eq!(RType::from_mnemonic(m), Some(RType(*n)));
         }

@@ -1,5 +1,6 @@
-//! DNSSEC storage: keys, signatures, NSEC/NSEC3 chains, and the wire helpers
-//! both the signer and the server need.
+//! DNSSEC storage: keys, signatures and NSEC/NSEC3 chains as MongoDB
+//! documents, and the reads and writes of them. The wire maths they are made
+//! of (key tags, DS, NSEC3 hashes, bitmaps) is `dns::dnssec`.
 //!
 //! ```text
 //!  keys   { _id, zone, flags 256|257, alg, tag, pub, priv (PKCS#8), state, created }
@@ -23,6 +24,8 @@ use crate::schema::{self, binary, node_id, RRset, ZoneInfo, NODES};
 use crate::store::{Store, StoreError};
 use crate::writer::LOCK_WAIT;
 use crate::{Name, Node, RType};
+use dns::dnssec::dnskey_rdata;
+use dns::encoding::{from_hex, to_hex};
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, DateTime, Document};
 use mongodb::options::IndexOptions;
@@ -135,43 +138,6 @@ impl StoredKey {
     }
 }
 
-/// DNSKEY rdata from its fields.
-pub fn dnskey_rdata(flags: u16, algorithm: u8, public_key: &[u8]) -> Vec<u8> {
-    let mut rd = Vec::with_capacity(4 + public_key.len());
-    rd.extend_from_slice(&flags.to_be_bytes());
-    rd.push(3);
-    rd.push(algorithm);
-    rd.extend_from_slice(public_key);
-    rd
-}
-
-/// The key tag of a DNSKEY rdata (RFC 4034 Appendix B).
-pub fn key_tag(rdata: &[u8]) -> u16 {
-    let mut acc: u32 = 0;
-    for (i, b) in rdata.iter().enumerate() {
-        acc += if i & 1 == 0 {
-            u32::from(*b) << 8
-        } else {
-            u32::from(*b)
-        };
-    }
-    acc += (acc >> 16) & 0xFFFF;
-    (acc & 0xFFFF) as u16
-}
-
-/// DS rdata with a SHA-256 digest (digest type 2) for `owner`'s DNSKEY.
-pub fn ds_rdata(owner: &Name, dnskey: &[u8], algorithm: u8) -> Vec<u8> {
-    let mut data = owner.as_wire().to_vec();
-    data.extend_from_slice(dnskey);
-    let digest = ring::digest::digest(&ring::digest::SHA256, &data);
-    let mut rd = Vec::with_capacity(4 + 32);
-    rd.extend_from_slice(&key_tag(dnskey).to_be_bytes());
-    rd.push(algorithm);
-    rd.push(2);
-    rd.extend_from_slice(digest.as_ref());
-    rd
-}
-
 /// NSEC3 settings of a zone (RFC 5155; RFC 9276 recommends 0 iterations and
 /// no salt).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -195,142 +161,6 @@ pub struct DnssecConfig {
     pub cds: bool,
 }
 
-/// The NSEC3 owner hash (RFC 5155 §5): SHA-1 of the wire name, iterated.
-pub fn nsec3_hash(name: &Name, salt: &[u8], iterations: u16) -> [u8; 20] {
-    use ring::digest::{digest, SHA1_FOR_LEGACY_USE_ONLY as SHA1};
-    let mut buf = Vec::with_capacity(name.wire_len() + salt.len());
-    buf.extend_from_slice(name.as_wire());
-    buf.extend_from_slice(salt);
-    let mut h = digest(&SHA1, &buf);
-    for _ in 0..iterations {
-        buf.clear();
-        buf.extend_from_slice(h.as_ref());
-        buf.extend_from_slice(salt);
-        h = digest(&SHA1, &buf);
-    }
-    let mut out = [0u8; 20];
-    out.copy_from_slice(h.as_ref());
-    out
-}
-
-const B32HEX: &[u8; 32] = b"0123456789abcdefghijklmnopqrstuv";
-
-/// Base32 with the extended hex alphabet, lower case, no padding
-/// (RFC 4648 §7): the label form of an NSEC3 hash. It sorts like the bytes.
-pub fn base32hex(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len().div_ceil(5) * 8);
-    for chunk in bytes.chunks(5) {
-        let mut block = [0u8; 5];
-        block[..chunk.len()].copy_from_slice(chunk);
-        let v = block.iter().fold(0u64, |acc, b| (acc << 8) | u64::from(*b));
-        let chars = (chunk.len() * 8).div_ceil(5);
-        for i in 0..chars {
-            out.push(B32HEX[((v >> (35 - 5 * i)) & 31) as usize] as char);
-        }
-    }
-    out
-}
-
-/// Decodes [`base32hex`] text (either case); `None` if it is not valid.
-pub fn from_base32hex(text: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(text.len() * 5 / 8);
-    let mut acc: u64 = 0;
-    let mut bits = 0;
-    for c in text.bytes() {
-        let v = B32HEX.iter().position(|x| *x == c.to_ascii_lowercase())? as u64;
-        acc = (acc << 5) | v;
-        bits += 5;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
-        }
-    }
-    Some(out)
-}
-
-/// The type bitmap field of NSEC/NSEC3 (RFC 4034 §4.1.2) for `types`.
-pub fn type_bitmap(types: &[RType]) -> Vec<u8> {
-    let mut sorted: Vec<u16> = types.iter().map(|t| t.0).collect();
-    sorted.sort_unstable();
-    sorted.dedup();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < sorted.len() {
-        let window = (sorted[i] >> 8) as u8;
-        let mut bits = [0u8; 32];
-        let mut len = 0;
-        while i < sorted.len() && (sorted[i] >> 8) as u8 == window {
-            let low = (sorted[i] & 0xFF) as usize;
-            bits[low / 8] |= 0x80 >> (low % 8);
-            len = low / 8 + 1;
-            i += 1;
-        }
-        out.push(window);
-        out.push(len as u8);
-        out.extend_from_slice(&bits[..len]);
-    }
-    out
-}
-
-/// The types listed in a type bitmap field.
-pub fn bitmap_types(mut bitmap: &[u8]) -> Vec<RType> {
-    let mut out = Vec::new();
-    while bitmap.len() >= 2 {
-        let window = u16::from(bitmap[0]);
-        let len = bitmap[1] as usize;
-        let Some(bits) = bitmap.get(2..2 + len) else {
-            break;
-        };
-        for (byte, b) in bits.iter().enumerate() {
-            for bit in 0..8 {
-                if b & (0x80 >> bit) != 0 {
-                    out.push(RType((window << 8) | (byte * 8 + bit) as u16));
-                }
-            }
-        }
-        bitmap = &bitmap[2 + len..];
-    }
-    out
-}
-
-/// A short digest of an RRset's content (TTL and sorted rdata), stored next
-/// to its signatures as `sd`. A signer compares it with the current content
-/// to find RRsets changed by any writer since they were signed.
-pub fn rrset_digest(ttl: u32, rdata: &[Box<[u8]>]) -> i64 {
-    let mut sorted: Vec<&[u8]> = rdata.iter().map(|r| &r[..]).collect();
-    sorted.sort_unstable();
-    sorted.dedup();
-    let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
-    ctx.update(&ttl.to_be_bytes());
-    for rd in sorted {
-        ctx.update(&(rd.len() as u16).to_be_bytes());
-        ctx.update(rd);
-    }
-    let d = ctx.finish();
-    let mut b = [0u8; 8];
-    b.copy_from_slice(&d.as_ref()[..8]);
-    i64::from_be_bytes(b)
-}
-
-/// The type an RRSIG rdata covers.
-pub fn rrsig_covered(rd: &[u8]) -> Option<RType> {
-    (rd.len() >= 2).then(|| RType(u16::from_be_bytes([rd[0], rd[1]])))
-}
-
-/// The expiration time (seconds since the epoch, RFC 1982 wrap ignored) of
-/// an RRSIG rdata.
-pub fn rrsig_expiration(rd: &[u8]) -> Option<u32> {
-    let b = rd.get(8..12)?;
-    Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-}
-
-/// The key tag field of an RRSIG rdata.
-pub fn rrsig_key_tag(rd: &[u8]) -> Option<u16> {
-    let b = rd.get(16..18)?;
-    Some(u16::from_be_bytes([b[0], b[1]]))
-}
-
 /// The `_id` of the node holding the NSEC3 record with hash `b32` (base32hex).
 ///
 /// It has four space-separated parts, so it can never equal the `_id` of an
@@ -347,7 +177,7 @@ pub struct SignedRRset {
     pub rrset: RRset,
     /// RRSIG rdata covering it.
     pub sigs: Vec<Box<[u8]>>,
-    /// [`rrset_digest`] of the content the signatures were made over.
+    /// [`dns::dnssec::rrset_digest`] of the content the signatures were made over.
     pub sd: Option<i64>,
 }
 
@@ -992,102 +822,7 @@ fn key_from_doc(d: &Document) -> Result<StoredKey, StoreError> {
     })
 }
 
-/// Lower-case hex.
-pub fn to_hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Parses hex (either case); `None` if it is not.
-pub fn from_hex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
-        .collect()
-}
-
 /// Convenience for the server: the RRSIG RRset of `node` covering `rtype`.
 pub fn sigs_of(node: &Node, rtype: RType) -> Option<Arc<RRset>> {
     node.rrsig(rtype).cloned()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn base32hex_round_trips_and_keeps_order() {
-        // RFC 4648 §10 test vectors (base32hex, lower case, no padding).
-        assert_eq!(base32hex(b"f"), "co");
-        assert_eq!(base32hex(b"fo"), "cpng");
-        assert_eq!(base32hex(b"foobar"), "cpnmuoj1e8");
-        let a = base32hex(&[0x10; 20]);
-        let b = base32hex(&[0x11; 20]);
-        assert!(a < b);
-        assert_eq!(from_base32hex(&a.to_uppercase()).unwrap(), vec![0x10; 20]);
-    }
-
-    #[test]
-    fn nsec3_hash_matches_rfc5155_appendix_a() {
-        // RFC 5155 Appendix A: salt aabbccdd, 12 iterations.
-        let salt = [0xaa, 0xbb, 0xcc, 0xdd];
-        let h = nsec3_hash(&"example.".parse().unwrap(), &salt, 12);
-        assert_eq!(base32hex(&h), "0p9mhaveqvm6t7vbl5lop2u3t2rp3tom");
-        let h = nsec3_hash(&"a.example.".parse().unwrap(), &salt, 12);
-        assert_eq!(base32hex(&h), "35mthgpgcu1qg68fab165klnsnk3dpvl");
-    }
-
-    #[test]
-    fn type_bitmap_matches_rfc4034_example() {
-        // RFC 4034 §4.3: A MX RRSIG NSEC TYPE1234.
-        let types = [RType::A, RType::MX, RType::RRSIG, RType::NSEC, RType(1234)];
-        let bm = type_bitmap(&types);
-        let expected = [
-            0x00, 0x06, 0x40, 0x01, 0x00, 0x00, 0x00, 0x03, 0x04, 0x1b, 0x00, 0x00, 0x00, 0x00,
-            0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-            0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x20,
-        ];
-        assert_eq!(bm, expected);
-        assert_eq!(bitmap_types(&bm), types.to_vec());
-    }
-
-    #[test]
-    fn key_tag_and_ds_match_rfc4034_example() {
-        // RFC 4034 §5.4: the DS for dskey.example.com. with key tag 60485.
-        let key = "AQOeiiR0GOMYkDshWoSKz9XzfwJr1AYtsmx3TGkJaNXVbfi/2pHm822aJ5iI9BMzNXxeYCmZDRD99WYwYqUSdjMmmAphXdvxegXd/M5+X7OrzKBaMbCVdFLUUh6DhweJBjEVv5f2wwjM9XzcnOf+EPbtG9DMBmADjFDc2w/rljwvFw==";
-        let public = decode_b64(key);
-        let name: Name = "dskey.example.com.".parse().unwrap();
-        let rd = dnskey_rdata(256, 5, &public);
-        assert_eq!(key_tag(&rd), 60485);
-        // The RFC gives a SHA-1 digest; check our DS layout with SHA-256.
-        let ds = ds_rdata(&name, &rd, 5);
-        assert_eq!(&ds[..4], &[0xec, 0x45, 5, 2]);
-        assert_eq!(ds.len(), 36);
-    }
-
-    fn decode_b64(s: &str) -> Vec<u8> {
-        const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        let mut out = Vec::new();
-        let (mut acc, mut bits) = (0u32, 0);
-        for c in s.bytes().filter(|c| *c != b'=') {
-            acc = (acc << 6) | A.iter().position(|x| *x == c).unwrap() as u32;
-            bits += 6;
-            if bits >= 8 {
-                bits -= 8;
-                out.push((acc >> bits) as u8);
-            }
-        }
-        out
-    }
-
-    #[test]
-    fn digest_ignores_order_and_sees_changes() {
-        let a: Vec<Box<[u8]>> = vec![Box::new([1]), Box::new([2])];
-        let b: Vec<Box<[u8]>> = vec![Box::new([2]), Box::new([1])];
-        assert_eq!(rrset_digest(300, &a), rrset_digest(300, &b));
-        assert_ne!(rrset_digest(300, &a), rrset_digest(301, &a));
-        assert_ne!(rrset_digest(300, &a), rrset_digest(300, &a[..1]));
-    }
 }

@@ -230,7 +230,7 @@ pub fn nsec3_iterations(rd: &[u8]) -> Option<u16> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::long_wire_name;
+    use crate::name::long_wire_name;
     use crate::Name;
 
     fn name(s: &str) -> Vec<u8> {

@@ -3,7 +3,8 @@
 //! ```text
 //!  "WWW.Example.COM." ──parse──► Name { wire: 3www7example3com0 }   (lower case)
 //!  wire bytes (query) ──from_wire──► Name                            (lower case)
-//!  Name ──Display──► "www.example.com."  (escaped: \. \\ \DDD)
+//!  Name ──Display──► "www.example.com."  (the stored spelling, Escape::Key)
+//!  label bytes ──write_label(Escape::Presentation)──► zone-file text (RFC 1035 §5.1)
 //!  Name ──Ord──► RFC 4034 §6.1 canonical order (labels compared right to left)
 //! ```
 //!
@@ -389,28 +390,96 @@ impl PartialOrd for Name {
 }
 
 impl fmt::Display for Name {
+    /// The stored spelling ([`Escape::Key`]), with a final dot.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.is_root() {
             return f.write_str(".");
         }
         for label in self.labels() {
-            for &b in label {
-                match b {
-                    b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'*' => {
-                        fmt::Write::write_char(f, b as char)?
-                    }
-                    b'A'..=b'Z' => fmt::Write::write_char(f, b as char)?,
-                    b'.' | b'\\' | b'"' | b'(' | b')' | b';' | b'@' | b'$' => {
-                        write!(f, "\\{}", b as char)?
-                    }
-                    0x21..=0x7e => write!(f, "\\{:03}", b)?,
-                    _ => write!(f, "\\{:03}", b)?,
-                }
-            }
+            write_label(f, label, Escape::Key)?;
             f.write_str(".")?;
         }
         Ok(())
     }
+}
+
+/// How the bytes of a label are written as text. Both forms write `.` `\`
+/// `"` `(` `)` `;` `@` `$` as `\X`, space and every byte outside printable
+/// ASCII as `\DDD`, and both parse back with [`Name::parse`]; they differ
+/// only in the other printable characters (`!`, `#`, `/`, `|`, …).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Escape {
+    /// RFC 1035 §5.1 presentation form, as zone files and logs show names:
+    /// every other printable character as itself.
+    Presentation,
+    /// The spelling stored in the database (`docs/schema.md`), which is the
+    /// [`Name`]'s `Display`: only letters, digits, `-`, `_` and `*` as
+    /// themselves, every other printable character as `\DDD`, so a key never
+    /// holds a raw `/` or `|` and one name has exactly one spelling.
+    Key,
+}
+
+/// Writes one label's bytes (no dot) in the form `style`.
+pub fn write_label<W: fmt::Write + ?Sized>(
+    out: &mut W,
+    label: &[u8],
+    style: Escape,
+) -> fmt::Result {
+    for &b in label {
+        match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'*' => {
+                out.write_char(b as char)?
+            }
+            b'.' | b'\\' | b'"' | b'(' | b')' | b';' | b'@' | b'$' => {
+                out.write_char('\\')?;
+                out.write_char(b as char)?
+            }
+            0x21..=0x7e if style == Escape::Presentation => out.write_char(b as char)?,
+            _ => write!(out, "\\{b:03}")?,
+        }
+    }
+    Ok(())
+}
+
+/// The uncompressed wire name at `at` in `rd` in presentation form
+/// ([`Escape::Presentation`]), letter case kept, with a final dot; returns it
+/// and the offset after it. `None` if the name runs past the end.
+pub fn wire_name_text(rd: &[u8], at: usize) -> Option<(String, usize)> {
+    let mut out = String::new();
+    let mut pos = at;
+    loop {
+        let len = *rd.get(pos)? as usize;
+        if len == 0 {
+            if out.is_empty() {
+                out.push('.');
+            }
+            return Some((out, pos + 1));
+        }
+        let label = rd.get(pos + 1..pos + 1 + len)?;
+        write_label(&mut out, label, Escape::Presentation).ok()?;
+        out.push('.');
+        pos += 1 + len;
+    }
+}
+
+/// A wire-format name of exactly `total` octets (root label included, at
+/// least 3), built by hand so that it can be longer than a `Name` allows:
+/// hostile data for tests of the 255-octet limit.
+pub fn long_wire_name(total: usize) -> Vec<u8> {
+    assert!(
+        total >= 3,
+        "a name of {total} octets has no room for a label"
+    );
+    let mut w = Vec::with_capacity(total);
+    while total - 1 - w.len() > 64 {
+        w.push(63);
+        w.extend_from_slice(&[b'a'; 63]);
+    }
+    let last = total - 2 - w.len();
+    w.push(last as u8);
+    w.extend(std::iter::repeat_n(b'b', last));
+    w.push(0);
+    w
 }
 
 impl fmt::Debug for Name {
@@ -457,6 +526,30 @@ mod tests {
     }
 
     #[test]
+    fn the_two_escapings_differ_only_in_other_printables() {
+        let label = b"a!/|\x20.\\\"()\x7f;@$*_-Z";
+        let mut key = String::new();
+        write_label(&mut key, label, Escape::Key).unwrap();
+        assert_eq!(
+            key,
+            "a\\033\\047\\124\\032\\.\\\\\\\"\\(\\)\\127\\;\\@\\$*_-Z"
+        );
+        let mut text = String::new();
+        write_label(&mut text, label, Escape::Presentation).unwrap();
+        assert_eq!(text, "a!/|\\032\\.\\\\\\\"\\(\\)\\127\\;\\@\\$*_-Z");
+        for form in [key, text] {
+            let name = Name::parse(&format!("{form}."), None).unwrap();
+            assert_eq!(name.labels().next().unwrap(), label.to_ascii_lowercase());
+        }
+        assert_eq!(
+            wire_name_text(b"\x01X\x03a.b\x00", 0),
+            Some(("X.a\\.b.".to_string(), 7))
+        );
+        assert_eq!(wire_name_text(b"\x00", 0), Some((".".to_string(), 1)));
+        assert_eq!(wire_name_text(b"\x03ab", 0), None);
+    }
+
+    #[test]
     fn limits_are_enforced() {
         let long_label = "a".repeat(64);
         assert_eq!(
@@ -469,7 +562,7 @@ mod tests {
         assert_eq!(Name::parse("www", None), Err(NameError::NoOrigin));
         assert!(Name::from_wire(b"\x03www").is_err());
         // 255 octets with the root label is the longest name; 256 is not one.
-        let wire_of = crate::testing::long_wire_name;
+        let wire_of = long_wire_name;
         assert_eq!(Name::from_wire(&wire_of(255)).unwrap().wire_len(), 255);
         assert_eq!(Name::from_wire(&wire_of(256)), Err(NameError::NameTooLong));
         assert_eq!(

@@ -4,6 +4,7 @@
 //! ```text
 //!  rdata = MNAME RNAME SERIAL REFRESH RETRY EXPIRE MINIMUM
 //!                      ▲ soa_serial / set_soa_serial
+//!                      ▲ serial_at: the same read after names found elsewhere
 //!  serial_gt(a, b): a is "after" b, wrapping at 2^32 (RFC 1982)
 //! ```
 
@@ -12,8 +13,16 @@ use crate::Name;
 /// The serial of an SOA rdata (after MNAME and RNAME).
 pub fn soa_serial(rdata: &[u8]) -> Option<u32> {
     let at = soa_serial_offset(rdata)?;
-    let b = rdata.get(at..at + 4)?;
-    Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    serial_at(rdata, at, rdata.len())
+}
+
+/// The SERIAL field at `at`, if the five 32-bit fields that start there
+/// (SERIAL REFRESH RETRY EXPIRE MINIMUM) end by `end`: for callers that
+/// find the end of the names themselves (a message, where they may be
+/// compressed).
+pub fn serial_at(bytes: &[u8], at: usize, end: usize) -> Option<u32> {
+    let b = bytes.get(at..at + 4)?;
+    (at + 20 <= end).then(|| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
 }
 
 /// Writes `serial` into SOA rdata (nothing happens to malformed rdata).
@@ -45,6 +54,8 @@ mod tests {
         assert!(!serial_gt(1, 2));
         assert!(serial_gt(0, u32::MAX));
         assert!(!serial_gt(5, 5));
+        assert!(serial_gt(5, 0xFFFF_FFF0));
+        assert!(!serial_gt(0xFFFF_FFF0, 5));
     }
 
     #[test]
@@ -56,5 +67,6 @@ mod tests {
         set_soa_serial(&mut rdata, 43);
         assert_eq!(soa_serial(&rdata), Some(43));
         assert_eq!(soa_serial(&rdata[..10]), None);
+        assert_eq!(soa_serial(b"\x02ns\x00"), None);
     }
 }

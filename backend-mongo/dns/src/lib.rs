@@ -1,0 +1,28 @@
+//! The DNS data model of mongodns, with no storage: what a name, a type and
+//! well-formed rdata are, the text encodings, SOA serials and the DNSSEC wire
+//! maths. `backend-mongo` stores these values in MongoDB; crates that need
+//! only the model (the load generator, tests) depend on this crate alone and
+//! do not link the MongoDB driver.
+//!
+//! ```text
+//!  names: name.rs (Name, the two escapings)   types: rtype.rs   rcodes: rcode.rs
+//!  rdata well-formed: rdata.rs                SOA serials, RFC 1982: serial.rs
+//!  base64 / hex / base32hex: encoding.rs      dates from Unix days: civil.rs
+//!  key tag, DS, NSEC3 hash, type bitmaps, RRSIG fields: dnssec.rs
+//!
+//!  may depend on: std, ring, thiserror — never on backend-mongo or a driver
+//! ```
+#![warn(missing_docs, unreachable_pub)]
+
+pub mod civil;
+pub mod dnssec;
+pub mod encoding;
+pub mod name;
+pub mod rcode;
+pub mod rdata;
+pub mod rtype;
+pub mod serial;
+
+pub use name::{Name, NameError};
+pub use rcode::Rcode;
+pub use rtype::RType;
