@@ -66,20 +66,4 @@ impl Store {
         }
         Ok(())
     }
-
-    /// A description of the database server (for reports): kind and version.
-    pub async fn server_description(&self) -> String {
-        let info = self
-            .db
-            .client()
-            .database("admin")
-            .run_command(doc! {"buildInfo": 1})
-            .await
-            .unwrap_or_default();
-        let version = info.get_str("version").unwrap_or("?");
-        match info.get_str("ferretdbVersion") {
-            Ok(f) => format!("FerretDB {f} (reports MongoDB {version})"),
-            Err(_) => format!("MongoDB {version}"),
-        }
-    }
 }

@@ -22,6 +22,14 @@ pub(super) struct Out<'b> {
     pub(super) at: usize,
 }
 
+impl std::fmt::Write for Out<'_> {
+    /// Text as its bytes (the shared name escaper writes through this).
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.bytes(s.as_bytes());
+        Ok(())
+    }
+}
+
 impl Out<'_> {
     /// One byte.
     #[inline]
@@ -196,19 +204,7 @@ fn push_name(out: &mut Out, name: &[u8]) {
         if label.iter().all(|&b| PLAIN[usize::from(b)]) {
             out.bytes(label);
         } else {
-            for &b in label {
-                match b {
-                    b'.' | b'\\' | b'"' | b';' | b'(' | b')' | b'@' | b'$' => {
-                        out.byte(b'\\');
-                        out.byte(b);
-                    }
-                    0x21..=0x7e => out.byte(b),
-                    _ => {
-                        out.byte(b'\\');
-                        out.bytes(&[b'0' + b / 100, b'0' + b / 10 % 10, b'0' + b % 10]);
-                    }
-                }
-            }
+            let _ = dns::name::write_label(out, label, dns::name::Escape::Presentation);
         }
         out.byte(b'.');
         at += 1 + len;
@@ -217,20 +213,10 @@ fn push_name(out: &mut Out, name: &[u8]) {
 
 /// Rcode mnemonic.
 pub fn rcode_name(rcode: u8) -> &'static str {
-    match rcode {
-        0 => "NOERROR",
-        1 => "FORMERR",
-        2 => "SERVFAIL",
-        3 => "NXDOMAIN",
-        4 => "NOTIMP",
-        5 => "REFUSED",
-        6 => "YXDOMAIN",
-        7 => "YXRRSET",
-        8 => "NXRRSET",
-        9 => "NOTAUTH",
-        10 => "NOTZONE",
-        _ => "RCODE_OTHER",
-    }
+    dns::rcode::Rcode(u16::from(rcode))
+        .name()
+        .filter(|_| rcode <= 10)
+        .unwrap_or("RCODE_OTHER")
 }
 
 /// `write!` into `out` through a small stack buffer (`Out` is a plain slice).
