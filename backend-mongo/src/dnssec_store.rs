@@ -737,13 +737,7 @@ impl Store {
                 "zone {zone}: another writer switched it away from version {ver} while it was being signed; nothing was published"
             )));
         }
-        let gen = self.next_seq().await?;
-        let record = schema::change_doc(gen, zone, changed, true);
-        if let Err(e) = self.changes.insert_one(record).await {
-            // Without the record, servers drop the whole zone: slower,
-            // never wrong.
-            tracing::debug!(error = %e, "change record not stored");
-        }
+        let gen = self.take_generation_with(zone, changed, true).await?;
         self.zones
             .update_one(
                 doc! {"_id": zone.to_string()},

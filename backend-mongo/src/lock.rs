@@ -151,7 +151,8 @@ fn until_from_now(ttl: Duration) -> DateTime {
     DateTime::from_millis(DateTime::now().timestamp_millis() + ttl.as_millis() as i64)
 }
 
-fn is_duplicate(e: &mongodb::error::Error) -> bool {
+/// True for a duplicate-key error (an `_id` that exists).
+pub(crate) fn is_duplicate(e: &mongodb::error::Error) -> bool {
     matches!(
         e.kind.as_ref(),
         mongodb::error::ErrorKind::Write(mongodb::error::WriteFailure::WriteError(w)) if w.code == 11000

@@ -368,6 +368,7 @@ async fn run_jobs(
     let mut done_ends: BTreeMap<u64, u64> = BTreeMap::new();
     let mut next_no = 0u64;
     let mut resume_at = None;
+    let mut acknowledged_at = None;
     let mut saved_at = None;
     let mut last_save = Instant::now();
     let mut last_publish = Instant::now();
@@ -417,18 +418,29 @@ async fn run_jobs(
             resume_at = Some(end);
         }
         progress.set(written);
-        if last_save.elapsed() >= CHECKPOINT_EVERY && resume_at != saved_at {
-            if let Some(at) = resume_at {
-                save_checkpoint(&checkpoint, at).await?;
-                saved_at = resume_at;
-            }
-            last_save = Instant::now();
-        }
         if let (Some(every), Some(w)) = (tuning.publish_every, publisher) {
             if last_publish.elapsed() >= every {
+                let at = resume_at;
                 w.publish().await?;
+                acknowledged_at = at;
                 last_publish = Instant::now();
             }
+        }
+        // A merge's resume position only covers acknowledged batches: a
+        // re-run skips them, and a batch written but not acknowledged by a
+        // killed run is in no change record, so a signer switching the
+        // zone meanwhile would not carry it (the re-run writes it again).
+        let safe = if publisher.is_some() {
+            acknowledged_at
+        } else {
+            resume_at
+        };
+        if last_save.elapsed() >= CHECKPOINT_EVERY && safe != saved_at {
+            if let Some(at) = safe {
+                save_checkpoint(&checkpoint, at).await?;
+                saved_at = safe;
+            }
+            last_save = Instant::now();
         }
     }
     Ok((stats, written))

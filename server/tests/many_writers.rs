@@ -785,6 +785,7 @@ fn randomized_many_writers_lose_nothing() {
         .max_by_key(|o| o.ended)
         .unwrap()
         .clone();
+    let t0 = ops[0].started;
     let mut must = set(&last.names);
     let mut may = BTreeSet::new();
     for o in ops.iter().filter(|o| o.kind == "merge") {
@@ -794,9 +795,22 @@ fn randomized_many_writers_lose_nothing() {
             // Overlapping the last replace: a suffix of its input.
             let first = o.names.iter().position(|n| served.contains(n));
             if let Some(k) = first {
+                let holes: Vec<usize> = (k..o.names.len())
+                    .filter(|&i| !served.contains(&o.names[i]))
+                    .collect();
+                let at = |t: Instant| t.saturating_duration_since(t0).as_millis();
                 assert!(
-                    o.names[k..].iter().all(|n| served.contains(n)),
-                    "a merge overlapping the last replace is served as a suffix of its input"
+                    holes.is_empty(),
+                    "a merge overlapping the last replace is served as a suffix of its input: \
+                     {} names, served from {k}, but not {} of them after it (first {:?}); \
+                     the merge ran {}–{} ms, the last replace {}–{} ms",
+                    o.names.len(),
+                    holes.len(),
+                    &holes[..holes.len().min(5)],
+                    at(o.started),
+                    at(o.ended),
+                    at(last.started),
+                    at(last.ended)
                 );
             }
             may.extend(o.names.iter().cloned());

@@ -1,13 +1,16 @@
 //! The `meta` collection: the global change counter and the resume
-//! counters of multi-zone imports; and a description of the server.
+//! counters of multi-zone imports; the change record of each generation.
 //!
 //! ```text
 //!  next_seq()  ─► findAndModify {_id: "seq"} $inc ─► new generation
+//!  take_generation_with(zone, names) ─► next_seq ─► insert changes {_id: gen}
+//!     (duplicate: another process got the same seq ─► next_seq again)
 //!  import_checkpoint / set_import_checkpoint ─► {_id: "import <key>", done}
 //! ```
 
-use crate::schema::SEQ_ID;
+use crate::schema::{self, SEQ_ID};
 use crate::store::{Store, StoreError};
+use crate::Name;
 use mongodb::bson::doc;
 use mongodb::options::ReturnDocument;
 
@@ -30,6 +33,37 @@ impl Store {
         Ok(d.get("seq")
             .and_then(|v| v.as_i64().or(v.as_i32().map(i64::from)))
             .unwrap_or(1))
+    }
+
+    /// Takes a new generation and stores its change record for `zone`
+    /// (`names`: what changed; `None`: "all"). The record's unique `_id`
+    /// makes the generation this writer's own: FerretDB does not isolate
+    /// `meta.seq` across processes, and a generation whose record another
+    /// zone holds would let a signer catching up take these names as
+    /// listed. A record that cannot be stored for another reason is left
+    /// out (servers then drop the whole zone, signers start over: slower,
+    /// never wrong).
+    pub async fn take_generation_with(
+        &self,
+        zone: &Name,
+        names: Option<&[Name]>,
+        signed: bool,
+    ) -> Result<i64, StoreError> {
+        for _ in 0..8 {
+            let gen = self.next_seq().await?;
+            let record = schema::change_doc(gen, zone, names, signed);
+            match self.changes.insert_one(record).await {
+                Ok(_) => return Ok(gen),
+                Err(e) if crate::lock::is_duplicate(&e) => continue,
+                Err(e) => {
+                    tracing::debug!(error = %e, "change record not stored");
+                    return Ok(gen);
+                }
+            }
+        }
+        Err(StoreError::Conflict(format!(
+            "zone {zone}: no free generation for a change record after 8 tries"
+        )))
     }
 
     /// Reads a resume counter kept in `meta` under `key` (multi-zone imports).

@@ -223,9 +223,10 @@ impl Store {
                     )
                     .await?;
             }
-            // A resumed merge skips records a killed run wrote and may never
-            // have published: record "all" once.
-            let changed = (done == 0).then(Vec::new);
+            // A resumed merge skips only records a killed run wrote *and*
+            // acknowledged (the importer checkpoints nothing else): their
+            // names are in change records already.
+            let changed = Some(Vec::new());
             let writer = ZoneWriter::new(self, zone, info.ver, mode, served.clone(), key, changed);
             return Ok((writer, done));
         }
@@ -382,7 +383,9 @@ impl ZoneWriter {
     }
 
     /// Records that the first `done` records of the input are stored (see
-    /// [`Store::begin_resumable_write`]). Does nothing without a key.
+    /// [`Store::begin_resumable_write`]); for a merge, that they are
+    /// acknowledged too (published in a change record). Does nothing
+    /// without a key.
     pub async fn checkpoint(&self, done: u64) -> Result<(), StoreError> {
         if self.resume_key.is_none() {
             return Ok(());

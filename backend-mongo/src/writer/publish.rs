@@ -169,26 +169,22 @@ impl ZoneWriter {
                 .replace(Vec::new()),
             WriteMode::Replace => None,
         };
-        let gen = self.store.next_seq().await?;
-        if self.mode == WriteMode::Merge {
-            // Every batch was acknowledged with its names: an empty list is
-            // "nothing else changed" (a last publish that moved nothing),
-            // which a signer catching up can account for; `None` (a list
-            // too long, a resumed run) still says "all".
-            let names = names.map(|mut n| {
-                n.sort();
-                n.dedup();
-                n
-            });
-            let signed = self.signed.load(std::sync::atomic::Ordering::Relaxed);
-            let record = schema::change_doc(gen, &self.zone, names.as_deref(), signed);
-            if let Err(e) = self.store.changes.insert_one(record).await {
-                // Without the record, servers drop the whole zone: slower,
-                // never wrong.
-                tracing::debug!(error = %e, "change record not stored");
-            }
+        if self.mode != WriteMode::Merge {
+            return self.store.next_seq().await;
         }
-        Ok(gen)
+        // Every batch was acknowledged with its names: an empty list is
+        // "nothing else changed" (a last publish that moved nothing),
+        // which a signer catching up can account for; `None` (a list
+        // too long) still says "all".
+        let names = names.map(|mut n| {
+            n.sort();
+            n.dedup();
+            n
+        });
+        let signed = self.signed.load(std::sync::atomic::Ordering::Relaxed);
+        self.store
+            .take_generation_with(&self.zone, names.as_deref(), signed)
+            .await
     }
 
     /// Publishes the write: fixes the SOA serial, bumps the generation and,
