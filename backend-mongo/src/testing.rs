@@ -3,15 +3,23 @@
 //! ```text
 //!  database_uri() ─► $MONGODB_URI, or `scripts/dev-mongo start` (once per
 //!                    test binary) ─► the URI it prints
+//!  TestDb::new(tag) ─► a fresh database (unique name, indexes, temp dir)
+//!                     ─► the test ─► drop_db()
+//!  block_on(f) ─► the one runtime of the test binary (clients live on it)
+//!  example_net() ─► a small zone as nodes, written with TestDb::write_zone
 //! ```
 //!
 //! Every crate's storage tests run against a real MongoDB-protocol database
 //! (FerretDB on the development machines, `docs/dev-database.md`); this is
-//! the one place that finds or starts it.
+//! the one place that finds or starts it. What needs only the database
+//! lives here; what needs the server binary, sockets or the importer lives
+//! in `mongodns-testkit` (`server/testkit/`), which re-exports all of this.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
+use std::time::Duration;
 
 /// The workspace's root directory (where `scripts/` is).
 pub fn repo_root() -> PathBuf {
@@ -42,6 +50,112 @@ pub fn database_uri() -> String {
             .to_string()
     })
     .clone()
+}
+
+/// The test binary's one runtime (two workers). One for all: a database
+/// client must live on the runtime it was made on (its monitor tasks do).
+pub fn runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("cannot build the test runtime")
+    })
+}
+
+/// Runs `f` on [`runtime`]: tests are plain `#[test]`s, so blocking socket
+/// and process helpers can be used freely between awaits.
+pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    runtime().block_on(f)
+}
+
+/// A name no other test of any running test binary uses:
+/// `mdt_TAG_PID_N`.
+pub fn unique_name(tag: &str) -> String {
+    static COUNTER: AtomicUsize = AtomicUsize::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+    format!("mdt_{tag}_{}_{n}", std::process::id())
+}
+
+/// A database of its own for one test, dropped by [`TestDb::drop_db`].
+pub struct TestDb {
+    /// The database name.
+    pub name: String,
+    /// The connected store.
+    pub store: crate::Store,
+    /// A temporary directory of its own, for fixture files.
+    pub dir: PathBuf,
+}
+
+impl TestDb {
+    /// Creates an empty database with a unique name, its indexes made.
+    pub async fn new(tag: &str) -> TestDb {
+        let name = unique_name(tag);
+        let store = crate::Store::connect(&database_uri(), &name, Duration::from_secs(10))
+            .await
+            .expect("test database unreachable");
+        store.ensure_indexes().await.expect("indexes");
+        let dir = std::env::temp_dir().join(&name);
+        std::fs::create_dir_all(&dir).unwrap();
+        TestDb { name, store, dir }
+    }
+
+    /// Stores `nodes` as the whole of `zone` (a replacing write).
+    pub async fn write_zone(&self, zone: &crate::Name, nodes: &[crate::NodeWrite]) {
+        let writer = self
+            .store
+            .begin_zone_write(zone, crate::WriteMode::Replace)
+            .await
+            .expect("begin the zone write");
+        writer.write_nodes(nodes).await.expect("write the nodes");
+        writer.finish(Duration::ZERO).await.expect("finish");
+    }
+
+    /// Drops the database and removes its directory.
+    pub async fn drop_db(self) {
+        let _ = self.store.database().drop().await;
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Drops the database `name` (one a test did not make with [`TestDb`]),
+/// shutting its client down.
+pub async fn drop_database(name: &str) {
+    let store = crate::Store::connect(&database_uri(), name, Duration::from_secs(10))
+        .await
+        .expect("test database unreachable");
+    let _ = store.database().drop().await;
+    store.shutdown().await;
+}
+
+/// The zone `example.net.` as nodes: SOA (serial 1), NS `ns1`, and
+/// `ns1` A 192.0.2.1.
+pub fn example_net() -> (crate::Name, Vec<crate::NodeWrite>) {
+    use crate::{NodeWrite, RRset, RType};
+    let zone: crate::Name = "example.net.".parse().unwrap();
+    let mut soa = b"\x03ns1\x07example\x03net\x00\x0ahostmaster\x07example\x03net\x00".to_vec();
+    for v in [1u32, 7200, 900, 1209600, 300] {
+        soa.extend_from_slice(&v.to_be_bytes());
+    }
+    let ns = b"\x03ns1\x07example\x03net\x00".to_vec();
+    let set = |rtype, rdata: Vec<u8>| RRset {
+        rtype,
+        ttl: 3600,
+        rdata: vec![rdata.into_boxed_slice()],
+    };
+    let nodes = vec![
+        NodeWrite {
+            name: zone.clone(),
+            rrsets: vec![set(RType::SOA, soa), set(RType::NS, ns)],
+        },
+        NodeWrite {
+            name: "ns1.example.net.".parse().unwrap(),
+            rrsets: vec![set(RType::A, vec![192, 0, 2, 1])],
+        },
+    ];
+    (zone, nodes)
 }
 
 /// Deletes the nodes `names` of the served version of `zone` the way a

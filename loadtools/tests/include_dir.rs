@@ -2,7 +2,7 @@
 //! that includes a file from another directory is refused (file:line,
 //! nothing written) unless that directory is given.
 
-use backend_mongo::testing::database_uri;
+use mongodns_testkit::{block_on, database_uri, drop_database};
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -51,17 +51,5 @@ fn include_from_another_directory_needs_include_dir() {
     assert!(!missing.status.success());
     let _ = std::fs::remove_dir_all(shared);
     let _ = std::fs::remove_dir_all(zones);
-    drop_database(&database);
-}
-
-fn drop_database(name: &str) {
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(async {
-        let timeout = std::time::Duration::from_secs(10);
-        let store = backend_mongo::Store::connect(&database_uri(), name, timeout)
-            .await
-            .unwrap();
-        let _ = store.database().drop().await;
-        store.shutdown().await;
-    });
+    block_on(drop_database(&database));
 }

@@ -9,69 +9,22 @@
 //!            TCP to a closed port ─► the run ends, every query lost
 //! ```
 
-use backend_mongo::testing::database_uri;
 use backend_mongo::{Name, Store};
 use loadtools::zonegen::{BigZone, SmallZones};
+use mongodns_testkit::{block_on, database_uri, free_tcp_port, run_bounded, unique_name};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
-
-static COUNTER: AtomicUsize = AtomicUsize::new(0);
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 fn db_name(tag: &str) -> String {
-    let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-    format!("mdt_lt_{tag}_{}_{n}", std::process::id())
+    unique_name(&format!("lt_{tag}"))
 }
 
 fn tmp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("mdt_lt_{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
-}
-
-/// Runs `cmd` to its end, its output captured; a run past `limit` is killed
-/// and fails the test as a hang. The time taken is printed, never judged.
-fn run_bounded(mut cmd: Command, what: &str, limit: Duration) -> std::process::Output {
-    let started = Instant::now();
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Drained on threads, so a full pipe never stalls the child.
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let out = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        std::io::Read::read_to_end(&mut out, &mut b).unwrap();
-        b
-    });
-    let err = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        std::io::Read::read_to_end(&mut err, &mut b).unwrap();
-        b
-    });
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > limit {
-            child.kill().unwrap();
-            child.wait().unwrap();
-            panic!(
-                "{what}: still running after {:.1?}: a hang",
-                started.elapsed()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    eprintln!("timing: {what}: {:.2?}", started.elapsed());
-    std::process::Output {
-        status,
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
-    }
 }
 
 fn import_cmd(uri: &str, db: &str, args: &[&str]) -> Command {
@@ -208,14 +161,6 @@ async fn connect_pair(uri: &str, killed: &str, clean: &str) -> (Store, Store) {
     )
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 #[test]
 fn killed_single_zone_import_resumes_to_the_same_content() {
     let uri = database_uri();
@@ -231,8 +176,7 @@ fn killed_single_zone_import_resumes_to_the_same_content() {
     assert!(resume_count(&out, "; ") > 0, "nothing was resumed: {out}");
     let c = import_cmd(&uri, &clean, &args).output().unwrap();
     assert!(c.status.success());
-    let rt = runtime();
-    rt.block_on(async {
+    block_on(async {
         let (a, b) = connect_pair(&uri, &killed, &clean).await;
         let zones = ["example.com.".parse::<Name>().unwrap()];
         let (da, db) = (dump(&a, &zones).await, dump(&b, &zones).await);
@@ -271,8 +215,7 @@ fn killed_multi_zone_import_resumes_to_the_same_content() {
     );
     let c = import_cmd(&uri, &clean, &args).output().unwrap();
     assert!(c.status.success());
-    let rt = runtime();
-    rt.block_on(async {
+    block_on(async {
         let (a, b) = connect_pair(&uri, &killed, &clean).await;
         let zones: Vec<Name> = (0..400).map(|j| small.apex(j).parse().unwrap()).collect();
         let (da, db) = (dump(&a, &zones).await, dump(&b, &zones).await);
@@ -377,11 +320,7 @@ fn perf_counts_exactly_the_replies() {
 #[test]
 fn perf_over_tcp_to_a_closed_port_ends_and_counts_every_query_lost() {
     // A port nothing listens on (bound, then closed): every connect is refused.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_tcp_port();
     let queries = tmp("perf-tcp-queries.txt");
     let text: String = (0..20).map(|i| format!("n{i}.example.com A\n")).collect();
     std::fs::write(&queries, text).unwrap();

@@ -13,47 +13,20 @@
 //!
 //! Nothing here is timed: a slow machine only makes the figures smaller.
 
-use backend_mongo::testing::{database_uri, repo_root};
 use backend_mongo::{Name, RType, Store};
+use mongodns_testkit::{binary, block_on, database_uri, free_port};
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
-
-/// The scenario runs mongodns-server and mongodns-sign from the directory
-/// of mongodns-perf; `cargo test -p loadtools` alone does not build them.
-fn ensure_siblings(dir: &Path) {
-    if dir.join("mongodns-server").is_file() && dir.join("mongodns-sign").is_file() {
-        return;
-    }
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut c = Command::new(cargo);
-    c.current_dir(repo_root())
-        .args(["build", "-p", "mongodns-server", "-p", "signer", "--bins"]);
-    if dir.ends_with("release") {
-        c.arg("--release");
-    }
-    let status = c.status().expect("cannot run cargo build");
-    assert!(
-        status.success(),
-        "building mongodns-server and mongodns-sign failed"
-    );
-}
-
-fn free_port() -> u16 {
-    loop {
-        let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = tcp.local_addr().unwrap().port();
-        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-    }
-}
 
 #[test]
 fn seed_scenario_runs_end_to_end_at_tiny_scale() {
     let uri = database_uri();
     let perf = PathBuf::from(env!("CARGO_BIN_EXE_mongodns-perf"));
-    ensure_siblings(perf.parent().unwrap());
+    // It runs mongodns-server and mongodns-sign from its own directory;
+    // `cargo test -p loadtools` alone does not build them.
+    binary("mongodns-server");
+    binary("mongodns-sign");
     let dir = std::env::temp_dir().join(format!("mdt_scenario_{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let report = dir.join("scenario.md");
@@ -187,68 +160,64 @@ fn seed_scenario_runs_end_to_end_at_tiny_scale() {
         .map(|l| format!("{}.example.com.", l.split_whitespace().next().unwrap()).to_lowercase())
         .collect();
     assert!(!fresh.is_empty());
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(async {
-            let store = Store::connect(&uri, &database, std::time::Duration::from_secs(10))
-                .await
-                .unwrap();
-            let nodes = |apex: &'static str| {
-                let store = &store;
-                async move {
-                    let apex: Name = apex.parse().unwrap();
-                    let zone = store.find_zone(&apex).await.unwrap();
-                    let zone = zone.unwrap_or_else(|| panic!("{apex} not stored"));
-                    store.zone_nodes(&zone).await.unwrap()
-                }
-            };
-            let big = nodes("example.com.").await;
-            // Ordinary records only: secure-zone signed this zone, adding
-            // DNSKEY and NSEC records of its own.
-            let signer_owned = [RType::DNSKEY, RType::NSEC, RType::NSEC3, RType::NSEC3PARAM];
-            let stored: usize = big
+    block_on(async {
+        let store = Store::connect(&uri, &database, std::time::Duration::from_secs(10))
+            .await
+            .unwrap();
+        let nodes = |apex: &'static str| {
+            let store = &store;
+            async move {
+                let apex: Name = apex.parse().unwrap();
+                let zone = store.find_zone(&apex).await.unwrap();
+                let zone = zone.unwrap_or_else(|| panic!("{apex} not stored"));
+                store.zone_nodes(&zone).await.unwrap()
+            }
+        };
+        let big = nodes("example.com.").await;
+        // Ordinary records only: secure-zone signed this zone, adding
+        // DNSKEY and NSEC records of its own.
+        let signer_owned = [RType::DNSKEY, RType::NSEC, RType::NSEC3, RType::NSEC3PARAM];
+        let stored: usize = big
+            .iter()
+            .flat_map(|n| &n.rrsets)
+            .filter(|r| !signer_owned.contains(&r.rtype))
+            .map(|r| r.rdata.len())
+            .sum();
+        assert_eq!(
+            stored as u64,
+            loads[0]["records"].as_u64().unwrap() + import["records"].as_u64().unwrap(),
+            "records stored in example.com. against the big zone's load plus the steady import"
+        );
+        let names: HashSet<String> = big.iter().map(|n| n.name.to_string()).collect();
+        let missing: Vec<_> = fresh.difference(&names).collect();
+        assert!(
+            missing.is_empty(),
+            "steady-import names not stored: {missing:?}"
+        );
+        // Signed: a DNSKEY at the apex, and signatures at every
+        // authoritative node (the delegation `sub` and its glue are not
+        // signed).
+        let signed = nodes(SIGNED_APEX).await;
+        let apex: Name = SIGNED_APEX.parse().unwrap();
+        let has = |n: &backend_mongo::Node, t: RType| n.rrsets.iter().any(|r| r.rtype == t);
+        assert!(
+            signed
                 .iter()
-                .flat_map(|n| &n.rrsets)
-                .filter(|r| !signer_owned.contains(&r.rtype))
-                .map(|r| r.rdata.len())
-                .sum();
-            assert_eq!(
-                stored as u64,
-                loads[0]["records"].as_u64().unwrap() + import["records"].as_u64().unwrap(),
-                "records stored in example.com. against the big zone's load plus the steady import"
-            );
-            let names: HashSet<String> = big.iter().map(|n| n.name.to_string()).collect();
-            let missing: Vec<_> = fresh.difference(&names).collect();
-            assert!(
-                missing.is_empty(),
-                "steady-import names not stored: {missing:?}"
-            );
-            // Signed: a DNSKEY at the apex, and signatures at every
-            // authoritative node (the delegation `sub` and its glue are not
-            // signed).
-            let signed = nodes(SIGNED_APEX).await;
-            let apex: Name = SIGNED_APEX.parse().unwrap();
-            let has = |n: &backend_mongo::Node, t: RType| n.rrsets.iter().any(|r| r.rtype == t);
-            assert!(
-                signed
-                    .iter()
-                    .any(|n| n.name == apex && has(n, RType::DNSKEY)),
-                "no DNSKEY at {SIGNED_APEX}"
-            );
-            let unsigned: Vec<String> = signed
-                .iter()
-                .filter(|n| !n.rrsets.is_empty() && n.sigs.is_empty())
-                .map(|n| n.name.to_string())
-                .filter(|n| !n.ends_with(&format!("sub.{SIGNED_APEX}")))
-                .collect();
-            assert!(
-                unsigned.is_empty(),
-                "unsigned after secure-zone: {unsigned:?}"
-            );
-            store.database().drop().await.unwrap();
-        });
+                .any(|n| n.name == apex && has(n, RType::DNSKEY)),
+            "no DNSKEY at {SIGNED_APEX}"
+        );
+        let unsigned: Vec<String> = signed
+            .iter()
+            .filter(|n| !n.rrsets.is_empty() && n.sigs.is_empty())
+            .map(|n| n.name.to_string())
+            .filter(|n| !n.ends_with(&format!("sub.{SIGNED_APEX}")))
+            .collect();
+        assert!(
+            unsigned.is_empty(),
+            "unsigned after secure-zone: {unsigned:?}"
+        );
+        store.database().drop().await.unwrap();
+    });
     let _ = std::fs::remove_dir_all(&dir);
 }
 

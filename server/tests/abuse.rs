@@ -3,10 +3,8 @@
 //! behaviour, ANY and large replies that do not amplify, TSIG secrets kept
 //! out of the log.
 
-mod common;
-
-use common::*;
 use hickory_proto::op::{Message, ResponseCode};
+use mongodns_testkit::*;
 use std::io::{Read, Write};
 use std::net::{TcpStream, UdpSocket};
 use std::process::{Command, Stdio};
@@ -210,10 +208,7 @@ fn axfr_by_tsig_from_outside_the_access_list() {
     .unwrap();
     let log = dir.join("server.log");
     // Loopback is not in the access list: only TSIG lets a transfer through.
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let port = free_tcp_port();
     let mut child = Command::new(env!("CARGO_BIN_EXE_mongodns-server"))
         .args(["--listen", &format!("127.0.0.1:{port}")])
         .args(["--mongodb-uri", &database_uri(), "--database", &db.name])

@@ -1,10 +1,8 @@
 //! The caches against the real server and database: hits, shared misses,
 //! freshness after writes, and purges.
 
-mod common;
-
-use common::*;
 use hickory_proto::op::ResponseCode;
+use mongodns_testkit::*;
 use std::time::{Duration, Instant};
 
 const ZONE: &str = "$ORIGIN cache.test.\n$TTL 3600\n@ IN SOA ns admin 1 3600 600 86400 300\n@ IN NS ns\nns IN A 192.0.2.1\nwww IN A 192.0.2.10\n";

@@ -8,11 +8,9 @@
 //!  transfer(): AXFR/IXFR over TCP, messages read until the closing SOA
 //! ```
 
-mod common;
-
-use common::*;
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::RecordType;
+use mongodns_testkit::*;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;

@@ -4,9 +4,7 @@
 //! file limit) do not end the endpoint; `/metrics` types each count a
 //! counter and each level a gauge.
 
-mod common;
-
-use common::*;
+use mongodns_testkit::*;
 use std::io::Read;
 use std::net::TcpStream;
 use std::process::{Command, Stdio};

@@ -5,109 +5,9 @@
 //! can cut, which is what a network partition or a stopped `mongod` looks
 //! like from the server's side.
 
-mod common;
-
-use common::*;
 use hickory_proto::op::{Message, ResponseCode};
-use std::io::{Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use mongodns_testkit::*;
 use std::time::{Duration, Instant};
-
-/// A TCP relay to the database that can be cut and restored, frozen and
-/// thawed (bytes held, connections open: a SIGSTOPped database), or slowed
-/// (every reply held for a while: a database busy but alive).
-struct Relay {
-    port: u16,
-    up: Arc<AtomicBool>,
-    frozen: Arc<AtomicBool>,
-    delay_ms: Arc<AtomicU64>,
-    streams: Arc<Mutex<Vec<TcpStream>>>,
-}
-
-impl Relay {
-    fn start(target: String) -> Relay {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let up = Arc::new(AtomicBool::new(true));
-        let frozen = Arc::new(AtomicBool::new(false));
-        let delay_ms = Arc::new(AtomicU64::new(0));
-        let streams: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
-        let (up2, frozen2, streams2) = (up.clone(), frozen.clone(), streams.clone());
-        let delay2 = delay_ms.clone();
-        std::thread::spawn(move || {
-            for client in listener.incoming() {
-                let Ok(client) = client else { continue };
-                if !up2.load(Ordering::SeqCst) {
-                    let _ = client.shutdown(Shutdown::Both);
-                    continue;
-                }
-                let Ok(server) = TcpStream::connect(&target) else {
-                    continue;
-                };
-                streams2.lock().unwrap().push(client.try_clone().unwrap());
-                streams2.lock().unwrap().push(server.try_clone().unwrap());
-                let no_delay = Arc::new(AtomicU64::new(0));
-                pump(
-                    client.try_clone().unwrap(),
-                    server.try_clone().unwrap(),
-                    frozen2.clone(),
-                    no_delay,
-                );
-                pump(server, client, frozen2.clone(), delay2.clone());
-            }
-        });
-        Relay {
-            port,
-            up,
-            frozen,
-            delay_ms,
-            streams,
-        }
-    }
-
-    /// Holds every reply from the database for `ms` milliseconds.
-    fn slow(&self, ms: u64) {
-        self.delay_ms.store(ms, Ordering::SeqCst);
-    }
-
-    fn freeze(&self, frozen: bool) {
-        self.frozen.store(frozen, Ordering::SeqCst);
-    }
-
-    fn cut(&self) {
-        self.up.store(false, Ordering::SeqCst);
-        for s in self.streams.lock().unwrap().drain(..) {
-            let _ = s.shutdown(Shutdown::Both);
-        }
-    }
-
-    fn restore(&self) {
-        self.up.store(true, Ordering::SeqCst);
-    }
-}
-
-fn pump(mut from: TcpStream, mut to: TcpStream, frozen: Arc<AtomicBool>, delay: Arc<AtomicU64>) {
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 16384];
-        loop {
-            match from.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    std::thread::sleep(Duration::from_millis(delay.load(Ordering::SeqCst)));
-                    while frozen.load(Ordering::SeqCst) {
-                        std::thread::sleep(Duration::from_millis(5));
-                    }
-                    if to.write_all(&buf[..n]).is_err() {
-                        break;
-                    }
-                }
-            }
-        }
-        let _ = to.shutdown(Shutdown::Both);
-    });
-}
 
 /// True when `reply`'s OPT record carries an Extended DNS Error `code`
 /// (RFC 8914: option 15, length 2 without text); the OPT is the last record.
@@ -118,12 +18,6 @@ fn has_ede(reply: &[u8], code: u16) -> bool {
     }
     let option = [0, 15, 0, 2, (code >> 8) as u8, code as u8];
     reply.windows(6).any(|w| w == option)
-}
-
-fn host_port(uri: &str) -> String {
-    let rest = uri.split("://").nth(1).unwrap();
-    let rest = rest.rsplit('@').next().unwrap();
-    rest.split(['/', '?', ',']).next().unwrap().to_string()
 }
 
 /// A test database holding the zone `TAG.test.` (SOA, NS, `ns` and, with
@@ -143,8 +37,8 @@ fn zone_behind_relay(tag: &str, www: bool) -> (TestZoneDb, Relay, String) {
         db.import(&apex, &zone, false).await;
         db
     });
-    let relay = Relay::start(host_port(&database_uri()));
-    let uri = format!("mongodb://127.0.0.1:{}/?directConnection=true", relay.port);
+    let relay = Relay::to_database();
+    let uri = relay.uri();
     (db, relay, uri)
 }
 
@@ -296,10 +190,7 @@ fn a_slow_database_is_not_declared_down() {
 #[test]
 fn an_unreachable_database_at_start_is_a_clear_error() {
     // Nothing listens on this port.
-    let port = {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let port = free_tcp_port();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_mongodns-server"))
         .args(["--listen", "127.0.0.1:0", "--db-timeout-ms", "500"])
         .args([

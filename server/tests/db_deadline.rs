@@ -3,110 +3,31 @@
 //! database through a relay that keeps a copy of every command it sends
 //! and can cut the database off.
 
-mod common;
-
-use common::*;
-use std::io::{Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream, UdpSocket};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use mongodns_testkit::*;
+use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 
 const ZONE: &str = "$ORIGIN late.test.\n$TTL 300\n@ IN SOA ns admin 1 3600 600 86400 60\n@ IN NS ns\nns IN A 192.0.2.1\nwww IN A 192.0.2.2\n";
 
-/// A relay to the database that records what the server sends.
-struct Tap {
-    port: u16,
-    sent: Arc<Mutex<Vec<u8>>>,
-    up: Arc<AtomicBool>,
-    streams: Arc<Mutex<Vec<TcpStream>>>,
-}
-
-impl Tap {
-    fn start(target: String) -> Tap {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let tap = Tap {
-            port: listener.local_addr().unwrap().port(),
-            sent: Arc::default(),
-            up: Arc::new(AtomicBool::new(true)),
-            streams: Arc::default(),
-        };
-        let (sent, up, streams) = (tap.sent.clone(), tap.up.clone(), tap.streams.clone());
-        std::thread::spawn(move || {
-            for client in listener.incoming().flatten() {
-                let database = match up.load(Ordering::SeqCst) {
-                    true => TcpStream::connect(&target).ok(),
-                    false => None,
-                };
-                let Some(database) = database else {
-                    let _ = client.shutdown(Shutdown::Both);
-                    continue;
-                };
-                let mut held = streams.lock().unwrap();
-                held.push(client.try_clone().unwrap());
-                held.push(database.try_clone().unwrap());
-                copy(
-                    client.try_clone().unwrap(),
-                    database.try_clone().unwrap(),
-                    Some(sent.clone()),
-                );
-                copy(database, client, None);
-            }
-        });
-        tap
-    }
-
-    /// Cuts every connection and refuses new ones.
-    fn cut(&self) {
-        self.up.store(false, Ordering::SeqCst);
-        for s in self.streams.lock().unwrap().drain(..) {
-            let _ = s.shutdown(Shutdown::Both);
+/// The values of every `maxTimeMS` field the server has sent.
+fn max_times(relay: &Relay) -> Vec<i64> {
+    let sent = relay.sent();
+    let key = b"maxTimeMS\0";
+    let mut out = Vec::new();
+    for at in 0..sent.len().saturating_sub(key.len() + 9) {
+        if at == 0 || &sent[at..at + key.len()] != key {
+            continue;
+        }
+        let value = &sent[at + key.len()..];
+        match sent[at - 1] {
+            0x10 => out.push(i64::from(i32::from_le_bytes(
+                value[..4].try_into().unwrap(),
+            ))),
+            0x12 => out.push(i64::from_le_bytes(value[..8].try_into().unwrap())),
+            other => panic!("maxTimeMS of BSON type {other:#x}"),
         }
     }
-
-    /// The values of every `maxTimeMS` field the server has sent.
-    fn max_times(&self) -> Vec<i64> {
-        let sent = self.sent.lock().unwrap();
-        let key = b"maxTimeMS\0";
-        let mut out = Vec::new();
-        for at in 0..sent.len().saturating_sub(key.len() + 9) {
-            if at == 0 || &sent[at..at + key.len()] != key {
-                continue;
-            }
-            let value = &sent[at + key.len()..];
-            match sent[at - 1] {
-                0x10 => out.push(i64::from(i32::from_le_bytes(
-                    value[..4].try_into().unwrap(),
-                ))),
-                0x12 => out.push(i64::from_le_bytes(value[..8].try_into().unwrap())),
-                other => panic!("maxTimeMS of BSON type {other:#x}"),
-            }
-        }
-        out
-    }
-}
-
-/// Copies `from` to `to` on a thread of its own, keeping a copy in `keep`.
-fn copy(mut from: TcpStream, mut to: TcpStream, keep: Option<Arc<Mutex<Vec<u8>>>>) {
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 16 * 1024];
-        while let Ok(n @ 1..) = from.read(&mut buf) {
-            if let Some(keep) = &keep {
-                keep.lock().unwrap().extend_from_slice(&buf[..n]);
-            }
-            if to.write_all(&buf[..n]).is_err() {
-                break;
-            }
-        }
-        let _ = to.shutdown(Shutdown::Both);
-    });
-}
-
-/// The test database's `host:port`.
-fn database_host() -> String {
-    let uri = database_uri();
-    let rest = uri.split("://").nth(1).unwrap();
-    rest.split(['/', '?', ',']).next().unwrap().to_string()
+    out
 }
 
 fn zone_db(tag: &str) -> TestZoneDb {
@@ -117,19 +38,15 @@ fn zone_db(tag: &str) -> TestZoneDb {
     })
 }
 
-fn tap_uri(tap: &Tap) -> String {
-    format!("mongodb://127.0.0.1:{}/?directConnection=true", tap.port)
-}
-
 #[test]
 fn zone_and_node_reads_carry_the_query_timeout_as_max_time_ms() {
     let db = zone_db("maxtime");
-    let tap = Tap::start(database_host());
+    let tap = Relay::tapping_database();
     let server =
-        ServerProcess::start_with_uri(&tap_uri(&tap), &db.name, &["--query-timeout-ms", "1234"]);
+        ServerProcess::start_with_uri(&tap.uri(), &db.name, &["--query-timeout-ms", "1234"]);
     let m = ask_udp(server.port, "www.late.test.", 1, None);
     assert_eq!(lines(&m.answers), vec!["www.late.test. 300 A 192.0.2.2"]);
-    let times = tap.max_times();
+    let times = max_times(&tap);
     println!("maxTimeMS values sent: {times:?}");
     assert!(
         times.len() >= 2,
@@ -143,10 +60,10 @@ fn zone_and_node_reads_carry_the_query_timeout_as_max_time_ms() {
 #[test]
 fn storage_faults_are_logged_at_most_once_a_second() {
     let db = zone_db("faultlog");
-    let tap = Tap::start(database_host());
+    let tap = Relay::tapping_database();
     let log = db.dir.join("server.log");
     let server = ServerProcess::start_logging(
-        &tap_uri(&tap),
+        &tap.uri(),
         &db.name,
         &[
             "--log-format",

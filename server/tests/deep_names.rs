@@ -6,10 +6,8 @@
 //! or half what the database answers alone when that is less) does not
 //! push legitimate misses into SERVFAIL.
 
-mod common;
-
-use common::*;
 use hickory_proto::op::ResponseCode;
+use mongodns_testkit::*;
 use std::net::UdpSocket;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

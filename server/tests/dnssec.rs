@@ -3,17 +3,15 @@
 //! hickory-proto's verifier (an implementation independent of ours), and
 //! every denial checked to cover what it must.
 
-mod common;
-
 use backend_mongo::dnssec_store::Nsec3Config;
 use backend_mongo::{Name, NodeWrite, RRset, RType, WriteMode};
-use common::*;
 use dns::dnssec::nsec3_hash;
 use dns::encoding::base32hex;
 use hickory_proto::dnssec::rdata::{DNSSECRData, DNSKEY};
 use hickory_proto::dnssec::Verifier;
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::{RData, Record, RecordType};
+use mongodns_testkit::*;
 use signer::{NoProgress, SecureOptions, Validity};
 use std::time::{Duration, Instant};
 
@@ -37,23 +35,6 @@ open    IN NS  ns.elsewhere.example.
 "#;
 
 const DO: Option<(u16, bool)> = Some((4096, true));
-
-/// One runtime for the whole file: a MongoDB client must stay on the
-/// runtime it was made on (its monitor tasks live there).
-fn runtime() -> &'static tokio::runtime::Runtime {
-    static RT: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
-    RT.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap()
-    })
-}
-
-fn run<F: std::future::Future>(f: F) -> F::Output {
-    runtime().block_on(f)
-}
 
 /// Asks until `done` holds for the reply: a write is seen by the server's
 /// caches within their freshness interval, not at once.
@@ -98,7 +79,7 @@ fn secured_db(
     others: &[(&str, &str)],
     nsec3: Option<Nsec3Config>,
 ) -> TestZoneDb {
-    run(async {
+    block_on(async {
         let db = TestZoneDb::new(tag).await;
         db.import("example.com.", text, false).await;
         for (zone, text) in others {
@@ -135,7 +116,7 @@ fn fixture(tag: &str, nsec3: Option<Nsec3Config>) -> Fixture {
 impl Fixture {
     fn done(self) {
         drop(self.server);
-        run(self.db.drop_db());
+        block_on(self.db.drop_db());
     }
 }
 
@@ -465,7 +446,7 @@ fn nsec3_denials_match_and_cover_the_right_hashes() {
 
 #[test]
 fn an_interrupted_secure_zone_exposes_nothing_and_a_rerun_completes() {
-    let db = run(async {
+    let db = block_on(async {
         let db = TestZoneDb::new("dnssec_rerun").await;
         db.import("example.com.", ZONE, false).await;
         db
@@ -474,7 +455,7 @@ fn an_interrupted_secure_zone_exposes_nothing_and_a_rerun_completes() {
     let zone = name("example.com.");
     // A run killed midway: a new version half written, with a DNSKEY, never
     // switched to.
-    run(async {
+    block_on(async {
         let writer = db
             .store
             .begin_zone_write(&zone, WriteMode::Replace)
@@ -499,7 +480,7 @@ fn an_interrupted_secure_zone_exposes_nothing_and_a_rerun_completes() {
     no_dnssec(&m);
     no_dnssec(&ask_udp(server.port, "nothing.example.com.", 1, DO));
     // The re-run completes, and the zone is signed from then on.
-    run(async {
+    block_on(async {
         signer::secure_zone(&db.store, &zone, &secure_options(None), &NoProgress)
             .await
             .expect("re-run");
@@ -509,14 +490,14 @@ fn an_interrupted_secure_zone_exposes_nothing_and_a_rerun_completes() {
     let m = ask_udp(server.port, "www.example.com.", 1, DO);
     assert_eq!(verify_section(&m.answers, &keys), 1);
     // Running it again changes keys not at all.
-    run(async {
+    block_on(async {
         signer::secure_zone(&db.store, &zone, &secure_options(None), &NoProgress)
             .await
             .unwrap();
         assert_eq!(db.store.zone_keys(&zone).await.unwrap().len(), 2);
     });
     drop(server);
-    run(db.drop_db());
+    block_on(db.drop_db());
 }
 
 /// The RRSIG rdata stored for `rtype` at `owner`.
@@ -589,7 +570,7 @@ async fn unsigned_merge(db: &TestZoneDb, owner: &str, rdata: [u8; 4]) {
 fn resign_replaces_only_what_changed_and_follow_closes_the_gap() {
     let f = fixture("dnssec_resign", None);
     let zone = name("example.com.");
-    let (www_before, mail_before) = run(async {
+    let (www_before, mail_before) = block_on(async {
         (
             stored_sigs(&f.db, "www.example.com.", RType::A).await,
             stored_sigs(&f.db, "mail.example.com.", RType::A).await,
@@ -597,7 +578,7 @@ fn resign_replaces_only_what_changed_and_follow_closes_the_gap() {
     });
     assert_eq!(www_before.len(), 1);
     // Another writer adds a record to www and a new name, unsigned.
-    run(async {
+    block_on(async {
         unsigned_merge(&f.db, "www.example.com.", [192, 0, 2, 82]).await;
         unsigned_merge(&f.db, "new.example.com.", [192, 0, 2, 7]).await;
         let r = signer::resign(
@@ -672,11 +653,11 @@ fn imports_into_a_secured_zone_are_signed() {
     let f = fixture("dnssec_import", None);
     // A merge import adds names (and a record at the apex, whose NSEC
     // keeps listing DNSKEY); a replace import deletes one.
-    let before = run(f.db.store.find_zone(&name("example.com.")))
+    let before = block_on(f.db.store.find_zone(&name("example.com.")))
         .unwrap()
         .unwrap()
         .gen;
-    let merged = run(f.db.import(
+    let merged = block_on(f.db.import(
         "example.com.",
         "$ORIGIN example.com.\n$TTL 300\n@ MX 20 mail\nadded A 192.0.2.44\nx.y.added2 TXT \"t\"\n",
         false,
@@ -685,7 +666,7 @@ fn imports_into_a_secured_zone_are_signed() {
     // Its change records (one per acknowledged batch, and the last one for
     // the SOA) list what it wrote, marked as signed: servers drop only
     // those names, `resign --follow` has nothing to do for them.
-    let records = run(f.db.store.change_records(before + 1, merged.zone.gen)).unwrap();
+    let records = block_on(f.db.store.change_records(before + 1, merged.zone.gen)).unwrap();
     assert!(records.contains_key(&merged.zone.gen));
     let mut names = Vec::new();
     for record in records.values().filter(|r| r.zone == name("example.com.")) {
@@ -711,7 +692,7 @@ fn imports_into_a_secured_zone_are_signed() {
         .filter(|l| !l.starts_with("mail"))
         .collect::<Vec<_>>()
         .join("\n");
-    run(f.db.import("example.com.", &without_mail, true));
+    block_on(f.db.import("example.com.", &without_mail, true));
     // The harness imports with no grace period: until the server notices the
     // new version it may read the old one while it is being deleted, so
     // wait for the new version's complete proof.
@@ -734,7 +715,7 @@ fn imports_into_a_secured_zone_are_signed() {
 fn merge_is_signed_before_visible(tag: &str, nsec3: Option<Nsec3Config>) {
     let f = fixture(tag, nsec3);
     let zone = name("example.com.");
-    let mut merge = run(async {
+    let mut merge = block_on(async {
         let served = f.db.store.find_zone(&zone).await.unwrap().unwrap();
         signer::merge::MergeSigner::new(&f.db.store, &zone, served.ver)
             .await
@@ -755,7 +736,7 @@ fn merge_is_signed_before_visible(tag: &str, nsec3: Option<Nsec3Config>) {
     };
     // Batch 1: a record added to www, new names side by side, a new name
     // under new empty non-terminals.
-    run(merge.write_batch(
+    block_on(merge.write_batch(
         &f.db.store,
         &[
             a("www.example.com.", [192, 0, 2, 82]),
@@ -797,12 +778,12 @@ fn merge_is_signed_before_visible(tag: &str, nsec3: Option<Nsec3Config>) {
         );
     }
     // Batch 2 adds a name between two names of batch 1.
-    run(merge.write_batch(&f.db.store, &[a("n10.example.com.", [192, 0, 2, 10])])).unwrap();
+    block_on(merge.write_batch(&f.db.store, &[a("n10.example.com.", [192, 0, 2, 10])])).unwrap();
     check("n10.example.com.", 1, ResponseCode::NoError);
     check("n11.example.com.", 1, ResponseCode::NXDomain);
     check("n1.example.com.", 16, ResponseCode::NoError);
     // The SOA with its new serial, signed, before the generation moves.
-    run(async {
+    block_on(async {
         let served = f.db.store.find_zone(&zone).await.unwrap().unwrap();
         let serial = merge.sign_soa(&f.db.store, served.serial).await.unwrap();
         assert!(backend_mongo::writer::serial_gt(serial, served.serial));
@@ -997,7 +978,7 @@ fn nxdomain_names_share_intervals(tag: &str, nsec3: Option<Nsec3Config>) {
     // A merge import adds a name between the interval's owner and the
     // second name: the second name's proof must now be the new record.
     let added = keys.name_inside("nx0", &lo, &keys.of(&second));
-    run(f.db.import(
+    block_on(f.db.import(
         "example.com.",
         &format!("$ORIGIN example.com.\n$TTL 300\n{added} A 192.0.2.77\n"),
         false,
@@ -1016,7 +997,7 @@ fn nxdomain_names_share_intervals(tag: &str, nsec3: Option<Nsec3Config>) {
     // signatures, read again from the database, and still valid.
     let misses = stat(control, "denial_cache_misses");
     let zone = name("example.com.");
-    run(async {
+    block_on(async {
         signer::secure_zone(
             &f.db.store,
             &zone,
@@ -1112,7 +1093,7 @@ async fn unsigned_delete(db: &TestZoneDb, owner: &str) {
 /// (A signing pass without the lease: `resign --follow` may hold it.)
 fn assert_fully_signed(f: &Fixture) {
     let zone = name("example.com.");
-    let (again, _) = run(async {
+    let (again, _) = block_on(async {
         let served = f.db.store.find_zone(&zone).await.unwrap().unwrap();
         signer::resign_version(
             &f.db.store,
@@ -1152,7 +1133,7 @@ fn follow_reads_only_changed_names(tag: &str, nsec3: Option<Nsec3Config>) {
     }
     let before = reports.len();
     // New names (one below a new empty non-terminal) and a new record.
-    run(async {
+    block_on(async {
         unsigned_merge(&f.db, "www.example.com.", [192, 0, 2, 82]).await;
         unsigned_merge(&f.db, "m.example.com.", [192, 0, 2, 9]).await;
         // A schema-following writer adds the empty non-terminal too.
@@ -1196,7 +1177,7 @@ fn follow_reads_only_changed_names(tag: &str, nsec3: Option<Nsec3Config>) {
 
     // A name deleted behind the signer's back leaves the chain.
     let before = reports.len();
-    run(unsigned_delete(&f.db, "mail.example.com."));
+    block_on(unsigned_delete(&f.db, "mail.example.com."));
     let r = reports.wait_for_write(before);
     assert!(r.nodes <= 2, "read {} nodes for one deletion", r.nodes);
     let m = ask_until(f.server.port, "mail.example.com.", 1, |m| {
@@ -1395,5 +1376,5 @@ fn signed_pass_findings_match_knot_and_nsd() {
     assert!(verify_section(&m.authorities, &keys) >= 3, "{m}");
 
     drop(server);
-    run(db.drop_db());
+    block_on(db.drop_db());
 }

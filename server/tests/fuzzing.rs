@@ -14,7 +14,7 @@
 //! Longer runs: `FUZZ_SECS=300 FUZZ_SAVE=$PWD/tests/fuzz cargo test --release
 //! -p mongodns-server --test fuzzing -- --nocapture`.
 
-mod common;
+use mongodns_testkit::{self as common, ZoneImport};
 mod fuzz;
 
 use fuzz::*;

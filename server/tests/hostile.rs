@@ -2,11 +2,10 @@
 //! the real server binary, over UDP and TCP: each packet gets FORMERR or
 //! silence as its file says, and the server keeps answering afterwards.
 
-mod common;
 mod fuzz;
 
-use common::*;
 use hickory_proto::op::{Message, ResponseCode};
+use mongodns_testkit::*;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;

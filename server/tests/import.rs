@@ -1,11 +1,9 @@
 //! The importer against a real database: validation before writing,
 //! idempotent re-runs, --replace, serials and generations.
 
-mod common;
-
 use backend_mongo::{Name, RType};
-use common::*;
 use loadtools::import::ImportError;
+use mongodns_testkit::*;
 
 const BASE: &str = "$ORIGIN imp.test.\n$TTL 300\n@ IN SOA ns admin 10 1 1 1 60\n@ IN NS ns\nns IN A 192.0.2.1\nwww IN A 192.0.2.2\n";
 

@@ -14,13 +14,11 @@
 //!                 model, and `dnssec-verify` accepts it when the zone is secured
 //! ```
 
-mod common;
-
 use backend_mongo::{Name, Store};
-use common::*;
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::RData;
 use loadtools::import::{import_file_with, ImportOptions, ImportSummary, ImportTuning, NoProgress};
+use mongodns_testkit::*;
 use signer::{SecureOptions, Validity};
 use std::collections::BTreeSet;
 use std::path::Path;

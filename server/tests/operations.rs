@@ -3,16 +3,10 @@
 //! SIGHUP reopens the query log), metrics that move, query-log lines and
 //! counted drops.
 
-mod common;
-
-use common::*;
-use std::io::{Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use mongodns_testkit::*;
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const ZONE: &str = "$ORIGIN ops.test.\n$TTL 3600\n@ IN SOA ns admin 1 3600 600 86400 300\n@ IN NS ns\nns IN A 192.0.2.1\nwww IN A 192.0.2.10\nslow IN A 192.0.2.11\n";
@@ -161,66 +155,11 @@ fn every_binary_has_a_manual_style_help() {
     }
 }
 
-/// A TCP relay to the database whose replies can be delayed.
-struct SlowRelay {
-    port: u16,
-    delay_ms: Arc<AtomicU64>,
-}
-
-impl SlowRelay {
-    fn start(target: String) -> SlowRelay {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let delay_ms = Arc::new(AtomicU64::new(0));
-        let delay = delay_ms.clone();
-        std::thread::spawn(move || {
-            for client in listener.incoming() {
-                let Ok(client) = client else { continue };
-                let Ok(db) = TcpStream::connect(&target) else {
-                    continue;
-                };
-                forward(client.try_clone().unwrap(), db.try_clone().unwrap(), None);
-                forward(db, client, Some(delay.clone()));
-            }
-        });
-        SlowRelay { port, delay_ms }
-    }
-}
-
-fn forward(mut from: TcpStream, mut to: TcpStream, delay: Option<Arc<AtomicU64>>) {
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 16384];
-        loop {
-            match from.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    if let Some(d) = &delay {
-                        let ms = d.load(Ordering::SeqCst);
-                        if ms > 0 {
-                            std::thread::sleep(Duration::from_millis(ms));
-                        }
-                    }
-                    if to.write_all(&buf[..n]).is_err() {
-                        break;
-                    }
-                }
-            }
-        }
-        let _ = to.shutdown(Shutdown::Both);
-    });
-}
-
-fn db_host_port(uri: &str) -> String {
-    let rest = uri.split("://").nth(1).unwrap();
-    let rest = rest.rsplit('@').next().unwrap();
-    rest.split(['/', '?', ',']).next().unwrap().to_string()
-}
-
 #[test]
 fn sigterm_answers_queries_in_flight_then_exits_0() {
     let db = with_zone("term");
-    let relay = SlowRelay::start(db_host_port(&database_uri()));
-    let uri = format!("mongodb://127.0.0.1:{}/?directConnection=true", relay.port);
+    let relay = Relay::to_database();
+    let uri = relay.uri();
     let control = free_tcp_port();
     let server = ServerProcess::start_with_uri(
         &uri,
@@ -235,7 +174,7 @@ fn sigterm_answers_queries_in_flight_then_exits_0() {
         ],
     );
     let port = server.port;
-    relay.delay_ms.store(600, Ordering::SeqCst);
+    relay.slow(600);
     // An uncached query: it waits on the slowed database.
     let asker = std::thread::spawn(move || {
         let q = build_query(0x5151, "slow.ops.test.", 1, None, false);
@@ -269,7 +208,7 @@ fn sigterm_answers_queries_in_flight_then_exits_0() {
     // It stopped accepting: nothing answers any more.
     let q = build_query(0x5252, "www.ops.test.", 1, None, false);
     assert!(udp_exchange(port, &q, Duration::from_millis(300)).is_none());
-    relay.delay_ms.store(0, Ordering::SeqCst);
+    relay.slow(0);
     block_on(db.drop_db());
 }
 

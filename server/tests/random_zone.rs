@@ -1,10 +1,8 @@
 //! A zone the test did not know in advance: generated from a random seed,
 //! imported, and every name asked for over UDP and TCP.
 
-mod common;
-
-use common::*;
 use hickory_proto::op::ResponseCode;
+use mongodns_testkit::*;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 

@@ -8,11 +8,9 @@
 //! versions, or a CNAME whose target is missing (NXDOMAIN) or of the
 //! other version.
 
-mod common;
-
-use common::*;
 use hickory_proto::op::ResponseCode;
 use loadtools::import::{import_file, ImportOptions, NoProgress};
+use mongodns_testkit::*;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,11 +1,9 @@
 //! End to end: zones imported into a real database, served by the real
 //! binary, asked over real UDP and TCP sockets, every section checked.
 
-mod common;
-
-use common::*;
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::RecordType;
+use mongodns_testkit::*;
 
 const ZONE: &str = r#"
 $ORIGIN example.com.

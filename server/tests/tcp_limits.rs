@@ -3,10 +3,8 @@
 //! client that pipelines and never reads is disconnected, and one source
 //! prefix gets only its share of the slots.
 
-mod common;
-
-use common::*;
 use hickory_proto::op::Message;
+use mongodns_testkit::*;
 use socket2::{Domain, Socket, Type};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};

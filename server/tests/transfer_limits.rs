@@ -4,12 +4,10 @@
 //! deleted; a large record sent in a large message, a record no message
 //! can hold fails the transfer instead of vanishing from it.
 
-mod common;
-
-use common::*;
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::RecordType;
 use mongodb::bson::{doc, Document};
+use mongodns_testkit::*;
 use socket2::{Domain, Socket, Type};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};

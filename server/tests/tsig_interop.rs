@@ -13,9 +13,7 @@
 //!       the reply (so "no warning" above is a real verdict)
 //! ```
 
-mod common;
-
-use common::*;
+use mongodns_testkit::*;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream, UdpSocket};
 use std::process::Command;

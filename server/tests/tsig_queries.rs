@@ -12,13 +12,11 @@
 //! zones (and address blocks); hmac-sha384 and hmac-sha512, checked with
 //! `dig -y` and `kdig -y` (AXFR).
 
-mod common;
-
-use common::*;
 use hickory_proto::op::Message;
 use mongodns_server::tsig::{
     sign_request, sign_request_truncated, sign_request_with_fudge, unix_now, TsigKey,
 };
+use mongodns_testkit::*;
 use std::process::Command;
 use std::time::Duration;
 

@@ -3,15 +3,13 @@
 //! malformed nodes written straight into the database give SERVFAIL for
 //! their names (never a panic) while the rest of the zone is served.
 
-mod common;
-
 use backend_mongo::dnssec_store::Nsec3Config;
 use backend_mongo::schema::{binary, node_doc, node_id, NODES};
 use backend_mongo::testing::long_wire_name;
 use backend_mongo::{Name, RRset, RType};
-use common::*;
 use hickory_proto::op::{Message, ResponseCode};
 use mongodb::bson::{doc, Document};
+use mongodns_testkit::*;
 use std::time::{Duration, Instant};
 
 const ZONE: &str = "$ORIGIN bad.test.\n$TTL 300\n@ IN SOA ns admin 1 3600 600 86400 60\n@ IN NS ns\nns IN A 192.0.2.1\nwww IN A 192.0.2.2\n";

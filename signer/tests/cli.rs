@@ -2,83 +2,32 @@
 //! exit status, key rollovers, private keys never printed, old versions
 //! left for cleanup and collected, and progress reports.
 
-use backend_mongo::testing::database_uri;
-use backend_mongo::{Name, NodeWrite, RRset, RType, Store, WriteMode};
+use backend_mongo::testing::{block_on, database_uri, example_net, runtime, unique_name, TestDb};
+use backend_mongo::{Name, NodeWrite, RRset, RType, WriteMode};
+use std::ops::Deref;
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
 use std::time::Duration;
 
-fn runtime() -> &'static tokio::runtime::Runtime {
-    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RT.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap()
-    })
-}
+/// A test database holding the small zone `example.net.`, and
+/// mongodns-sign run against it.
+struct Db(TestDb);
 
-static COUNTER: AtomicUsize = AtomicUsize::new(0);
+impl Deref for Db {
+    type Target = TestDb;
 
-struct Db {
-    name: String,
-    store: Store,
+    fn deref(&self) -> &TestDb {
+        &self.0
+    }
 }
 
 impl Db {
     /// A fresh database holding a small zone `example.net.`.
     fn new(tag: &str) -> Db {
-        let name = format!(
-            "mdt_{tag}_{}_{}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::SeqCst)
-        );
-        runtime().block_on(async {
-            let store = Store::connect(&database_uri(), &name, Duration::from_secs(10))
-                .await
-                .unwrap();
-            store.ensure_indexes().await.unwrap();
-            let zone: Name = "example.net.".parse().unwrap();
-            let mut soa =
-                b"\x03ns1\x07example\x03net\x00\x0ahostmaster\x07example\x03net\x00".to_vec();
-            for v in [1u32, 7200, 900, 1209600, 300] {
-                soa.extend_from_slice(&v.to_be_bytes());
-            }
-            let ns = b"\x03ns1\x07example\x03net\x00".to_vec();
-            let nodes = vec![
-                NodeWrite {
-                    name: zone.clone(),
-                    rrsets: vec![
-                        RRset {
-                            rtype: RType::SOA,
-                            ttl: 3600,
-                            rdata: vec![soa.into_boxed_slice()],
-                        },
-                        RRset {
-                            rtype: RType::NS,
-                            ttl: 3600,
-                            rdata: vec![ns.into_boxed_slice()],
-                        },
-                    ],
-                },
-                NodeWrite {
-                    name: "ns1.example.net.".parse().unwrap(),
-                    rrsets: vec![RRset {
-                        rtype: RType::A,
-                        ttl: 3600,
-                        rdata: vec![Box::new([192, 0, 2, 1])],
-                    }],
-                },
-            ];
-            let writer = store
-                .begin_zone_write(&zone, WriteMode::Replace)
-                .await
-                .unwrap();
-            writer.write_nodes(&nodes).await.unwrap();
-            writer.finish(Duration::ZERO).await.unwrap();
-            Db { name, store }
+        block_on(async {
+            let db = TestDb::new(tag).await;
+            let (zone, nodes) = example_net();
+            db.write_zone(&zone, &nodes).await;
+            Db(db)
         })
     }
 
@@ -116,9 +65,7 @@ impl Db {
     }
 
     fn drop_db(self) {
-        runtime().block_on(async {
-            let _ = self.store.database().drop().await;
-        });
+        block_on(self.0.drop_db());
     }
 }
 
@@ -195,11 +142,7 @@ fn verify(export: &str, zone: &str, csk: bool) {
     if let Err(e) = Command::new("dnssec-verify").arg("-h").output() {
         panic!("dnssec-verify cannot be run ({e}): install Debian's bind9-utils");
     }
-    let path = std::env::temp_dir().join(format!(
-        "signcli_{}_{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::SeqCst)
-    ));
+    let path = std::env::temp_dir().join(unique_name("signcli"));
     std::fs::write(&path, export).unwrap();
     let mut cmd = Command::new("dnssec-verify");
     if csk {

@@ -1,4 +1,5 @@
-//! `mongodns-import`: load zone files into MongoDB.
+//! `mongodns-import`: load zone files into MongoDB — the importer of
+//! `loadtools` (`loadtools::import`, `loadtools::zonefile`).
 //!
 //! ```text
 //!  flags ─► connect ─┬─ --zone Z FILE      ─► import_file_with (one zone)

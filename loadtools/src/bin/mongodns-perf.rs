@@ -1,4 +1,6 @@
-//! `mongodns-perf`: a dnsperf-style load generator, and the seed scenario.
+//! `mongodns-perf`: a dnsperf-style load generator, and the seed scenario —
+//! the perf and scenario jobs of `loadtools` (`loadtools::perf`,
+//! `loadtools::scenario`).
 //!
 //! ```text
 //!  mongodns-perf -s ADDR -p PORT -d FILE [-l S] [-c N] [-q N] [-Q N] ...

@@ -1,4 +1,5 @@
-//! `mongodns-zonegen`: deterministic synthetic zones and dnsperf query files.
+//! `mongodns-zonegen`: deterministic synthetic zones and dnsperf query files —
+//! the zonegen job of `loadtools` (`loadtools::zonegen`).
 //!
 //! ```text
 //!  big     ─► one zone of N records (streamed)

@@ -1,0 +1,178 @@
+//! Phase 5 of the run: what the writers achieved, read once they ended —
+//! the steady import's figures, the signing, and the signed zone checked.
+//!
+//! ```text
+//!  During ─► steady_import (summary line; a failed import is the run's error)
+//!         ─► signed? ─► check_at_end: AXFR + dnssec-verify + every imported
+//!                       name present ─► secure-zone again, nothing else writing
+//!         ─► signing_line ─► Outcome
+//! ```
+
+use super::children::{db_flags, spawn, Children};
+use super::concurrent::During;
+use super::run::Programs;
+use super::scrape::{last_line_starting, number_before, parse_import_line, tail, ImportRun};
+use super::signed_check::{check_signed_zone, SignedCheck};
+use super::{log, Plan, ScenarioArgs};
+use crate::zonegen::BigZone;
+use std::path::Path;
+use std::process::ExitStatus;
+use std::time::{Duration, Instant};
+
+/// What the writers achieved.
+pub(super) struct Outcome {
+    /// The steady import.
+    pub(super) steady: ImportRun,
+    /// `secure-zone` exited 0.
+    pub(super) signed: bool,
+    /// The signer's last line, or how it failed.
+    pub(super) signing_line: String,
+    /// The signed zone's check, when it was signed.
+    pub(super) check: Option<SignedCheck>,
+    /// Seconds of `secure-zone` again after the run, when it succeeded.
+    pub(super) quiet_sign: Option<f64>,
+}
+
+/// Reads the writers' outcome; checks the signed zone when it was signed.
+pub(super) async fn settle(
+    args: &ScenarioArgs,
+    plan: &Plan,
+    children: &mut Children,
+    programs: &Programs,
+    work: &Path,
+    fresh: &BigZone,
+    during: &During,
+) -> Result<Outcome, String> {
+    let steady = steady_import(args, during)?;
+    let signed = during.sign_status.is_some_and(|s| s.success());
+    let (check, quiet_sign) = if signed {
+        let end = AtEnd {
+            args,
+            plan,
+            work,
+            fresh,
+            sign_bin: &programs.sign,
+        };
+        end.check(children, &during.import_status).await?
+    } else {
+        (None, None)
+    };
+    let signing_line = signing_line(during);
+    if !signed {
+        log(format!("secure-zone: {signing_line}"));
+    }
+    Ok(Outcome {
+        steady,
+        signed,
+        signing_line,
+        check,
+        quiet_sign,
+    })
+}
+
+/// The steady import's figures from its summary line; an error when it
+/// failed, a line saying so when it was killed at the time limit.
+fn steady_import(args: &ScenarioArgs, during: &During) -> Result<ImportRun, String> {
+    let import_log = &during.writers.import_log;
+    let line = last_line_starting(import_log, "imported ");
+    match (&during.import_status, parse_import_line(&line)) {
+        (Some(s), Some((records, seconds, rate))) if s.success() => Ok(ImportRun {
+            what: "steady import".into(),
+            records,
+            seconds,
+            rate,
+            line,
+            finished: true,
+        }),
+        (Some(s), _) => Err(format!(
+            "the steady import failed ({s}):\n{}",
+            tail(import_log, 10)
+        )),
+        (None, _) => Ok(ImportRun {
+            what: "steady import".into(),
+            line: format!("not finished within {} s; killed", args.finish_timeout),
+            ..Default::default()
+        }),
+    }
+}
+
+/// The signer's last line, how it failed, or that it was killed.
+fn signing_line(during: &During) -> String {
+    let sign_log = &during.writers.sign_log;
+    match &during.sign_status {
+        Some(s) if s.success() => last_line_starting(sign_log, "secured "),
+        Some(s) => format!("failed ({s}): {}", tail(sign_log, 3).replace('\n', " / ")),
+        None => format!("not finished after {:.0} s (killed)", during.sign_secs),
+    }
+}
+
+/// What the check at the end needs.
+struct AtEnd<'a> {
+    args: &'a ScenarioArgs,
+    plan: &'a Plan,
+    work: &'a Path,
+    fresh: &'a BigZone,
+    sign_bin: &'a Path,
+}
+
+impl AtEnd<'_> {
+    /// The signed zone checked through a transfer (every name of the
+    /// steady import present when it finished into that zone), then
+    /// `secure-zone` of the same zone once more with nothing else
+    /// writing, timed.
+    async fn check(
+        &self,
+        children: &mut Children,
+        import_status: &Option<ExitStatus>,
+    ) -> Result<(Option<SignedCheck>, Option<f64>), String> {
+        let (args, plan) = (self.args, self.plan);
+        let imported_here =
+            plan.sign_apex == plan.import_apex && import_status.is_some_and(|s| s.success());
+        let expected: Vec<String> = if imported_here {
+            let fresh = self.fresh;
+            fresh
+                .names()
+                .map(|g| fresh.fqdn(&g).to_ascii_lowercase())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        log(format!(
+            "checking the signed zone {} (AXFR, dnssec-verify)",
+            plan.sign_apex
+        ));
+        let (listen, apex, dir) = (args.listen, plan.sign_apex.clone(), self.work.to_path_buf());
+        let check = tokio::task::spawn_blocking(move || {
+            check_signed_zone(listen, &apex, expected.into_iter(), &dir)
+        })
+        .await
+        .map_err(|e| format!("check: {e}"))?;
+        log(format!(
+            "signed zone: passed={} {}",
+            check.passed(),
+            check.verdict
+        ));
+        let quiet = self.sign_quietly(children).await?;
+        Ok((Some(check), quiet))
+    }
+
+    /// `secure-zone` of the zone to sign, alone: its seconds when it succeeded.
+    async fn sign_quietly(&self, children: &mut Children) -> Result<Option<f64>, String> {
+        let mut ga = db_flags(self.args);
+        ga.extend([
+            "--quiet".into(),
+            "secure-zone".into(),
+            self.plan.sign_apex.clone(),
+        ]);
+        let log_file = self.work.join("sign-quiet.log");
+        let t = Instant::now();
+        let gi = spawn(children, "mongodns-sign", self.sign_bin, &ga, &log_file)?;
+        let status = children
+            .wait(gi, Duration::from_secs_f64(self.args.finish_timeout))
+            .await;
+        Ok(status.filter(|s| s.success()).map(|_| {
+            number_before(&last_line_starting(&log_file, "secured "), "s")
+                .unwrap_or(t.elapsed().as_secs_f64())
+        }))
+    }
+}

@@ -1,0 +1,39 @@
+//! Test support for every crate's integration tests: one home for the
+//! throwaway database, the server binary, sockets, the TCP relay and zone
+//! fixtures.
+//!
+//! ```text
+//!  backend_mongo::testing (re-exported): database_uri, TestDb, block_on,
+//!                                        example_net, foreign writers
+//!  TestZoneDb + ZoneImport: a TestDb that imports zone text in-process
+//!  binary(name) ─► target/<profile>/name, built by cargo when missing
+//!  ServerProcess::start ─► mongodns-server on a free port, ready to answer
+//!  ask_udp / ask_tcp: hand-built query ─► reply parsed by hickory-proto
+//!  http / stat: the control endpoint;  Relay: a database link to cut,
+//!  freeze, slow down or listen to;  run_bounded: a child with a time limit
+//! ```
+//!
+//! A dev-dependency only. It is a crate, not a module, because it needs
+//! what `backend-mongo` may not depend on (the importer, hickory-proto) and
+//! because a test of `loadtools` or `signer` must reach it too. Tests that
+//! need only the database may use `backend_mongo::testing` directly.
+#![warn(missing_docs, unreachable_pub)]
+
+mod binaries;
+mod control;
+mod import;
+mod ports;
+mod process;
+mod query;
+mod relay;
+mod server;
+
+pub use backend_mongo::testing::*;
+pub use binaries::{bin_dir, binary};
+pub use control::{http, http_as, stat};
+pub use import::{TestZoneDb, ZoneImport};
+pub use ports::{free_port, free_tcp_port};
+pub use process::run_bounded;
+pub use query::{ask_tcp, ask_udp, build_query, lines, tcp_exchange, udp_exchange};
+pub use relay::Relay;
+pub use server::{start_with_control, ServerProcess};

@@ -1,0 +1,112 @@
+//! DNS queries built by hand and sent over real sockets.
+//!
+//! ```text
+//!  build_query(id, name, qtype, edns, rd) ─► wire bytes
+//!  udp_exchange / tcp_exchange ─► raw reply
+//!  ask_udp / ask_tcp ─► reply parsed by hickory-proto;  lines(section)
+//! ```
+
+use hickory_proto::op::Message;
+use hickory_proto::rr::Record;
+use std::io::{Read, Write};
+use std::net::{TcpStream, UdpSocket};
+use std::time::Duration;
+
+/// Builds a query. `edns` is `(udp size, DO)`.
+pub fn build_query(
+    id: u16,
+    name: &str,
+    qtype: u16,
+    edns: Option<(u16, bool)>,
+    rd: bool,
+) -> Vec<u8> {
+    let mut p = Vec::new();
+    p.extend_from_slice(&id.to_be_bytes());
+    p.extend_from_slice(&[
+        u8::from(rd),
+        0,
+        0,
+        1,
+        0,
+        0,
+        0,
+        0,
+        0,
+        u8::from(edns.is_some()),
+    ]);
+    if name != "." {
+        for label in name.trim_end_matches('.').split('.') {
+            p.push(label.len() as u8);
+            p.extend_from_slice(label.as_bytes());
+        }
+    }
+    p.push(0);
+    p.extend_from_slice(&qtype.to_be_bytes());
+    p.extend_from_slice(&1u16.to_be_bytes());
+    if let Some((size, dnssec_ok)) = edns {
+        p.push(0);
+        p.extend_from_slice(&41u16.to_be_bytes());
+        p.extend_from_slice(&size.to_be_bytes());
+        p.extend_from_slice(&[0, 0, if dnssec_ok { 0x80 } else { 0 }, 0, 0, 0]);
+    }
+    p
+}
+
+/// Sends `query` over UDP and returns the raw reply.
+pub fn udp_exchange(port: u16, query: &[u8], timeout: Duration) -> Option<Vec<u8>> {
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket.set_read_timeout(Some(timeout)).unwrap();
+    socket.send_to(query, ("127.0.0.1", port)).unwrap();
+    let mut buf = vec![0u8; 65535];
+    let (len, _) = socket.recv_from(&mut buf).ok()?;
+    buf.truncate(len);
+    Some(buf)
+}
+
+/// Sends `query` over TCP and returns the raw reply.
+pub fn tcp_exchange(port: u16, query: &[u8]) -> Vec<u8> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut framed = (query.len() as u16).to_be_bytes().to_vec();
+    framed.extend_from_slice(query);
+    stream.write_all(&framed).unwrap();
+    let mut len = [0u8; 2];
+    stream.read_exact(&mut len).unwrap();
+    let mut reply = vec![0u8; u16::from_be_bytes(len) as usize];
+    stream.read_exact(&mut reply).unwrap();
+    reply
+}
+
+/// Asks over UDP and parses the reply.
+pub fn ask_udp(port: u16, name: &str, qtype: u16, edns: Option<(u16, bool)>) -> Message {
+    let q = build_query(0x1234, name, qtype, edns, false);
+    let raw = udp_exchange(port, &q, Duration::from_secs(5)).expect("no UDP reply");
+    Message::from_vec(&raw).expect("reply does not parse")
+}
+
+/// Asks over TCP and parses the reply.
+pub fn ask_tcp(port: u16, name: &str, qtype: u16, edns: Option<(u16, bool)>) -> Message {
+    let q = build_query(0x4321, name, qtype, edns, false);
+    Message::from_vec(&tcp_exchange(port, &q)).expect("reply does not parse")
+}
+
+/// The records of a section as `owner TTL TYPE rdata` lines, sorted,
+/// owner names lower-cased.
+pub fn lines(records: &[Record]) -> Vec<String> {
+    let mut out: Vec<String> = records
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {} {} {}",
+                r.name.to_ascii().to_lowercase(),
+                r.ttl,
+                r.record_type(),
+                r.data
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
