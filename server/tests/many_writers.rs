@@ -924,3 +924,47 @@ fn the_signing_lease_is_enforced_and_a_dead_holders_is_taken_over() {
         db.drop_db().await;
     });
 }
+
+/// Two merges into one zone at once share its one resume slot: a re-run
+/// resumes only from what its own input checkpointed. (Found by the
+/// randomized test: one merge's count, moved under the other's key, made
+/// that one's re-run skip records it never wrote.)
+#[test]
+fn two_merges_into_one_zone_resume_only_from_their_own_checkpoints() {
+    let rt = runtime();
+    rt.block_on(async {
+        let db = TestZoneDb::new("mw_resume").await;
+        db.import(ZONE, &zone_text(1, true, &labels("base", 10)), true)
+            .await;
+        let z = zone();
+        let begin = |key: &'static str| {
+            let store = db.store.clone();
+            let z = z.clone();
+            async move {
+                store
+                    .begin_resumable_write(&z, backend_mongo::WriteMode::Merge, Some(key))
+                    .await
+                    .unwrap()
+            }
+        };
+        let (first, done) = begin("input-a").await;
+        assert_eq!(done, 0);
+        let (second, done) = begin("input-b").await;
+        assert_eq!(done, 0);
+        // The first merge checkpoints after the second took the slot.
+        first.checkpoint(100).await.unwrap();
+        drop(first);
+        drop(second);
+        let (_, done) = begin("input-b").await;
+        assert_eq!(
+            done, 0,
+            "a re-run of the second merge resumes from what it stored itself (nothing)"
+        );
+        let (second, _) = begin("input-b").await;
+        second.checkpoint(40).await.unwrap();
+        drop(second);
+        let (_, done) = begin("input-b").await;
+        assert_eq!(done, 40, "its own checkpoint is kept");
+        db.drop_db().await;
+    });
+}

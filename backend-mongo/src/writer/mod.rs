@@ -394,12 +394,16 @@ impl ZoneWriter {
             .store
             .lock(ZONE_LOCK, &self.zone, "checkpoint", LOCK_WAIT)
             .await?;
+        // Only while the zone's one resume slot is still this input's: two
+        // merges into one zone each take it at their start, and a count of
+        // one moved under the other's key would make that one's re-run skip
+        // records it never wrote. Under the zone lock nobody else writes
+        // the document, so the condition holds on FerretDB too.
         let r = self
             .store
             .zones
             .update_one(
-                // `_id` alone: the only filter FerretDB answers from an index.
-                doc! {"_id": self.zone.to_string()},
+                doc! {"_id": self.zone.to_string(), "resume.key": self.resume_key.as_deref()},
                 doc! {"$set": {"resume.done": done as i64}},
             )
             .await
