@@ -17,7 +17,7 @@
 //! This folder holds two crates with a border between them: `dns`
 //! (`backend-mongo/dns/`, no MongoDB) and this one, which depends on it and
 //! on the MongoDB driver. Code that needs only the model depends on `dns`.
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub)]
 
 pub mod dnssec_store;
 pub mod lock;

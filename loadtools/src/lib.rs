@@ -8,7 +8,7 @@
 //!  perf:     a dnsperf-style load generator                [mongodns-perf]
 //!  scenario: the seed replayed with all of the above       [mongodns-perf scenario]
 //! ```
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub)]
 
 pub mod import;
 pub mod perf;

@@ -15,7 +15,7 @@
 //! The importer signs what it writes into a secured zone: a replace through
 //! [`sign_after_write`] before the switch, a merge through
 //! [`merge::MergeSigner`] before each batch is written (see `docs/dnssec.md`).
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub)]
 
 mod catchup;
 pub mod crypto;

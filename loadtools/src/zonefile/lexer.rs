@@ -111,7 +111,7 @@ pub(crate) struct Lexer {
 }
 
 impl Lexer {
-    pub fn new(reader: Box<dyn BufRead + Send>) -> Lexer {
+    pub(crate) fn new(reader: Box<dyn BufRead + Send>) -> Lexer {
         Lexer {
             reader,
             line_no: 0,
@@ -121,7 +121,7 @@ impl Lexer {
     }
 
     /// The next entry, `Ok(None)` at end of input.
-    pub fn next_entry(&mut self) -> Result<Option<Entry>, LexError> {
+    pub(crate) fn next_entry(&mut self) -> Result<Option<Entry>, LexError> {
         let mut state = LineState::default();
         let mut start_line = 0;
         let mut blank_owner = false;

@@ -97,7 +97,7 @@ impl<'a> Fields<'a> {
     }
 
     /// The next token, or "missing <what>".
-    pub fn next(&mut self, what: &str) -> Result<&'a Token, String> {
+    pub(crate) fn next(&mut self, what: &str) -> Result<&'a Token, String> {
         let tok = self
             .toks
             .get(self.pos)
@@ -107,17 +107,17 @@ impl<'a> Fields<'a> {
     }
 
     /// The raw text of the next token.
-    pub fn raw(&mut self, what: &str) -> Result<&'a [u8], String> {
+    pub(crate) fn raw(&mut self, what: &str) -> Result<&'a [u8], String> {
         self.next(what).map(Token::text)
     }
 
     /// The next token without consuming it.
-    pub fn peek(&self) -> Option<&'a Token> {
+    pub(crate) fn peek(&self) -> Option<&'a Token> {
         self.toks.get(self.pos)
     }
 
     /// All remaining tokens.
-    pub fn rest(&mut self) -> &'a [Token] {
+    pub(crate) fn rest(&mut self) -> &'a [Token] {
         let rest = &self.toks[self.pos..];
         self.pos = self.toks.len();
         rest
@@ -132,7 +132,7 @@ impl<'a> Fields<'a> {
     }
 
     /// Fails if tokens are left over.
-    pub fn end(&self) -> Result<(), String> {
+    pub(crate) fn end(&self) -> Result<(), String> {
         match self.toks.get(self.pos) {
             None => Ok(()),
             Some(extra) => Err(format!("extra rdata field '{}'", extra.show())),
