@@ -136,14 +136,14 @@ fn want_behind_id(kind: LockKind, zone: &Name) -> String {
     format!("want-behind {}", lock_id(kind, zone))
 }
 
-/// How a waiter for a lock waits.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Waiting {
+/// How a waiter for a lock waits ([`Store::lock_waiting`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Waiting {
     /// Saying nothing ([`Store::lock`]).
     Quietly,
-    /// Saying so, first in line ([`Store::lock_fairly`]).
+    /// Saying so, first in line (a signer).
     First,
-    /// Saying so, behind those first in line ([`Store::lock_behind`]).
+    /// Saying so, behind those first in line (an importer's own signing).
     Behind,
 }
 
@@ -242,44 +242,22 @@ impl Store {
         what: &str,
         wait: Duration,
     ) -> Result<Held, StoreError> {
-        self.acquire(kind, zone, what, wait, Waiting::Quietly).await
+        self.lock_waiting(kind, zone, what, wait, Waiting::Quietly)
+            .await
     }
 
-    /// Takes `kind` for `zone` like [`Store::lock`], and while it waits,
-    /// says so ([`Store::is_wanted`]): writers that could do without the
-    /// lock (an importer, which can hand its names to the holder) then
-    /// leave it to this one, so a stream of them cannot starve it. The
-    /// `want` marker is refreshed every second and lives [`WANT_TTL`]
+    /// Takes `kind` for `zone` like [`Store::lock`], waiting as `waiting`
+    /// says: [`Waiting::First`] says so while it waits ([`Store::is_wanted`]):
+    /// writers that could do without the lock (an importer, which can hand
+    /// its names to the holder) then leave it to this one, so a stream of
+    /// them cannot starve it; [`Waiting::Behind`] also says so, but does not
+    /// try while a [`Waiting::First`] waiter waits: for writers whose work
+    /// the others also do (an importer signing what it wrote unsigned: a
+    /// signer that takes the lease after it signs those names too). A
+    /// waiter's marker is refreshed every second and lives [`WANT_TTL`]
     /// unrefreshed: a waiter that dies stops holding the others back within
     /// seconds.
-    pub async fn lock_fairly(
-        &self,
-        kind: LockKind,
-        zone: &Name,
-        what: &str,
-        wait: Duration,
-    ) -> Result<Held, StoreError> {
-        self.acquire(kind, zone, what, wait, Waiting::First).await
-    }
-
-    /// Takes `kind` for `zone` like [`Store::lock_fairly`], but behind every
-    /// writer waiting in [`Store::lock_fairly`]: it does not try while one
-    /// waits. For writers whose work the others also do (an importer
-    /// signing what it wrote unsigned: a signer that takes the lease after
-    /// it signs those names too), so that they never starve a signer.
-    pub async fn lock_behind(
-        &self,
-        kind: LockKind,
-        zone: &Name,
-        what: &str,
-        wait: Duration,
-    ) -> Result<Held, StoreError> {
-        self.acquire(kind, zone, what, wait, Waiting::Behind).await
-    }
-
-    /// The waiting loop of [`Store::lock`], [`Store::lock_fairly`] and
-    /// [`Store::lock_behind`].
-    async fn acquire(
+    pub async fn lock_waiting(
         &self,
         kind: LockKind,
         zone: &Name,
@@ -366,7 +344,7 @@ impl Store {
     }
 
     /// True while a writer waits for `kind` of `zone` in
-    /// [`Store::lock_fairly`] or [`Store::lock_behind`].
+    /// [`Store::lock_waiting`].
     pub async fn is_wanted(&self, kind: LockKind, zone: &Name) -> Result<bool, StoreError> {
         Ok(self.wanted_by(&want_id(kind, zone)).await?
             || self.wanted_by(&want_behind_id(kind, zone)).await?)

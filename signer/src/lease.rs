@@ -4,7 +4,7 @@
 //!  take(zone, what) ─► Store::lock(SIGN_LEASE) (waits up to the lease wait)
 //!     ├─ held ─► renewed in the background while the signer runs
 //!     └─ busy ─► SignError::Busy naming the holder and its expiry
-//!  take_behind_signers(zone) ─► Store::lock_behind: as take, but never
+//!  take_behind_signers(zone) ─► Store::lock_waiting (behind): as take, but never
 //!     before a signer waiting in take (an importer's own unsigned names)
 //!  a killed holder stops renewing; after the lease's 30 s anyone takes over
 //! ```
@@ -15,7 +15,7 @@
 //! "Concurrency").
 
 use crate::SignError;
-use backend_mongo::lock::{Held, RenewGuard, SIGN_LEASE};
+use backend_mongo::lock::{Held, RenewGuard, Waiting, SIGN_LEASE};
 use backend_mongo::{Name, Store, StoreError};
 use std::time::Duration;
 
@@ -74,7 +74,11 @@ pub async fn take(
     what: &str,
     wait: Duration,
 ) -> Result<Lease, SignError> {
-    held_or_busy(store.lock_fairly(SIGN_LEASE, zone, what, wait).await)
+    held_or_busy(
+        store
+            .lock_waiting(SIGN_LEASE, zone, what, wait, Waiting::First)
+            .await,
+    )
 }
 
 /// Takes the signing lease like [`take`], but behind every signer that
@@ -87,7 +91,11 @@ pub async fn take_behind_signers(
     what: &str,
     wait: Duration,
 ) -> Result<Lease, SignError> {
-    held_or_busy(store.lock_behind(SIGN_LEASE, zone, what, wait).await)
+    held_or_busy(
+        store
+            .lock_waiting(SIGN_LEASE, zone, what, wait, Waiting::Behind)
+            .await,
+    )
 }
 
 /// The lease taken, renewed from now on; or who holds it.

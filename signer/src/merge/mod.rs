@@ -17,8 +17,9 @@
 //!                          the listed names as stored now (point lookups);
 //!                          deleted or emptied ones leave the chain (their
 //!                          predecessor relinked first), the rest as above
-//!  both go through settle: chain, signatures, and writes of only the
-//!  documents that differ from what is stored; take_touched() lists them
+//!  both go through settle (settle.rs): chain, signatures, and writes of
+//!  only the documents that differ from what is stored; take_touched()
+//!  lists them
 //! ```
 //!
 //! Every document update is single-document atomic, so a reader sees a
@@ -34,9 +35,7 @@
 
 use crate::plan::{self, signer_owned, KeySet, SignOptions};
 use crate::SignError;
-use backend_mongo::dnssec_store::{
-    changed_owners, DnssecConfig, FullNode, NodeChange, Nsec3Config, SignedRRset,
-};
+use backend_mongo::dnssec_store::{DnssecConfig, FullNode, NodeChange, Nsec3Config, SignedRRset};
 use backend_mongo::{NodeWrite, RRset, Store, StoreError, WriteStats};
 use dns::dnssec::{bitmap_types, nsec3_hash, rrset_digest, type_bitmap};
 use dns::encoding::{base32hex, from_base32hex};
@@ -44,6 +43,8 @@ use dns::serial::soa_serial;
 use dns::{Name, RType};
 use futures::future::try_join_all;
 use std::collections::{BTreeMap, HashMap};
+
+mod settle;
 
 /// One link of the chain as held in memory.
 #[derive(Clone, Debug)]
@@ -541,261 +542,6 @@ impl MergeSigner {
         self.chain.insert(pred_key.clone(), link.clone());
         neighbours.insert(pred_key, link);
         Some(old_next)
-    }
-
-    /// The chain, signing and writes for nodes in their final content
-    /// (see the module documentation); nodes equal to what is stored are
-    /// not written.
-    async fn settle(&mut self, store: &Store, entries: Vec<Entry>) -> Result<Settled, SignError> {
-        let chain_type = if self.nsec3.is_some() {
-            RType::NSEC3
-        } else {
-            RType::NSEC
-        };
-        let mut nodes: Vec<FullNode> = Vec::with_capacity(entries.len());
-        let mut stored: Vec<Option<FullNode>> = Vec::with_capacity(entries.len());
-        let mut exists: Vec<bool> = Vec::with_capacity(entries.len());
-        let mut kinds: Vec<(bool, bool, bool)> = Vec::with_capacity(entries.len()); // (occluded, delegation, member)
-        for e in entries {
-            let occluded =
-                e.node.name != self.zone && self.is_occluded(store, &e.node.name).await?;
-            let delegation = e.node.name != self.zone && e.node.get(RType::NS).is_some();
-            let member = self.is_member(&e.node, e.exists, occluded, delegation);
-            nodes.push(e.node);
-            stored.push(e.stored);
-            exists.push(e.exists);
-            kinds.push((occluded, delegation, member));
-        }
-        let mut neighbours: BTreeMap<String, Link> = BTreeMap::new();
-        // Names that leave the chain: their predecessors skip them.
-        let mut leaving: Vec<(String, Name)> = Vec::new();
-        for (i, node) in nodes.iter_mut().enumerate() {
-            let key = self.chain_key(&node.name);
-            if kinds[i].2 || !self.chain.contains_key(&key) {
-                continue;
-            }
-            if self
-                .relink_predecessor(&key, None, &mut neighbours)
-                .is_none()
-            {
-                self.full_resign = true;
-                continue;
-            }
-            let link = self.chain.remove(&key).expect("checked");
-            neighbours.remove(&key);
-            leaving.push((key, link.owner));
-            if self.nsec3.is_none() {
-                node.rrsets.retain(|r| r.rrset.rtype != RType::NSEC);
-                node.dk = None;
-            }
-        }
-        // The chain: new members, changed bitmaps.
-        let mut nsec3_nodes: BTreeMap<String, FullNode> = BTreeMap::new();
-        for (i, node) in nodes.iter_mut().enumerate() {
-            let (_, delegation, member) = kinds[i];
-            if !member {
-                continue;
-            }
-            let key = self.chain_key(&node.name);
-            let types = self.chain_types(node, delegation);
-            let owner = match &self.nsec3 {
-                None => node.name.clone(),
-                Some(_) => self
-                    .zone
-                    .prepend(key.as_bytes())
-                    .map_err(|e| SignError::Usage(format!("NSEC3 owner: {e}")))?,
-            };
-            let (next_key, next_owner) = match self.chain.get(&key) {
-                // Already a member: keep its next, refresh its bitmap.
-                Some(link) => self.next_of(&link.record.rrset.rdata[0]),
-                // New: after the greatest key below it (wrapping).
-                None => match self.relink_predecessor(&key, Some(&owner), &mut neighbours) {
-                    Some(next) => next,
-                    None => {
-                        // An empty chain: the zone was never signed properly.
-                        self.full_resign = true;
-                        continue;
-                    }
-                },
-            };
-            let rd = self.chain_rdata(&next_key, &next_owner, &types);
-            let prev = self.chain.get(&key).map(|l| l.record.clone());
-            let record = SignedRRset {
-                rrset: RRset {
-                    rtype: chain_type,
-                    ttl: self.neg_ttl,
-                    rdata: vec![rd.into_boxed_slice()],
-                },
-                sigs: prev.as_ref().map(|p| p.sigs.clone()).unwrap_or_default(),
-                sd: prev.as_ref().and_then(|p| p.sd),
-            };
-            self.chain.insert(
-                key.clone(),
-                Link {
-                    owner: owner.clone(),
-                    record: record.clone(),
-                },
-            );
-            neighbours.remove(&key);
-            match &self.nsec3 {
-                None => {
-                    node.rrsets.retain(|r| r.rrset.rtype != RType::NSEC);
-                    node.rrsets.push(record);
-                    node.dk = Some(key);
-                }
-                Some(_) => {
-                    nsec3_nodes.insert(
-                        key.clone(),
-                        FullNode {
-                            name: owner,
-                            rrsets: vec![record],
-                            dk: Some(key),
-                            nsec3: true,
-                        },
-                    );
-                }
-            }
-        }
-        // Neighbours that are themselves written in this batch carry their
-        // final record already.
-        for (k, link) in neighbours.iter() {
-            if self.nsec3.is_some() {
-                if let Some(n) = nsec3_nodes.get_mut(k) {
-                    n.rrsets = vec![link.record.clone()];
-                }
-            } else if let Some(n) = nodes.iter_mut().find(|n| n.dk.as_deref() == Some(k)) {
-                n.rrsets.retain(|r| r.rrset.rtype != RType::NSEC);
-                n.rrsets.push(link.record.clone());
-            }
-        }
-        // Sign: data RRsets whose digest changed, and chain records.
-        let mut all: Vec<FullNode> = Vec::new();
-        let mut jobs = Vec::new();
-        for (i, node) in nodes.into_iter().enumerate() {
-            let (occluded, delegation, _) = kinds[i];
-            let idx = all.len();
-            for (s, set) in node.rrsets.iter().enumerate() {
-                let t = set.rrset.rtype;
-                let sign = !occluded && (!delegation || matches!(t, RType::DS | RType::NSEC));
-                let digest = rrset_digest(set.rrset.ttl, &set.rrset.rdata);
-                if sign && set.sd != Some(digest) {
-                    jobs.push((idx, s, digest));
-                }
-            }
-            all.push(node);
-        }
-        let split = all.len();
-        for n in nsec3_nodes.into_values() {
-            let idx = all.len();
-            let set = &n.rrsets[0];
-            let digest = rrset_digest(set.rrset.ttl, &set.rrset.rdata);
-            if set.sd != Some(digest) {
-                jobs.push((idx, 0, digest));
-            }
-            all.push(n);
-        }
-        let split_nsec3 = all.len();
-        let mut written_neighbours = Vec::new();
-        for (k, link) in neighbours {
-            let in_batch = if self.nsec3.is_some() {
-                all[split..split_nsec3]
-                    .iter()
-                    .any(|n| n.dk.as_deref() == Some(&k))
-            } else {
-                all[..split].iter().any(|n| n.dk.as_deref() == Some(&k))
-            };
-            if in_batch {
-                continue;
-            }
-            let idx = all.len();
-            let digest = rrset_digest(link.record.rrset.ttl, &link.record.rrset.rdata);
-            jobs.push((idx, 0, digest));
-            all.push(FullNode {
-                name: link.owner.clone(),
-                rrsets: vec![link.record],
-                dk: Some(k),
-                nsec3: self.nsec3.is_some(),
-            });
-            written_neighbours.push(idx);
-        }
-        let plan_jobs: Vec<plan::Job> = jobs
-            .iter()
-            .map(|(n, s, _)| plan::Job {
-                node: *n,
-                set: *s,
-                ksk: false,
-            })
-            .collect();
-        let signed = plan::sign_all(&mut all, &plan_jobs, &self.keys, &self.options, &|_| {});
-        let mut resigned = vec![false; all.len()];
-        for (n, s, digest) in &jobs {
-            all[*n].rrsets[*s].sd = Some(*digest);
-            resigned[*n] = true;
-        }
-        // Keep the in-memory chain's copies signed, for later relinks.
-        for n in &all {
-            if let (Some(dk), Some(rec)) = (&n.dk, n.get(chain_type)) {
-                if let Some(link) = self.chain.get_mut(dk) {
-                    link.record = rec.clone();
-                }
-            }
-        }
-        // Write 1: the batch's changed nodes and NSEC3 nodes (never
-        // recreating a node another writer deleted); write 2: neighbours,
-        // then what leaves the chain.
-        let mut first: Vec<NodeChange> = Vec::with_capacity(split_nsec3);
-        for (i, n) in all[..split].iter().enumerate() {
-            if exists[i] && !same_node(stored[i].as_ref(), n) {
-                first.push(NodeChange::PutRRsets(n.clone()));
-            }
-        }
-        for (i, n) in all[split..split_nsec3].iter().enumerate() {
-            if resigned[split + i] {
-                first.push(NodeChange::PutNsec3(n.clone()));
-            }
-        }
-        let mut second: Vec<NodeChange> = written_neighbours
-            .iter()
-            .map(|&i| {
-                let n = &all[i];
-                if n.nsec3 {
-                    NodeChange::PutNsec3(n.clone())
-                } else {
-                    NodeChange::Own {
-                        name: n.name.clone(),
-                        rtype: RType::NSEC,
-                        set: Some(n.rrsets[0].clone()),
-                    }
-                }
-            })
-            .collect();
-        for (key, owner) in leaving {
-            if self.nsec3.is_some() {
-                second.push(NodeChange::DeleteNsec3(key));
-            } else if let Some(i) = stored[..split]
-                .iter()
-                .position(|s| s.as_ref().is_some_and(|s| s.name == owner))
-            {
-                // Still stored (emptied or occluded): drop its NSEC.
-                second.push(NodeChange::Own {
-                    name: stored[i].as_ref().expect("found").name.clone(),
-                    rtype: RType::NSEC,
-                    set: None,
-                });
-                second.push(NodeChange::DenialKey {
-                    name: owner,
-                    dk: None,
-                });
-            }
-        }
-        store.apply_changes(&self.zone, self.ver, &first).await?;
-        store.apply_changes(&self.zone, self.ver, &second).await?;
-        self.touched.extend(changed_owners(&self.zone, &first));
-        self.touched.extend(changed_owners(&self.zone, &second));
-        Ok(Settled {
-            written: (first.len() + second.len()) as u64,
-            signed,
-        })
     }
 
     /// The owner names written since the last call (for the writer's
