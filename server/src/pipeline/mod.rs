@@ -21,6 +21,7 @@ pub mod dnssec;
 mod failure;
 pub mod lookup;
 pub mod render;
+pub mod section;
 mod signed;
 pub mod transfer;
 
@@ -267,12 +268,23 @@ impl<B: Backend> Responder<B> {
         else {
             return Ok(None);
         };
-        let mut answer =
-            answer::solve_answer(backend, zone.clone(), &query.qname, query.qtype).await?;
+        let (qname, qtype) = (&query.qname, query.qtype);
+        let mut answer = answer::solve_answer(backend, zone.clone(), qname, qtype).await?;
+        // DO=1: each section's DNSSEC step right after it, as Knot runs them.
+        let mut signed = query
+            .edns
+            .is_some_and(|e| e.dnssec_ok)
+            .then(|| dnssec::SignedZones::new(&answer.zone));
+        if let Some(zones) = &mut signed {
+            dnssec::sign_answer(backend, zones, &mut answer).await?;
+        }
         answer::solve_authority(backend, &mut answer).await?;
+        if let Some(zones) = &mut signed {
+            dnssec::prove_denial(backend, zones, &mut answer).await?;
+        }
         answer::solve_additional(backend, &mut answer).await?;
-        if query.edns.is_some_and(|e| e.dnssec_ok) {
-            dnssec::decorate(backend, &mut answer, &query.qname, query.qtype).await?;
+        if let Some(zones) = &mut signed {
+            dnssec::sign_additional(backend, zones, &mut answer).await?;
         }
         Ok(Some((zone, answer)))
     }

@@ -101,8 +101,8 @@ pub fn render(
     }
     if !truncated {
         // Additional data is optional: leave out what does not fit, an RRset
-        // together with the RRSIGs that follow it (dnssec::decorate puts
-        // them right after it).
+        // together with the RRSIGs that follow it (dnssec::sign_additional
+        // puts them right after it).
         let mut covered: Option<(Mark, bool)> = None;
         for placed in &answer.additional {
             if placed.rrset.rtype == RType::RRSIG {
