@@ -15,7 +15,7 @@
 use super::{render, Responder, Transport};
 use crate::backend::Backend;
 use crate::tsig;
-use crate::wire::{parse_query, Rcode};
+use crate::wire::{parse_query, Query, Rcode};
 
 impl<B: Backend> Responder<B> {
     /// A query with a TSIG record (RFC 8945): verified, answered as the
@@ -62,14 +62,7 @@ impl<B: Backend> Responder<B> {
             }
             tsig::Verified::Failed(failure) => {
                 tracing::debug!(qname = %query.qname, error = failure.error, "query with a bad TSIG: NOTAUTH");
-                let mut reply = render::rcode_only(&unsigned, &query, Rcode::NOTAUTH, max_udp);
-                failure.append_to(&mut reply);
-                if reply.len() > limit {
-                    reply = render::rcode_only(&unsigned, &query, Rcode::NOTAUTH, max_udp);
-                    // TC: the whole error comes over TCP.
-                    reply[2] |= (crate::wire::flags::TC >> 8) as u8;
-                }
-                Some(reply)
+                Some(notauth_reply(&unsigned, &query, failure, limit, max_udp))
             }
             tsig::Verified::Signed(mut signer) => {
                 let reply = Box::pin(self.respond(&unsigned, transport)).await?;
@@ -84,4 +77,22 @@ impl<B: Backend> Responder<B> {
             }
         })
     }
+}
+
+/// NOTAUTH with the TSIG error of `failure`; over `limit`, the question
+/// alone with TC (the whole error comes over TCP).
+fn notauth_reply(
+    unsigned: &[u8],
+    query: &Query,
+    failure: tsig::TsigFailure,
+    limit: usize,
+    max_udp: u16,
+) -> Vec<u8> {
+    let mut reply = render::rcode_only(unsigned, query, Rcode::NOTAUTH, max_udp);
+    failure.append_to(&mut reply);
+    if reply.len() > limit {
+        reply = render::rcode_only(unsigned, query, Rcode::NOTAUTH, max_udp);
+        reply[2] |= (crate::wire::flags::TC >> 8) as u8;
+    }
+    reply
 }
