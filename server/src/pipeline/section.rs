@@ -92,3 +92,40 @@ fn same_kind(a: &RRset, b: &RRset) -> bool {
     };
     a.rtype == b.rtype && (a.rtype != RType::RRSIG || covered(a) == covered(b))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rrset(rtype: RType, rdata: &[u8]) -> Arc<RRset> {
+        Arc::new(RRset {
+            rtype,
+            ttl: 300,
+            rdata: vec![rdata.into()],
+        })
+    }
+
+    #[test]
+    fn an_rrset_goes_in_once_and_rrsigs_by_the_type_they_cover() {
+        let owner: Name = "a.example.".parse().unwrap();
+        let other: Name = "b.example.".parse().unwrap();
+        let a = rrset(RType::A, &[192, 0, 2, 1]);
+        let sig_a = rrset(RType::RRSIG, &[0, 1, 13, 2]);
+        let sig_aaaa = rrset(RType::RRSIG, &[0, 28, 13, 2]);
+        let mut section = Section::default();
+        assert!(section.push(&owner, &a));
+        assert!(!section.push(&owner, &rrset(RType::A, &[192, 0, 2, 2])));
+        assert!(section.push(&other, &a));
+        assert!(section.push(&owner, &sig_a));
+        assert!(section.push(&owner, &sig_aaaa));
+        assert!(!section.push(&owner, &sig_a));
+        section.push_repeated(&owner, &a);
+        let placed: Vec<_> = section
+            .iter()
+            .map(|p| (p.owner.clone(), p.rrset.rtype))
+            .collect();
+        assert_eq!(placed.len(), 5);
+        assert!(section.holds_type(&other, RType::A));
+        assert!(!section.holds_type(&other, RType::AAAA));
+    }
+}
