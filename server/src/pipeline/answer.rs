@@ -5,9 +5,12 @@
 //!                  (HIT, NODATA, NXDOMAIN, DELEG, YXDOMAIN, ending zone);
 //!                  each alias target is looked up in the deepest served
 //!                  zone holding it; ANY takes one RRset (RFC 8482);
-//!                  RRSIG takes every signature at the name
+//!                  RRSIG takes every signature at the name; records on
+//!                  the way what it found (Found: each RRset's source node,
+//!                  wildcard and closest encloser, final name, cut)
 //!  solve_authority State ─► SOA (negative TTL, RFC 2308) or NS (referral)
 //!  solve_additional NS/MX/SRV targets in the zone ─► A, AAAA
+//!  every RRset goes in through Section::push (section.rs): once a section
 //! ```
 
 use super::lookup::{self, Walk};
