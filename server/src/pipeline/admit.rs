@@ -8,21 +8,37 @@
 //!     ─► a transfer slot free (max_transfers)? ── no ──► REFUSED
 //!     ─► spawn transfer::run (the transfer store, not the query path's
 //!        database gate) ─► TcpReply::Stream: first message, then the rest
+//!  IXFR over UDP ─► ixfr_udp_reply: our SOA alone ("ask again over TCP"),
+//!     SERVFAIL on a fault or after query_timeout
 //! ```
 
-use super::{render, transfer, Responder, TRANSFER_TIMEOUT};
+use super::{render, transfer, Responder};
 use crate::backend::Backend;
 use crate::frontend::{TcpPeer, TcpReply};
 use crate::guard::{bump, GUARD};
 use crate::tsig;
 use crate::wire::{Query, Rcode};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// Messages of one transfer built ahead of the socket.
 const TRANSFER_QUEUE: usize = 4;
 
+/// Time allowed for reading and packing a whole zone transfer.
+pub(crate) const TRANSFER_TIMEOUT: Duration = Duration::from_secs(300);
+
 impl<B: Backend> Responder<B> {
+    /// An IXFR over UDP: our SOA alone, "ask again over TCP" (RFC 1995 §2).
+    pub(super) async fn ixfr_udp_reply(&self, packet: &[u8], query: &Query) -> Vec<u8> {
+        let max_udp = self.config.max_udp_size;
+        let work = transfer::ixfr_over_udp(&*self.backend, packet, query, max_udp);
+        match tokio::time::timeout(self.config.query_timeout, work).await {
+            Ok(Ok(reply)) => reply,
+            _ => render::rcode_only(packet, query, Rcode::SERVFAIL, max_udp),
+        }
+    }
+
     /// A zone transfer: admitted here, then streamed by a task of its own.
     pub(super) async fn transfer(&self, packet: &[u8], query: &Query, peer: &TcpPeer) -> TcpReply {
         let max_udp = self.config.max_udp_size;

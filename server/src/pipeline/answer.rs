@@ -5,26 +5,23 @@
 //!                  (HIT, NODATA, NXDOMAIN, DELEG, YXDOMAIN, ending zone);
 //!                  each alias target is looked up in the deepest served
 //!                  zone holding it; ANY takes one RRset (RFC 8482);
-//!                  RRSIG takes every signature at the name
+//!                  RRSIG takes every signature at the name; records on
+//!                  the way what it found (Found: each RRset's source node,
+//!                  wildcard and closest encloser, final name, cut)
 //!  solve_authority State ─► SOA (negative TTL, RFC 2308) or NS (referral)
 //!  solve_additional NS/MX/SRV targets in the zone ─► A, AAAA
+//!  every RRset goes in through Section::push (section.rs): once a section
 //! ```
 
 use super::lookup::{self, Walk};
+use super::section::Section;
 use crate::backend::Backend;
 use crate::wire::Rcode;
 use backend_mongo::{Name, Node, RRset, RType, StoreError, ZoneInfo};
 use futures::future::try_join_all;
 use std::sync::Arc;
 
-/// One RRset placed in a reply, under an owner name.
-#[derive(Clone, Debug)]
-pub struct Placed {
-    /// Owner name as it goes on the wire.
-    pub owner: Name,
-    /// The records.
-    pub rrset: Arc<RRset>,
-}
+pub use super::section::Placed;
 
 /// How the answer stage ended (Knot's small state value).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,13 +48,79 @@ pub struct Answer {
     /// AA: false only for a referral with nothing answered before it.
     pub authoritative: bool,
     /// Answer section.
-    pub answer: Vec<Placed>,
+    pub answer: Section,
     /// Authority section.
-    pub authority: Vec<Placed>,
+    pub authority: Section,
     /// Additional section (may be dropped to fit).
-    pub additional: Vec<Placed>,
-    /// The cut, for a referral.
-    cut: Option<(Name, Arc<Node>)>,
+    pub additional: Section,
+    /// What the answer stage found on its way, for the later stages.
+    pub found: Found,
+}
+
+/// What the answer stage found, recorded as it went (Knot keeps the same
+/// in its query data) so that no later stage walks the names again.
+#[derive(Clone, Debug)]
+pub struct Found {
+    /// Where the answer RRsets came from, in the order they were placed.
+    pub sources: Vec<Source>,
+    /// The last name looked up: the end of the CNAME/DNAME chain inside
+    /// the zones we serve.
+    pub final_name: Name,
+    /// The node at `final_name`, when the name exists.
+    pub final_node: Option<Arc<Node>>,
+    /// The closest encloser of `final_name`, when the name does not exist
+    /// (NXDOMAIN, or answered by a wildcard).
+    pub closest_encloser: Option<Name>,
+    /// The wildcard `*.closest_encloser` that answered for `final_name`.
+    pub wildcard: Option<Arc<Node>>,
+    /// The zone cut, for a referral: its owner and node.
+    pub cut: Option<(Name, Arc<Node>)>,
+}
+
+/// Where the RRsets of one type placed at one owner came from.
+#[derive(Clone, Debug)]
+pub struct Source {
+    /// The owner they were placed under.
+    pub owner: Name,
+    /// Their type (RRSIG for an RRSIG question).
+    pub rtype: RType,
+    /// The stored node holding them and their signatures; `None` for a
+    /// CNAME made from a DNAME, which has none (RFC 6672 §5.3.1).
+    pub node: Option<Arc<Node>>,
+    /// Set when `node` is the wildcard `*.closest_encloser` and `owner`
+    /// was synthesised from it.
+    pub closest_encloser: Option<Name>,
+}
+
+impl Found {
+    fn new(qname: &Name) -> Self {
+        Found {
+            sources: Vec::new(),
+            final_name: qname.clone(),
+            final_node: None,
+            closest_encloser: None,
+            wildcard: None,
+            cut: None,
+        }
+    }
+
+    /// Notes that `name` was looked up and what the walk found there.
+    fn looked_up(&mut self, name: &Name, walked: &Walk) {
+        self.final_name = name.clone();
+        self.final_node = None;
+        self.closest_encloser = None;
+        self.wildcard = None;
+        match walked {
+            Walk::Exact(node) => self.final_node = Some(node.clone()),
+            Walk::Wildcard { closest, source } => {
+                self.closest_encloser = Some(closest.clone());
+                self.wildcard = Some(source.clone());
+            }
+            Walk::NxDomain { closest } => self.closest_encloser = Some(closest.clone()),
+            Walk::Delegation { cut, node } => self.cut = Some((cut.clone(), node.clone())),
+            Walk::Dname { .. } => {}
+        }
+    }
 }
 
 impl Answer {
@@ -67,6 +130,21 @@ impl Answer {
             Outcome::NxDomain => Rcode::NXDOMAIN,
             Outcome::YxDomain => Rcode::YXDOMAIN,
             _ => Rcode::NOERROR,
+        }
+    }
+
+    /// Places `rrset` at `owner` in the answer section and notes where it
+    /// came from. A DNAME may stand more than once (once for each name of
+    /// the chain it rewrites); anything else at most once.
+    fn place(&mut self, owner: &Name, rrset: &Arc<RRset>, source: Source) {
+        if rrset.rtype == RType::DNAME {
+            self.answer.push_repeated(owner, rrset);
+        } else {
+            self.answer.push(owner, rrset);
+        }
+        let known = |s: &Source| s.owner == source.owner && s.rtype == source.rtype;
+        if !self.found.sources.iter().any(known) {
+            self.found.sources.push(source);
         }
     }
 }
@@ -86,10 +164,10 @@ pub async fn solve_answer<B: Backend>(
         outcome: Outcome::Hit,
         zone,
         authoritative: true,
-        answer: Vec::new(),
-        authority: Vec::new(),
-        additional: Vec::new(),
-        cut: None,
+        answer: Section::default(),
+        authority: Section::default(),
+        additional: Section::default(),
+        found: Found::new(qname),
     };
     let mut name = qname.clone();
     let mut seen: Vec<Name> = Vec::new();
@@ -100,46 +178,18 @@ pub async fn solve_answer<B: Backend>(
         }
         seen.push(name.clone());
         let walked = lookup::walk(backend, &answer.zone, &name, qtype).await?;
+        answer.found.looked_up(&name, &walked);
         let next = match walked {
-            Walk::Exact(node) => take_node(&mut answer, &name, &node, qtype),
-            Walk::Wildcard { source, .. } => take_node(&mut answer, &name, &source, qtype),
-            Walk::Delegation { cut, node } => {
+            Walk::Exact(node) => take_node(&mut answer, &name, &node, qtype, None),
+            Walk::Wildcard { source, closest } => {
+                take_node(&mut answer, &name, &source, qtype, Some(closest))
+            }
+            Walk::Delegation { .. } => {
                 answer.outcome = Outcome::Delegation;
                 answer.authoritative = !answer.answer.is_empty();
-                answer.cut = Some((cut, node));
                 None
             }
-            Walk::Dname { owner, node } => {
-                let dname = node.rrset(RType::DNAME).cloned().expect("walk saw a DNAME");
-                answer.answer.push(Placed {
-                    owner: owner.clone(),
-                    rrset: dname.clone(),
-                });
-                let Some(target) = dname.rdata.first().and_then(|rd| Name::from_wire(rd).ok())
-                else {
-                    return Ok(answer);
-                };
-                match name.replace_suffix(&owner, &target) {
-                    Ok(new_name) => {
-                        answer.answer.push(Placed {
-                            owner: name.clone(),
-                            rrset: Arc::new(RRset {
-                                rtype: RType::CNAME,
-                                ttl: dname.ttl,
-                                rdata: vec![new_name.as_wire().into()],
-                            }),
-                        });
-                        answer.outcome = Outcome::Hit;
-                        // A CNAME question is answered by the synthesised
-                        // CNAME itself (RFC 6672 §3.2): nothing to follow.
-                        (qtype != RType::CNAME).then_some(new_name)
-                    }
-                    Err(_) => {
-                        answer.outcome = Outcome::YxDomain;
-                        None
-                    }
-                }
-            }
+            Walk::Dname { owner, node } => follow_dname(&mut answer, &name, &owner, &node, qtype),
             Walk::NxDomain { .. } => {
                 answer.outcome = Outcome::NxDomain;
                 None
@@ -162,18 +212,64 @@ pub async fn solve_answer<B: Backend>(
     }
 }
 
-/// Takes what `node` has for `qtype`; returns a CNAME target to follow.
-fn take_node(answer: &mut Answer, owner: &Name, node: &Node, qtype: RType) -> Option<Name> {
+/// Places the DNAME at `owner` and the CNAME it makes for `name`; returns
+/// the new name to follow.
+fn follow_dname(
+    answer: &mut Answer,
+    name: &Name,
+    owner: &Name,
+    node: &Arc<Node>,
+    qtype: RType,
+) -> Option<Name> {
+    let dname = node.rrset(RType::DNAME).cloned().expect("walk saw a DNAME");
+    answer.place(owner, &dname, source(owner, RType::DNAME, Some(node), None));
+    let target = dname
+        .rdata
+        .first()
+        .and_then(|rd| Name::from_wire(rd).ok())?;
+    let Ok(new_name) = name.replace_suffix(owner, &target) else {
+        answer.outcome = Outcome::YxDomain;
+        return None;
+    };
+    let cname = Arc::new(RRset {
+        rtype: RType::CNAME,
+        ttl: dname.ttl,
+        rdata: vec![new_name.as_wire().into()],
+    });
+    answer.place(name, &cname, source(name, RType::CNAME, None, None));
+    answer.outcome = Outcome::Hit;
+    // A CNAME question is answered by the synthesised CNAME itself
+    // (RFC 6672 §3.2): nothing to follow.
+    (qtype != RType::CNAME).then_some(new_name)
+}
+
+/// A [`Source`] record.
+fn source(owner: &Name, rtype: RType, node: Option<&Arc<Node>>, closest: Option<Name>) -> Source {
+    Source {
+        owner: owner.clone(),
+        rtype,
+        node: node.cloned(),
+        closest_encloser: closest,
+    }
+}
+
+/// Takes what `node` has for `qtype` (`node` is the wildcard
+/// `*.closest` when `closest` is set); returns a CNAME target to follow.
+fn take_node(
+    answer: &mut Answer,
+    owner: &Name,
+    node: &Arc<Node>,
+    qtype: RType,
+    closest: Option<Name>,
+) -> Option<Name> {
+    let from = |rtype| source(owner, rtype, Some(node), closest.clone());
     if qtype == RType::ANY {
         // RFC 8482 §4.1: answer with one RRset of the name, not all of them.
         // We take the one with the lowest type number, as Knot does, so the
         // choice is stable (see docs/conformance.md).
         match node.rrsets.iter().min_by_key(|r| r.rtype.0) {
             Some(rrset) => {
-                answer.answer.push(Placed {
-                    owner: owner.clone(),
-                    rrset: rrset.clone(),
-                });
+                answer.place(owner, rrset, from(rrset.rtype));
                 answer.outcome = Outcome::Hit;
             }
             None => answer.outcome = Outcome::NoData,
@@ -184,27 +280,18 @@ fn take_node(answer: &mut Answer, owner: &Name, node: &Node, qtype: RType) -> Op
         // RRSIG asked for: every signature at the name, one RRSIG RRset per
         // covered type, as NSD does; never followed through a CNAME.
         for sigs in &node.sigs {
-            answer.answer.push(Placed {
-                owner: owner.clone(),
-                rrset: sigs.clone(),
-            });
+            answer.place(owner, sigs, from(RType::RRSIG));
         }
         answer.outcome = Outcome::Hit;
         return None;
     }
     if let Some(rrset) = node.rrset(qtype) {
-        answer.answer.push(Placed {
-            owner: owner.clone(),
-            rrset: rrset.clone(),
-        });
+        answer.place(owner, rrset, from(qtype));
         answer.outcome = Outcome::Hit;
         return None;
     }
     if let Some(cname) = node.rrset(RType::CNAME) {
-        answer.answer.push(Placed {
-            owner: owner.clone(),
-            rrset: cname.clone(),
-        });
+        answer.place(owner, cname, from(RType::CNAME));
         answer.outcome = Outcome::Hit;
         return cname.rdata.first().and_then(|rd| Name::from_wire(rd).ok());
     }
@@ -220,16 +307,13 @@ pub async fn solve_authority<B: Backend>(
     match answer.outcome {
         Outcome::NoData | Outcome::NxDomain => {
             if let Some(soa) = negative_soa(backend, &answer.zone).await? {
-                answer.authority.push(soa);
+                answer.authority.push(&soa.owner, &soa.rrset);
             }
         }
         Outcome::Delegation => {
-            if let Some((cut, node)) = &answer.cut {
+            if let Some((cut, node)) = &answer.found.cut {
                 if let Some(ns) = node.rrset(RType::NS) {
-                    answer.authority.push(Placed {
-                        owner: cut.clone(),
-                        rrset: ns.clone(),
-                    });
+                    answer.authority.push(cut, ns);
                 }
             }
         }
@@ -317,15 +401,8 @@ pub async fn solve_additional<B: Backend>(
             let Some(rrset) = node.rrset(rtype) else {
                 continue;
             };
-            let already = answer
-                .answer
-                .iter()
-                .any(|p| p.owner == target && p.rrset.rtype == rtype);
-            if !already {
-                answer.additional.push(Placed {
-                    owner: target.clone(),
-                    rrset: rrset.clone(),
-                });
+            if !answer.answer.holds_type(&target, rtype) {
+                answer.additional.push(&target, rrset);
             }
         }
     }

@@ -1,18 +1,22 @@
-//! The DNSSEC stage: signatures and denial proofs, only when the query has
-//! DO=1 and the zone is signed (its apex has a DNSKEY RRset).
+//! The DNSSEC sub-stages, each run right after its section (Knot's
+//! `solve_answer_dnssec` and the like), only when the query has DO=1; a zone
+//! is signed when its apex has a DNSKEY RRset.
 //!
 //! ```text
-//!  decorate(answer)
-//!   ├─ answer RRsets ─► their RRSIGs (a wildcard's, for a wildcard answer,
-//!   │                   plus the proof that no closer name exists)
-//!   ├─ authority RRsets (SOA, DS) ─► their RRSIGs
-//!   ├─ additional RRsets (A/AAAA of targets) ─► their RRSIGs, right after
-//!   │                   each (render drops the pair when it does not fit)
-//!   └─ by outcome, for the last name of the chain:
-//!        NXDOMAIN ─► prove_nxdomain   (RFC 4035 §3.1.3.2, RFC 5155 §7.2.2)
-//!        NODATA   ─► prove_nodata     (§3.1.3.1 / §7.2.3, §7.2.4 for DS)
-//!                    prove_wildcard_nodata (§3.1.3.4 / §7.2.5)
-//!        referral ─► DS + RRSIG, or prove_no_ds (§3.1.4 / §7.2.7, opt-out)
+//!  solve_answer     ─► sign_answer:     each answer RRset's RRSIGs, from
+//!                       the node the answer stage took it from (a
+//!                       wildcard's, for a synthesised owner)
+//!  solve_authority  ─► prove_denial:    from what the answer stage found
+//!    ├─ wildcard answers ─► no closer name exists (prove_wildcard_answer)
+//!    ├─ by outcome, for the final name:
+//!    │    NXDOMAIN ─► prove_nxdomain   (RFC 4035 §3.1.3.2, RFC 5155 §7.2.2)
+//!    │    NODATA   ─► prove_nodata     (§3.1.3.1 / §7.2.3, §7.2.4 for DS)
+//!    │                prove_wildcard_nodata (§3.1.3.4 / §7.2.5)
+//!    │    referral ─► DS + RRSIG, or prove_no_ds (§3.1.4 / §7.2.7, opt-out)
+//!    └─ the authority RRsets already there (SOA) ─► their RRSIGs
+//!  solve_additional ─► sign_additional: each A/AAAA followed by its RRSIGs
+//!                       (render drops the pair when it does not fit)
+//!  SignedZones remembers, for one answer, which zones are signed and how.
 //!  NSEC/NSEC3 records come from Backend::denial: the record whose owner
 //!  key is the greatest not above the asked key (one indexed lookup).
 //!  NSEC3 hashing is bounded: at most MAX_NSEC3_ITERATIONS (100) iterations
@@ -20,8 +24,9 @@
 //!  for answers that need a proof (RFC 9276, CVE-2023-50868).
 //! ```
 
-use super::answer::{Answer, Outcome, Placed};
-use super::lookup::{self, Walk};
+use super::answer::{Answer, Outcome};
+use super::lookup;
+use super::section::{Placed, Section};
 use crate::backend::Backend;
 use backend_mongo::rdata::MAX_NSEC3_ITERATIONS;
 use backend_mongo::schema::SchemaError;
@@ -43,213 +48,206 @@ struct Signed {
     denial: Denial,
 }
 
-/// What this stage adds, collected before it is put in the answer.
-#[derive(Default)]
-struct Extra {
-    answer: Vec<Placed>,
-    authority: Vec<Placed>,
+/// The zones one answer touched, signed or not, remembered between the
+/// DNSSEC sub-stages; the answer's own zone in the version the answer
+/// stages read.
+pub struct SignedZones {
+    base: ZoneInfo,
+    memo: Vec<(Name, Option<Arc<Signed>>)>,
 }
 
-impl Extra {
-    fn push_authority(&mut self, owner: &Name, rrset: &Arc<RRset>) {
-        let dup = self
-            .authority
-            .iter()
-            .any(|p| p.owner == *owner && same_kind(&p.rrset, rrset));
-        if !dup {
-            self.authority.push(Placed {
-                owner: owner.clone(),
-                rrset: rrset.clone(),
-            });
-        }
-    }
-
-    /// An RRset of `node` and its signatures into the authority section.
-    fn prove_with(&mut self, owner: &Name, node: &Node, rtype: RType) {
-        if let Some(set) = node.rrset(rtype) {
-            self.push_authority(owner, set);
-            if let Some(sigs) = node.rrsig(rtype) {
-                self.push_authority(owner, sigs);
-            }
+impl SignedZones {
+    /// Nothing known yet about the zones of an answer from `base`.
+    pub fn new(base: &ZoneInfo) -> Self {
+        SignedZones {
+            base: base.clone(),
+            memo: Vec::new(),
         }
     }
 }
 
-/// True when two RRsets have the same type (and, for RRSIGs, cover the same type).
-fn same_kind(a: &RRset, b: &RRset) -> bool {
-    let covered = |r: &RRset| {
-        r.rdata
-            .first()
-            .and_then(|rd| rd.get(..2).map(|c| [c[0], c[1]]))
-    };
-    a.rtype == b.rtype && (a.rtype != RType::RRSIG || covered(a) == covered(b))
+/// Puts an RRset of `node` and its signatures in `section`.
+fn prove_with(section: &mut Section, owner: &Name, node: &Node, rtype: RType) {
+    if let Some(set) = node.rrset(rtype) {
+        section.push(owner, set);
+        if let Some(sigs) = node.rrsig(rtype) {
+            section.push(owner, sigs);
+        }
+    }
 }
 
-/// Adds RRSIGs and denial proofs to `answer` (call only when DO=1).
-pub async fn decorate<B: Backend>(
+/// Adds the RRSIGs of the answer RRsets (after them, in the same order).
+pub async fn sign_answer<B: Backend>(
     backend: &B,
+    zones: &mut SignedZones,
     answer: &mut Answer,
-    qname: &Name,
-    qtype: RType,
 ) -> Result<(), StoreError> {
-    let mut extra = Extra::default();
-    let mut zones: Vec<(Name, Option<Arc<Signed>>)> = Vec::new();
-    let base = answer.zone.clone();
-    // Answer section: signatures, and wildcard proofs.
-    let mut walked: Vec<(Name, RType, Option<Arc<Node>>)> = Vec::new();
-    for placed in &answer.answer {
-        let owner = &placed.owner;
-        let rtype = placed.rrset.rtype;
-        if rtype == RType::RRSIG && qtype != RType::RRSIG {
-            continue; // the signatures added below
-        }
-        // (RRSIGs asked for: nothing to add but a wildcard's proof.)
-        let Some(signed) = signed_zone_of(backend, &mut zones, owner, rtype, &base).await? else {
-            continue;
-        };
-        if walked.iter().any(|(n, t, _)| n == owner && *t == rtype) {
+    for source in &answer.found.sources {
+        if signed_zone_of(backend, zones, &source.owner, source.rtype)
+            .await?
+            .is_none()
+        {
             continue;
         }
-        let walk = lookup::walk(backend, &signed.zone, owner, rtype).await?;
-        let source = match walk {
-            Walk::Exact(node) => Some(node),
-            Walk::Wildcard { closest, source } => {
-                prove_wildcard_answer(backend, &signed, &mut extra, owner, &closest).await?;
-                Some(source)
-            }
-            // A CNAME made from a DNAME is not signed (RFC 6672 §5.3.1).
-            _ => None,
+        let Some(sigs) = source.node.as_ref().and_then(|n| n.rrsig(source.rtype)) else {
+            continue;
         };
-        if let Some(sigs) = source.as_ref().and_then(|n| n.rrsig(rtype)) {
-            extra.answer.push(Placed {
-                owner: owner.clone(),
-                rrset: sigs.clone(),
-            });
-        }
-        walked.push((owner.clone(), rtype, source));
-    }
-    // The last name of the chain decides the proof.
-    let mut last = qname.clone();
-    for placed in &answer.answer {
-        if placed.owner == last && placed.rrset.rtype == RType::CNAME && qtype != RType::CNAME {
-            if let Some(target) = placed
-                .rrset
-                .rdata
-                .first()
-                .and_then(|rd| Name::from_wire(rd).ok())
-            {
-                last = target;
-            }
+        if source.rtype == RType::DNAME {
+            // An RRSIG question may have met it already (section.rs).
+            answer.answer.push_repeated(&source.owner, sigs);
+        } else {
+            answer.answer.push(&source.owner, sigs);
         }
     }
-    let zone_signed =
-        signed_zone_of(backend, &mut zones, &answer.zone.apex, RType::SOA, &base).await?;
-    if let Some(signed) = zone_signed.filter(|_| last.is_subdomain_of(&answer.zone.apex)) {
-        match answer.outcome {
-            Outcome::NxDomain => {
-                if let Walk::NxDomain { closest } =
-                    lookup::walk(backend, &signed.zone, &last, qtype).await?
-                {
-                    prove_nxdomain(backend, &signed, &mut extra, &last, &closest).await?;
-                }
-            }
-            Outcome::NoData => match lookup::walk(backend, &signed.zone, &last, qtype).await? {
-                Walk::Exact(node) => {
-                    prove_nodata(backend, &signed, &mut extra, &last, &node).await?;
-                }
-                Walk::Wildcard { closest, source } => {
-                    prove_wildcard_nodata(backend, &signed, &mut extra, &last, &closest, &source)
-                        .await?;
-                }
-                _ => {}
-            },
-            Outcome::Delegation => {
-                let cut = answer
-                    .authority
-                    .iter()
-                    .find(|p| p.rrset.rtype == RType::NS)
-                    .map(|p| p.owner.clone());
-                if let Some(cut) = cut {
-                    if let Some(node) = backend.get_node(&signed.zone, &cut).await? {
-                        if node.rrset(RType::DS).is_some() {
-                            extra.prove_with(&cut, &node, RType::DS);
-                        } else {
-                            prove_no_ds(backend, &signed, &mut extra, &cut, &node).await?;
-                        }
-                    }
-                }
-            }
-            Outcome::Hit | Outcome::YxDomain => {}
+    Ok(())
+}
+
+/// Adds to the authority section the proofs the answer needs: no closer
+/// name than a wildcard that answered, then the denial (or the DS of a
+/// referral) for the final name, then the RRSIGs of what solve_authority
+/// put there.
+pub async fn prove_denial<B: Backend>(
+    backend: &B,
+    zones: &mut SignedZones,
+    answer: &mut Answer,
+) -> Result<(), StoreError> {
+    let placed_before = answer.authority.len();
+    prove_wildcard_answers(backend, zones, answer).await?;
+    prove_outcome(backend, zones, answer).await?;
+    sign_authority(backend, zones, answer, placed_before).await
+}
+
+/// For each answer owner synthesised from a wildcard: no closer match.
+async fn prove_wildcard_answers<B: Backend>(
+    backend: &B,
+    zones: &mut SignedZones,
+    answer: &mut Answer,
+) -> Result<(), StoreError> {
+    for source in &answer.found.sources {
+        let Some(closest) = &source.closest_encloser else {
+            continue;
+        };
+        let signed = signed_zone_of(backend, zones, &source.owner, source.rtype).await?;
+        if let Some(signed) = signed {
+            let proof = &mut answer.authority;
+            prove_wildcard_answer(backend, &signed, proof, &source.owner, closest).await?;
         }
     }
-    // Authority RRsets already there (the SOA of a denial): their RRSIGs.
-    for placed in &answer.authority {
+    Ok(())
+}
+
+/// The proof the outcome needs for the final name, in a signed zone.
+async fn prove_outcome<B: Backend>(
+    backend: &B,
+    zones: &mut SignedZones,
+    answer: &mut Answer,
+) -> Result<(), StoreError> {
+    let apex = answer.zone.apex.clone();
+    let Some(signed) = signed_zone_of(backend, zones, &apex, RType::SOA).await? else {
+        return Ok(());
+    };
+    let found = &answer.found;
+    let (name, proof) = (&found.final_name, &mut answer.authority);
+    match answer.outcome {
+        Outcome::NxDomain => {
+            if let Some(closest) = &found.closest_encloser {
+                prove_nxdomain(backend, &signed, proof, name, closest).await?;
+            }
+        }
+        Outcome::NoData => match (&found.final_node, &found.closest_encloser, &found.wildcard) {
+            (Some(node), _, _) => prove_nodata(backend, &signed, proof, name, node).await?,
+            (None, Some(closest), Some(source)) => {
+                prove_wildcard_nodata(backend, &signed, proof, name, closest, source).await?;
+            }
+            _ => {}
+        },
+        Outcome::Delegation => {
+            if let Some((cut, node)) = &found.cut {
+                if node.rrset(RType::DS).is_some() {
+                    prove_with(proof, cut, node, RType::DS);
+                } else {
+                    prove_no_ds(backend, &signed, proof, cut, node).await?;
+                }
+            }
+        }
+        Outcome::Hit | Outcome::YxDomain => {}
+    }
+    Ok(())
+}
+
+/// The RRSIGs of the first `count` authority RRsets (the SOA of a
+/// denial), with the RRset's TTL when that is lower.
+async fn sign_authority<B: Backend>(
+    backend: &B,
+    zones: &mut SignedZones,
+    answer: &mut Answer,
+    count: usize,
+) -> Result<(), StoreError> {
+    for i in 0..count {
+        let placed = answer.authority[i].clone();
         let rtype = placed.rrset.rtype;
         if rtype == RType::NS {
             continue; // NS at a cut is not signed; NS elsewhere is not sent.
         }
-        let Some(signed) = signed_zone_of(backend, &mut zones, &placed.owner, rtype, &base).await?
-        else {
+        let Some(sigs) = stored_rrsig(backend, zones, &placed).await? else {
             continue;
         };
-        if let Some(node) = backend.get_node(&signed.zone, &placed.owner).await? {
-            if let Some(sigs) = node.rrsig(rtype) {
-                let ttl = placed.rrset.ttl.min(sigs.ttl);
-                let sigs = if ttl == sigs.ttl {
-                    sigs.clone()
-                } else {
-                    Arc::new(RRset {
-                        rtype: RType::RRSIG,
-                        ttl,
-                        rdata: sigs.rdata.clone(),
-                    })
-                };
-                extra.push_authority(&placed.owner, &sigs);
-            }
-        }
-    }
-    // Additional RRsets (addresses of NS/MX/SRV targets): each followed by
-    // its RRSIGs, as Knot and NSD send them (RFC 4035 §3.1.1 allows it).
-    // Glue is below a cut, never signed, so it gets none.
-    let mut additional = Vec::with_capacity(answer.additional.len() * 2);
-    for placed in std::mem::take(&mut answer.additional) {
-        let rtype = placed.rrset.rtype;
-        let sigs = match signed_zone_of(backend, &mut zones, &placed.owner, rtype, &base).await? {
-            Some(signed) => backend
-                .get_node(&signed.zone, &placed.owner)
-                .await?
-                .and_then(|node| node.rrsig(rtype).cloned()),
-            None => None,
+        let ttl = placed.rrset.ttl.min(sigs.ttl);
+        let sigs = if ttl == sigs.ttl {
+            sigs
+        } else {
+            Arc::new(RRset {
+                rtype: RType::RRSIG,
+                ttl,
+                rdata: sigs.rdata.clone(),
+            })
         };
-        additional.push(placed);
-        if let Some(sigs) = sigs {
-            let owner = additional[additional.len() - 1].owner.clone();
-            additional.push(Placed { owner, rrset: sigs });
-        }
+        answer.authority.push(&placed.owner, &sigs);
     }
-    answer.additional = additional;
-    answer.answer.extend(extra.answer);
-    for p in extra.authority {
-        let dup = answer
-            .authority
-            .iter()
-            .any(|a| a.owner == p.owner && same_kind(&a.rrset, &p.rrset));
-        if !dup {
-            answer.authority.push(p);
+    Ok(())
+}
+
+/// Follows each additional RRset (addresses of NS/MX/SRV targets) with its
+/// RRSIGs, as Knot and NSD send them (RFC 4035 §3.1.1 allows it). Glue is
+/// below a cut, never signed, so it gets none.
+pub async fn sign_additional<B: Backend>(
+    backend: &B,
+    zones: &mut SignedZones,
+    answer: &mut Answer,
+) -> Result<(), StoreError> {
+    for placed in answer.additional.take() {
+        let sigs = stored_rrsig(backend, zones, &placed).await?;
+        answer.additional.push(&placed.owner, &placed.rrset);
+        if let Some(sigs) = sigs {
+            answer.additional.push(&placed.owner, &sigs);
         }
     }
     Ok(())
+}
+
+/// The stored RRSIGs of a placed RRset, when its zone is signed.
+async fn stored_rrsig<B: Backend>(
+    backend: &B,
+    zones: &mut SignedZones,
+    placed: &Placed,
+) -> Result<Option<Arc<RRset>>, StoreError> {
+    let rtype = placed.rrset.rtype;
+    let Some(signed) = signed_zone_of(backend, zones, &placed.owner, rtype).await? else {
+        return Ok(None);
+    };
+    let node = backend.get_node(&signed.zone, &placed.owner).await?;
+    Ok(node.and_then(|node| node.rrsig(rtype).cloned()))
 }
 
 /// The signed zone holding `name`'s `rtype` RRset (DS at a zone's apex: the
 /// parent's), remembered per apex for this answer.
 async fn signed_zone_of<B: Backend>(
     backend: &B,
-    memo: &mut Vec<(Name, Option<Arc<Signed>>)>,
+    zones: &mut SignedZones,
     name: &Name,
     rtype: RType,
-    base: &ZoneInfo,
 ) -> Result<Option<Arc<Signed>>, StoreError> {
+    let (base, memo) = (&zones.base, &mut zones.memo);
     let Some(zone) = lookup::zone_for_question(backend, name, rtype).await? else {
         return Ok(None);
     };
@@ -299,12 +297,12 @@ async fn nsec_at_or_before<B: Backend>(
 async fn nsec_cover<B: Backend>(
     backend: &B,
     signed: &Signed,
-    extra: &mut Extra,
+    proof: &mut Section,
     name: &Name,
 ) -> Result<(), StoreError> {
     if let Some(node) = nsec_at_or_before(backend, signed, name).await? {
         let owner = node.name.clone();
-        extra.prove_with(&owner, &node, RType::NSEC);
+        prove_with(proof, &owner, &node, RType::NSEC);
     }
     Ok(())
 }
@@ -348,7 +346,7 @@ async fn nsec3_match<B: Backend>(
 async fn nsec3_prove<B: Backend>(
     backend: &B,
     signed: &Signed,
-    extra: &mut Extra,
+    proof: &mut Section,
     name: &Name,
 ) -> Result<(), StoreError> {
     let Some(key) = nsec3_key(signed, name)? else {
@@ -356,7 +354,7 @@ async fn nsec3_prove<B: Backend>(
     };
     if let Some(node) = backend.denial(&signed.zone, &key, true).await? {
         let owner = node.name.clone();
-        extra.prove_with(&owner, &node, RType::NSEC3);
+        prove_with(proof, &owner, &node, RType::NSEC3);
     }
     Ok(())
 }
@@ -373,23 +371,23 @@ fn next_closer(name: &Name, closest: &Name) -> Name {
 async fn prove_nxdomain<B: Backend>(
     backend: &B,
     signed: &Signed,
-    extra: &mut Extra,
+    proof: &mut Section,
     name: &Name,
     closest: &Name,
 ) -> Result<(), StoreError> {
     let star = closest.wildcard().ok();
     match signed.denial {
         Denial::Nsec => {
-            nsec_cover(backend, signed, extra, name).await?;
+            nsec_cover(backend, signed, proof, name).await?;
             if let Some(star) = star {
-                nsec_cover(backend, signed, extra, &star).await?;
+                nsec_cover(backend, signed, proof, &star).await?;
             }
         }
         Denial::Nsec3 { .. } => {
-            nsec3_prove(backend, signed, extra, closest).await?;
-            nsec3_prove(backend, signed, extra, &next_closer(name, closest)).await?;
+            nsec3_prove(backend, signed, proof, closest).await?;
+            nsec3_prove(backend, signed, proof, &next_closer(name, closest)).await?;
             if let Some(star) = star {
-                nsec3_prove(backend, signed, extra, &star).await?;
+                nsec3_prove(backend, signed, proof, &star).await?;
             }
         }
     }
@@ -400,27 +398,27 @@ async fn prove_nxdomain<B: Backend>(
 async fn prove_nodata<B: Backend>(
     backend: &B,
     signed: &Signed,
-    extra: &mut Extra,
+    proof: &mut Section,
     name: &Name,
     node: &Node,
 ) -> Result<(), StoreError> {
     match signed.denial {
         Denial::Nsec => {
             if node.rrset(RType::NSEC).is_some() {
-                extra.prove_with(name, node, RType::NSEC);
+                prove_with(proof, name, node, RType::NSEC);
             } else {
                 // An empty non-terminal: the NSEC before it, whose next name
                 // lies below it, proves it exists with no data.
-                nsec_cover(backend, signed, extra, name).await?;
+                nsec_cover(backend, signed, proof, name).await?;
             }
         }
         Denial::Nsec3 { .. } => {
             if let Some(m) = nsec3_match(backend, signed, name).await? {
                 let owner = m.name.clone();
-                extra.prove_with(&owner, &m, RType::NSEC3);
+                prove_with(proof, &owner, &m, RType::NSEC3);
             } else {
                 // An unsigned delegation left out by opt-out (DS query).
-                prove_closest_provable(backend, signed, extra, name).await?;
+                prove_closest_provable(backend, signed, proof, name).await?;
             }
         }
     }
@@ -432,7 +430,7 @@ async fn prove_nodata<B: Backend>(
 async fn prove_closest_provable<B: Backend>(
     backend: &B,
     signed: &Signed,
-    extra: &mut Extra,
+    proof: &mut Section,
     name: &Name,
 ) -> Result<(), StoreError> {
     for ancestor in name.ancestors().skip(1) {
@@ -441,8 +439,8 @@ async fn prove_closest_provable<B: Backend>(
         }
         if let Some(m) = nsec3_match(backend, signed, &ancestor).await? {
             let owner = m.name.clone();
-            extra.prove_with(&owner, &m, RType::NSEC3);
-            nsec3_prove(backend, signed, extra, &next_closer(name, &ancestor)).await?;
+            prove_with(proof, &owner, &m, RType::NSEC3);
+            nsec3_prove(backend, signed, proof, &next_closer(name, &ancestor)).await?;
             break;
         }
     }
@@ -453,14 +451,14 @@ async fn prove_closest_provable<B: Backend>(
 async fn prove_wildcard_answer<B: Backend>(
     backend: &B,
     signed: &Signed,
-    extra: &mut Extra,
+    proof: &mut Section,
     name: &Name,
     closest: &Name,
 ) -> Result<(), StoreError> {
     match signed.denial {
-        Denial::Nsec => nsec_cover(backend, signed, extra, name).await,
+        Denial::Nsec => nsec_cover(backend, signed, proof, name).await,
         Denial::Nsec3 { .. } => {
-            nsec3_prove(backend, signed, extra, &next_closer(name, closest)).await
+            nsec3_prove(backend, signed, proof, &next_closer(name, closest)).await
         }
     }
 }
@@ -469,7 +467,7 @@ async fn prove_wildcard_answer<B: Backend>(
 async fn prove_wildcard_nodata<B: Backend>(
     backend: &B,
     signed: &Signed,
-    extra: &mut Extra,
+    proof: &mut Section,
     name: &Name,
     closest: &Name,
     source: &Node,
@@ -479,13 +477,13 @@ async fn prove_wildcard_nodata<B: Backend>(
     };
     match signed.denial {
         Denial::Nsec => {
-            nsec_cover(backend, signed, extra, name).await?;
-            extra.prove_with(&star, source, RType::NSEC);
+            nsec_cover(backend, signed, proof, name).await?;
+            prove_with(proof, &star, source, RType::NSEC);
         }
         Denial::Nsec3 { .. } => {
-            nsec3_prove(backend, signed, extra, closest).await?;
-            nsec3_prove(backend, signed, extra, &next_closer(name, closest)).await?;
-            nsec3_prove(backend, signed, extra, &star).await?;
+            nsec3_prove(backend, signed, proof, closest).await?;
+            nsec3_prove(backend, signed, proof, &next_closer(name, closest)).await?;
+            nsec3_prove(backend, signed, proof, &star).await?;
         }
     }
     Ok(())
@@ -495,9 +493,9 @@ async fn prove_wildcard_nodata<B: Backend>(
 async fn prove_no_ds<B: Backend>(
     backend: &B,
     signed: &Signed,
-    extra: &mut Extra,
+    proof: &mut Section,
     cut: &Name,
     node: &Node,
 ) -> Result<(), StoreError> {
-    prove_nodata(backend, signed, extra, cut, node).await
+    prove_nodata(backend, signed, proof, cut, node).await
 }

@@ -13,7 +13,7 @@
 use super::answer::{Answer, Placed};
 use super::Transport;
 use crate::wire::writer::{Mark, NotWritten};
-use crate::wire::{flags, Edns, MessageWriter, Query, Rcode, Section};
+use crate::wire::{flags, Edns, MessageWriter, Query, QueryError, Rcode, Section};
 use backend_mongo::RType;
 
 /// The reply size limit for `query` arriving over `transport`.
@@ -101,8 +101,8 @@ pub fn render(
     }
     if !truncated {
         // Additional data is optional: leave out what does not fit, an RRset
-        // together with the RRSIGs that follow it (dnssec::decorate puts
-        // them right after it).
+        // together with the RRSIGs that follow it (dnssec::sign_additional
+        // puts them right after it).
         let mut covered: Option<(Mark, bool)> = None;
         for placed in &answer.additional {
             if placed.rrset.rtype == RType::RRSIG {
@@ -250,18 +250,20 @@ pub fn rcode_with_ede(
     )
 }
 
-/// A reply to a query that could not be parsed as a normal query.
-#[allow(clippy::too_many_arguments)]
-pub fn error_reply(
-    packet: &[u8],
-    id: u16,
-    opcode: u8,
-    rd: bool,
-    question: Option<std::ops::Range<usize>>,
-    edns: Option<Edns>,
-    rcode: Rcode,
-    max_udp: u16,
-) -> Vec<u8> {
+/// The reply to a query that could not be parsed as a normal query;
+/// `None` when it gets none ([`QueryError::Drop`]).
+pub fn error_reply(packet: &[u8], error: QueryError, max_udp: u16) -> Option<Vec<u8>> {
+    let QueryError::Reply {
+        rcode,
+        id,
+        opcode,
+        rd,
+        question,
+        edns,
+    } = error
+    else {
+        return None;
+    };
     let mut f = flags::QR | (u16::from(opcode & 0xF) << 11);
     if rd {
         f |= flags::RD;
@@ -273,5 +275,5 @@ pub fn error_reply(
         Some((q, name)) => MessageWriter::new(&packet[q], &name, 65535, edns.is_some()),
         None => MessageWriter::without_question(65535, edns.is_some()),
     };
-    w.finish(id, f, rcode, edns.map(reply_edns), max_udp)
+    Some(w.finish(id, f, rcode, edns.map(reply_edns), max_udp))
 }

@@ -2,7 +2,7 @@
 //! with the whole zone, streamed as the database cursor delivers the nodes.
 //!
 //! ```text
-//!  (access list, TSIG, one transfer per connection, the global cap: mod.rs)
+//!  (access list, TSIG, one transfer per connection, the global cap: admit.rs)
 //!  qname the apex of a served zone? ── no ──► NOTAUTH
 //!  IXFR with a serial not older than ours ──► one message: our SOA
 //!  (IXFR over UDP: ixfr_over_udp, our SOA alone: "use TCP")

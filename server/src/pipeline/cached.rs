@@ -1,0 +1,94 @@
+//! The packet cache around the pipeline: looked up before it, filled after.
+//!
+//! ```text
+//!  lookup_cached: key (None: uncacheable, counted) ─► fresh hit ─► reply
+//!                 ─► database failing and a stale reply ─► it + EDE 3
+//!                 ─► miss: the key, for remember
+//!  remember:      reply kept for its smallest TTL while the zones it came
+//!                 from keep their generation (not kept: a zone purged meanwhile)
+//!  remember_refused: REFUSED kept while the set of zones stays the same
+//! ```
+
+use super::{answer, Responder, Transport};
+use crate::backend::Backend;
+use crate::cache::{Dependency, PacketKey};
+use backend_mongo::ZoneInfo;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+/// What the packet cache had for a query.
+// The key is kept unboxed, as before this value existed: it lives on the
+// stack for the one call, and a miss must not cost an allocation.
+#[allow(clippy::large_enum_variant)]
+pub(super) enum Cached {
+    /// A reply to send as it is.
+    Hit(Vec<u8>),
+    /// Nothing: run the pipeline, and keep its reply under this key (if any).
+    Miss(Option<PacketKey>),
+}
+
+impl<B: Backend> Responder<B> {
+    /// Looks `packet` up in the packet cache, a stale reply included while
+    /// the database is failing.
+    pub(super) fn lookup_cached(&self, packet: &[u8], transport: Transport) -> Cached {
+        let Some(cache) = &self.cache else {
+            return Cached::Miss(None);
+        };
+        let Some(key) = cache.packets.key(packet, transport == Transport::Tcp) else {
+            let uncacheable = &cache.packets.stats.uncacheable;
+            uncacheable.fetch_add(1, Ordering::Relaxed);
+            return Cached::Miss(None);
+        };
+        let mut out = Vec::new();
+        if cache.packets.lookup(packet, &key, &mut out) {
+            return Cached::Hit(out);
+        }
+        if self.recheck.failing() && cache.packets.lookup_stale(packet, &key, &mut out) {
+            self.mark_stale(&mut out, packet, transport);
+            return Cached::Hit(out);
+        }
+        Cached::Miss(Some(key))
+    }
+
+    /// Stores a rendered reply in the packet cache, valid while the zones it
+    /// came from keep their generation, for at most its smallest TTL.
+    pub(super) fn remember(
+        &self,
+        key: Option<PacketKey>,
+        reply: &[u8],
+        answer: &answer::Answer,
+        first_zone: &ZoneInfo,
+    ) {
+        let (Some(cache), Some(key)) = (&self.cache, key) else {
+            return;
+        };
+        let ttl = answer
+            .answer
+            .iter()
+            .chain(answer.authority.iter())
+            .chain(answer.additional.iter())
+            .map(|p| p.rrset.ttl)
+            .min()
+            .map_or(cache.empty_ttl, |t| Duration::from_secs(u64::from(t)));
+        let mut deps = Vec::with_capacity(2);
+        for zone in [first_zone, &answer.zone] {
+            match cache.registry.state(&zone.apex) {
+                Some(state) => deps.push(Dependency::Zone(state, zone.gen)),
+                None => return, // not tracked (purged meanwhile): do not cache
+            }
+            if first_zone.apex == answer.zone.apex {
+                break;
+            }
+        }
+        cache.packets.insert(&key, reply, ttl, deps);
+    }
+
+    /// Stores a REFUSED reply (no zone of ours), valid while the set of
+    /// served zones stays the same.
+    pub(super) fn remember_refused(&self, key: Option<PacketKey>, reply: &[u8]) {
+        if let (Some(cache), Some(key)) = (&self.cache, key) {
+            let deps = vec![Dependency::ZoneSet(cache.registry.zones_epoch())];
+            cache.packets.insert(&key, reply, cache.empty_ttl, deps);
+        }
+    }
+}
