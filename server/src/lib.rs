@@ -6,7 +6,7 @@
 //!                                            ▼
 //!                                  backend::Backend ─► backend_mongo::Store
 //! ```
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub)]
 
 pub mod backend;
 pub mod cache;

@@ -47,7 +47,7 @@ impl Default for ControlLimits {
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The warning to give when the endpoint listens beyond this machine.
-pub fn exposure_warning(addr: SocketAddr) -> Option<&'static str> {
+pub(crate) fn exposure_warning(addr: SocketAddr) -> Option<&'static str> {
     (!addr.ip().is_loopback()).then_some(
         "control endpoint bound to a non-loopback address: anyone who can reach it reads the counters; keep it on loopback or a management network",
     )
