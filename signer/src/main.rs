@@ -56,127 +56,142 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Make keys (if none), sign the zone and publish it signed, all at once.
-    SecureZone {
-        /// The zone.
-        zone: String,
-        /// Algorithm for new keys: ecdsap256sha256 (13), ed25519 (15), rsasha256 (8).
-        #[arg(long, default_value = "ecdsap256sha256")]
-        algorithm: String,
-        /// Use NSEC3 (RFC 5155) instead of NSEC.
-        #[arg(long)]
-        nsec3: bool,
-        /// NSEC3 extra iterations (RFC 9276: 0; anything else needs
-        /// --force-iterations, and at most 100).
-        #[arg(long, default_value_t = 0, requires = "nsec3")]
-        iterations: u16,
-        /// Accept --iterations above 0 (RFC 9276 §3.1 says 0: more costs
-        /// every server and resolver work and adds no security).
-        #[arg(long, requires = "nsec3")]
-        force_iterations: bool,
-        /// NSEC3 salt in hex, or "-" for none (RFC 9276: none).
-        #[arg(long, default_value = "-", requires = "nsec3")]
-        salt: String,
-        /// NSEC3 opt-out: unsigned delegations stay out of the chain.
-        #[arg(long, requires = "nsec3")]
-        opt_out: bool,
-        /// One combined signing key (CSK) instead of a KSK and a ZSK.
-        #[arg(long)]
-        csk: bool,
-        /// Publish CDS and CDNSKEY (RFC 7344) so the parent can follow KSK changes.
-        #[arg(long)]
-        cds: bool,
-        /// Seconds the previous version stays readable after the switch.
-        #[arg(long, default_value_t = 3)]
-        grace: u64,
-        /// Exit after the switch, leaving the replaced version (never
-        /// served) for `cleanup` or the next run to delete.
-        #[arg(long)]
-        no_cleanup: bool,
-    },
+    SecureZone(SecureZoneArgs),
     /// Delete old versions of a zone left by an earlier run (--no-cleanup,
     /// or a run killed after its switch). Safe to run at any time.
-    Cleanup {
-        /// The zone.
-        zone: String,
-        /// Seconds to wait after the zone's last switch before deleting.
-        #[arg(long, default_value_t = 3)]
-        grace: u64,
-    },
+    Cleanup(CleanupArgs),
     /// Re-sign what changed and what nears expiry (in place).
-    Resign {
-        /// The zone.
-        zone: String,
-        /// Keep running: re-sign whenever the zone changes.
-        #[arg(long)]
-        follow: bool,
-        /// Seconds between checks with --follow.
-        #[arg(long, default_value_t = 1.0)]
-        interval: f64,
-        /// With --follow: seconds between full passes (every node read,
-        /// signatures near expiry refreshed); changes in between are
-        /// re-signed by reading only the names they list.
-        #[arg(long, default_value_t = 3600)]
-        full_every: u64,
-        /// Replace every signature, not only the stale ones.
-        #[arg(long)]
-        full: bool,
-    },
+    Resign(ResignArgs),
     /// Keys, key tags, DNSKEY and DS records (for the parent zone).
-    ShowZone {
-        /// The zone.
-        zone: String,
-    },
+    ShowZone(ZoneArgs),
     /// Remove all DNSSEC data (new version, switched at once).
-    UnsecureZone {
-        /// The zone.
-        zone: String,
-        /// Keep the keys in the database.
-        #[arg(long)]
-        keep_keys: bool,
-        /// Exit after the switch, leaving the replaced version for `cleanup`.
-        #[arg(long)]
-        no_cleanup: bool,
-    },
+    UnsecureZone(UnsecureZoneArgs),
     /// Print the zone as a master file (signed when secured).
-    ExportZone {
-        /// The zone.
-        zone: String,
-    },
+    ExportZone(ZoneArgs),
     /// Make a new key (published only, unless --active).
-    AddKey {
-        /// The zone.
-        zone: String,
-        /// A KSK (flags 257) instead of a ZSK (256).
-        #[arg(long)]
-        ksk: bool,
-        /// Start signing with it at once.
-        #[arg(long)]
-        active: bool,
-        /// Algorithm.
-        #[arg(long, default_value = "ecdsap256sha256")]
-        algorithm: String,
-    },
+    AddKey(AddKeyArgs),
     /// Delete a key (by tag or id); the zone is re-signed without it.
-    RemoveKey {
-        /// The zone.
-        zone: String,
-        /// Key tag or id.
-        key: String,
-    },
+    RemoveKey(KeyArgs),
     /// Start signing with a key.
-    ActivateKey {
-        /// The zone.
-        zone: String,
-        /// Key tag or id.
-        key: String,
-    },
+    ActivateKey(KeyArgs),
     /// Stop signing with a key; it stays published until removed.
-    RetireKey {
-        /// The zone.
-        zone: String,
-        /// Key tag or id.
-        key: String,
-    },
+    RetireKey(KeyArgs),
+}
+
+/// The arguments of `secure-zone`.
+#[derive(clap::Args)]
+struct SecureZoneArgs {
+    /// The zone.
+    zone: String,
+    /// Algorithm for new keys: ecdsap256sha256 (13), ed25519 (15), rsasha256 (8).
+    #[arg(long, default_value = "ecdsap256sha256")]
+    algorithm: String,
+    /// Use NSEC3 (RFC 5155) instead of NSEC.
+    #[arg(long)]
+    nsec3: bool,
+    /// NSEC3 extra iterations (RFC 9276: 0; anything else needs
+    /// --force-iterations, and at most 100).
+    #[arg(long, default_value_t = 0, requires = "nsec3")]
+    iterations: u16,
+    /// Accept --iterations above 0 (RFC 9276 §3.1 says 0: more costs
+    /// every server and resolver work and adds no security).
+    #[arg(long, requires = "nsec3")]
+    force_iterations: bool,
+    /// NSEC3 salt in hex, or "-" for none (RFC 9276: none).
+    #[arg(long, default_value = "-", requires = "nsec3")]
+    salt: String,
+    /// NSEC3 opt-out: unsigned delegations stay out of the chain.
+    #[arg(long, requires = "nsec3")]
+    opt_out: bool,
+    /// One combined signing key (CSK) instead of a KSK and a ZSK.
+    #[arg(long)]
+    csk: bool,
+    /// Publish CDS and CDNSKEY (RFC 7344) so the parent can follow KSK changes.
+    #[arg(long)]
+    cds: bool,
+    /// Seconds the previous version stays readable after the switch.
+    #[arg(long, default_value_t = 3)]
+    grace: u64,
+    /// Exit after the switch, leaving the replaced version (never
+    /// served) for `cleanup` or the next run to delete.
+    #[arg(long)]
+    no_cleanup: bool,
+}
+
+/// The arguments of `cleanup`.
+#[derive(clap::Args)]
+struct CleanupArgs {
+    /// The zone.
+    zone: String,
+    /// Seconds to wait after the zone's last switch before deleting.
+    #[arg(long, default_value_t = 3)]
+    grace: u64,
+}
+
+/// The arguments of `resign`.
+#[derive(clap::Args)]
+struct ResignArgs {
+    /// The zone.
+    zone: String,
+    /// Keep running: re-sign whenever the zone changes.
+    #[arg(long)]
+    follow: bool,
+    /// Seconds between checks with --follow.
+    #[arg(long, default_value_t = 1.0)]
+    interval: f64,
+    /// With --follow: seconds between full passes (every node read,
+    /// signatures near expiry refreshed); changes in between are
+    /// re-signed by reading only the names they list.
+    #[arg(long, default_value_t = 3600)]
+    full_every: u64,
+    /// Replace every signature, not only the stale ones.
+    #[arg(long)]
+    full: bool,
+}
+
+/// The zone a command acts on.
+#[derive(clap::Args)]
+struct ZoneArgs {
+    /// The zone.
+    zone: String,
+}
+
+/// The arguments of `unsecure-zone`.
+#[derive(clap::Args)]
+struct UnsecureZoneArgs {
+    /// The zone.
+    zone: String,
+    /// Keep the keys in the database.
+    #[arg(long)]
+    keep_keys: bool,
+    /// Exit after the switch, leaving the replaced version for `cleanup`.
+    #[arg(long)]
+    no_cleanup: bool,
+}
+
+/// The arguments of `add-key`.
+#[derive(clap::Args)]
+struct AddKeyArgs {
+    /// The zone.
+    zone: String,
+    /// A KSK (flags 257) instead of a ZSK (256).
+    #[arg(long)]
+    ksk: bool,
+    /// Start signing with it at once.
+    #[arg(long)]
+    active: bool,
+    /// Algorithm.
+    #[arg(long, default_value = "ecdsap256sha256")]
+    algorithm: String,
+}
+
+/// One key of a zone.
+#[derive(clap::Args)]
+struct KeyArgs {
+    /// The zone.
+    zone: String,
+    /// Key tag or id.
+    key: String,
 }
 
 /// The terminal bar, and the `progress` document (kind `sign`) that every
@@ -333,213 +348,230 @@ async fn run(cli: Cli) -> Result<(), SignError> {
 
 async fn run_command(store: &Store, cli: Cli) -> Result<(), SignError> {
     store.ensure_dnssec_indexes().await?;
-    let threads = cli.threads;
+    let how = How {
+        threads: cli.threads,
+        quiet: cli.quiet,
+    };
     match cli.command {
-        Command::SecureZone {
-            zone,
-            algorithm,
-            nsec3,
-            iterations,
-            force_iterations,
-            salt,
-            opt_out,
-            csk,
-            cds,
-            grace,
-            no_cleanup,
-        } => {
-            let zone = parse_zone(&zone)?;
-            let nsec3 = match nsec3 {
-                true => Some(nsec3_config(iterations, force_iterations, &salt, opt_out)?),
-                false => None,
-            };
-            let options = SecureOptions {
-                algorithm: parse_alg(&algorithm)?,
-                csk,
-                nsec3,
-                cds,
-                validity: Validity::default(),
-                threads,
-                grace: Duration::from_secs(grace),
-            };
-            let started = Instant::now();
-            let b = Bar::start(store, &zone, cli.quiet);
-            let result = async {
-                let r = signer::secure_zone_switch(store, &zone, &options, &b).await?;
-                b.bar.suspend(|| {
-                    let secs = started.elapsed().as_secs_f64();
-                    eprintln!(
-                        "secured {zone}: {} nodes, {} signatures, chain of {}, {} documents written, serial {}, published after {:.2} s ({:.0} signatures/s; {})",
-                        r.nodes,
-                        r.stats.signed,
-                        r.stats.chain,
-                        r.written,
-                        r.serial,
-                        secs,
-                        r.stats.signed as f64 / secs.max(1e-9),
-                        steps(&r)
-                    )
-                });
-                if !no_cleanup {
-                    let expected = if r.old_ver.is_some() { r.nodes } else { 0 };
-                    let t = Instant::now();
-                    let c = signer::cleanup(store, &zone, options.grace, expected, &b).await?;
-                    report_cleanup(&zone, &c, t, started);
-                }
-                Ok(())
-            }
-            .await;
-            b.finish(&result).await;
-            result?;
-            show_zone(store, &zone).await?;
-        }
-        Command::Cleanup { zone, grace } => {
-            let zone = parse_zone(&zone)?;
-            let started = Instant::now();
-            let b = Bar::start(store, &zone, cli.quiet);
-            let result = signer::cleanup(store, &zone, Duration::from_secs(grace), 0, &b).await;
-            b.finish(&result).await;
-            report_cleanup(&zone, &result?, started, started);
-        }
-        Command::Resign {
-            zone,
-            follow,
-            interval,
-            full_every,
-            full,
-        } => {
-            let zone = parse_zone(&zone)?;
-            let validity = Validity::default();
-            let b = Bar::start(store, &zone, cli.quiet || follow);
-            let started = Instant::now();
-            if !follow || full {
-                let r = signer::resign(store, &zone, full, &validity, threads, &b).await;
-                if !follow {
-                    b.finish(&r).await;
-                    report_resign(&zone, &r?, started);
-                    return Ok(());
-                }
-                report_resign(&zone, &r?, started);
-            } else if !store.dnssec_config(&zone).await?.secured {
-                return Err(signer::SignError::NotSecured(zone.to_string()));
-            }
-            // The first pass of --follow is a full one.
-            b.phase("follow", 0);
-            let result = signer::follow(
-                store,
-                &zone,
-                &validity,
-                threads,
-                Duration::from_secs_f64(interval.max(0.05)),
-                Duration::from_secs(full_every.max(1)),
-                &b,
-            )
-            .await;
-            b.finish(&result).await;
-            result?;
-        }
-        Command::ShowZone { zone } => {
-            let zone = parse_zone(&zone)?;
-            show_zone(store, &zone).await?;
-        }
-        Command::UnsecureZone {
-            zone,
-            keep_keys,
-            no_cleanup,
-        } => {
-            let zone = parse_zone(&zone)?;
-            let started = Instant::now();
-            let b = Bar::start(store, &zone, cli.quiet);
-            let result = async {
-                let r = signer::unsecure_zone_switch(store, &zone, keep_keys, &b).await?;
-                b.bar.suspend(|| {
-                    eprintln!(
-                        "unsecured {zone}: {} documents written, serial {}{}, published after {:.2} s",
-                        r.written,
-                        r.serial,
-                        if keep_keys { "" } else { ", keys deleted" },
-                        started.elapsed().as_secs_f64()
-                    )
-                });
-                if !no_cleanup {
-                    let t = Instant::now();
-                    let c =
-                        signer::cleanup(store, &zone, Duration::from_secs(3), r.nodes, &b).await?;
-                    report_cleanup(&zone, &c, t, started);
-                }
-                Ok(())
-            }
-            .await;
-            b.finish(&result).await;
-            result?;
-            eprintln!(
-                "remove the DS records for {zone} from the parent zone first, if there are any"
-            );
-        }
-        Command::ExportZone { zone } => {
-            let zone = parse_zone(&zone)?;
-            let info = store
-                .find_zone(&zone)
-                .await?
-                .ok_or_else(|| backend_mongo::StoreError::NoSuchZone(zone.to_string()))?;
-            let nodes = store.read_version(&zone, info.ver).await?;
-            let text = master_file(&zone, &nodes);
-            let mut out = std::io::stdout().lock();
-            out.write_all(text.as_bytes())
-                .map_err(|e| SignError::Usage(format!("cannot write: {e}")))?;
-        }
-        Command::AddKey {
-            zone,
-            ksk,
-            active,
-            algorithm,
-        } => {
-            let zone = parse_zone(&zone)?;
-            store.dnssec_config(&zone).await?;
-            let state = if active {
-                KeyState::Active
-            } else {
-                KeyState::Published
-            };
-            let key = crypto::generate(
-                &zone,
-                parse_alg(&algorithm)?,
-                if ksk { 257 } else { 256 },
-                state,
-            )?;
-            store.insert_key(&key).await?;
-            println!(
-                "{}\t{}\ttag {}\t{}",
-                key.id,
-                key.role(),
-                key.tag,
-                state.as_str()
-            );
-            resign_if_secured(store, &zone, threads).await?;
-        }
-        Command::RemoveKey { zone, key } => {
-            let zone = parse_zone(&zone)?;
-            let key = signer::find_key(store, &zone, &key).await?;
-            store.delete_key(&key.id).await?;
-            println!("removed {} ({} tag {})", key.id, key.role(), key.tag);
-            resign_if_secured(store, &zone, threads).await?;
-        }
-        Command::ActivateKey { zone, key } => {
-            let zone = parse_zone(&zone)?;
-            let key = signer::find_key(store, &zone, &key).await?;
-            store.set_key_state(&key.id, KeyState::Active).await?;
-            println!("activated {} ({} tag {})", key.id, key.role(), key.tag);
-            resign_if_secured(store, &zone, threads).await?;
-        }
-        Command::RetireKey { zone, key } => {
-            let zone = parse_zone(&zone)?;
-            let key = signer::find_key(store, &zone, &key).await?;
-            store.set_key_state(&key.id, KeyState::Retired).await?;
-            println!("retired {} ({} tag {})", key.id, key.role(), key.tag);
-            resign_if_secured(store, &zone, threads).await?;
-        }
+        Command::SecureZone(a) => secure_zone(store, how, a).await,
+        Command::Cleanup(a) => cleanup(store, how, a).await,
+        Command::Resign(a) => resign(store, how, a).await,
+        Command::ShowZone(a) => show_zone(store, &parse_zone(&a.zone)?).await,
+        Command::UnsecureZone(a) => unsecure_zone(store, how, a).await,
+        Command::ExportZone(a) => export_zone(store, a).await,
+        Command::AddKey(a) => add_key(store, how, a).await,
+        Command::RemoveKey(a) => change_key(store, how, a, KeyChange::Remove).await,
+        Command::ActivateKey(a) => change_key(store, how, a, KeyChange::Activate).await,
+        Command::RetireKey(a) => change_key(store, how, a, KeyChange::Retire).await,
     }
+}
+
+/// The options every command shares.
+#[derive(Clone, Copy)]
+struct How {
+    /// Signing threads (0: one per core).
+    threads: usize,
+    /// No progress bar.
+    quiet: bool,
+}
+
+/// `secure-zone`: sign and switch, report, clean up, show the zone.
+async fn secure_zone(store: &Store, how: How, a: SecureZoneArgs) -> Result<(), SignError> {
+    let zone = parse_zone(&a.zone)?;
+    let nsec3 = match a.nsec3 {
+        true => Some(nsec3_config(
+            a.iterations,
+            a.force_iterations,
+            &a.salt,
+            a.opt_out,
+        )?),
+        false => None,
+    };
+    let options = SecureOptions {
+        algorithm: parse_alg(&a.algorithm)?,
+        csk: a.csk,
+        nsec3,
+        cds: a.cds,
+        validity: Validity::default(),
+        threads: how.threads,
+        grace: Duration::from_secs(a.grace),
+    };
+    let started = Instant::now();
+    let b = Bar::start(store, &zone, how.quiet);
+    let result = async {
+        let r = signer::secure_zone_switch(store, &zone, &options, &b).await?;
+        b.bar.suspend(|| {
+            let secs = started.elapsed().as_secs_f64();
+            eprintln!(
+                "secured {zone}: {} nodes, {} signatures, chain of {}, {} documents written, serial {}, published after {:.2} s ({:.0} signatures/s; {})",
+                r.nodes,
+                r.stats.signed,
+                r.stats.chain,
+                r.written,
+                r.serial,
+                secs,
+                r.stats.signed as f64 / secs.max(1e-9),
+                steps(&r)
+            )
+        });
+        if !a.no_cleanup {
+            let expected = if r.old_ver.is_some() { r.nodes } else { 0 };
+            let t = Instant::now();
+            let c = signer::cleanup(store, &zone, options.grace, expected, &b).await?;
+            report_cleanup(&zone, &c, t, started);
+        }
+        Ok(())
+    }
+    .await;
+    b.finish(&result).await;
+    result?;
+    show_zone(store, &zone).await
+}
+
+/// `cleanup`: delete the zone's old versions.
+async fn cleanup(store: &Store, how: How, a: CleanupArgs) -> Result<(), SignError> {
+    let zone = parse_zone(&a.zone)?;
+    let started = Instant::now();
+    let b = Bar::start(store, &zone, how.quiet);
+    let result = signer::cleanup(store, &zone, Duration::from_secs(a.grace), 0, &b).await;
+    b.finish(&result).await;
+    report_cleanup(&zone, &result?, started, started);
     Ok(())
+}
+
+/// `resign`, once or (`--follow`) for good.
+async fn resign(store: &Store, how: How, a: ResignArgs) -> Result<(), SignError> {
+    let zone = parse_zone(&a.zone)?;
+    let validity = Validity::default();
+    let b = Bar::start(store, &zone, how.quiet || a.follow);
+    let started = Instant::now();
+    if !a.follow || a.full {
+        let r = signer::resign(store, &zone, a.full, &validity, how.threads, &b).await;
+        if !a.follow {
+            b.finish(&r).await;
+            report_resign(&zone, &r?, started);
+            return Ok(());
+        }
+        report_resign(&zone, &r?, started);
+    } else if !store.dnssec_config(&zone).await?.secured {
+        return Err(signer::SignError::NotSecured(zone.to_string()));
+    }
+    // The first pass of --follow is a full one.
+    b.phase("follow", 0);
+    let result = signer::follow(
+        store,
+        &zone,
+        &validity,
+        how.threads,
+        Duration::from_secs_f64(a.interval.max(0.05)),
+        Duration::from_secs(a.full_every.max(1)),
+        &b,
+    )
+    .await;
+    b.finish(&result).await;
+    result
+}
+
+/// `unsecure-zone`: strip and switch, report, clean up.
+async fn unsecure_zone(store: &Store, how: How, a: UnsecureZoneArgs) -> Result<(), SignError> {
+    let zone = parse_zone(&a.zone)?;
+    let started = Instant::now();
+    let b = Bar::start(store, &zone, how.quiet);
+    let result = async {
+        let r = signer::unsecure_zone_switch(store, &zone, a.keep_keys, &b).await?;
+        b.bar.suspend(|| {
+            eprintln!(
+                "unsecured {zone}: {} documents written, serial {}{}, published after {:.2} s",
+                r.written,
+                r.serial,
+                if a.keep_keys { "" } else { ", keys deleted" },
+                started.elapsed().as_secs_f64()
+            )
+        });
+        if !a.no_cleanup {
+            let t = Instant::now();
+            let c = signer::cleanup(store, &zone, Duration::from_secs(3), r.nodes, &b).await?;
+            report_cleanup(&zone, &c, t, started);
+        }
+        Ok(())
+    }
+    .await;
+    b.finish(&result).await;
+    result?;
+    eprintln!("remove the DS records for {zone} from the parent zone first, if there are any");
+    Ok(())
+}
+
+/// `export-zone`: the served version as a master file on stdout.
+async fn export_zone(store: &Store, a: ZoneArgs) -> Result<(), SignError> {
+    let zone = parse_zone(&a.zone)?;
+    let info = store
+        .find_zone(&zone)
+        .await?
+        .ok_or_else(|| backend_mongo::StoreError::NoSuchZone(zone.to_string()))?;
+    let nodes = store.read_version(&zone, info.ver).await?;
+    let text = master_file(&zone, &nodes);
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .map_err(|e| SignError::Usage(format!("cannot write: {e}")))
+}
+
+/// `add-key`: a new key stored, the zone re-signed when secured.
+async fn add_key(store: &Store, how: How, a: AddKeyArgs) -> Result<(), SignError> {
+    let zone = parse_zone(&a.zone)?;
+    store.dnssec_config(&zone).await?;
+    let state = if a.active {
+        KeyState::Active
+    } else {
+        KeyState::Published
+    };
+    let flags = if a.ksk { 257 } else { 256 };
+    let key = crypto::generate(&zone, parse_alg(&a.algorithm)?, flags, state)?;
+    store.insert_key(&key).await?;
+    println!(
+        "{}\t{}\ttag {}\t{}",
+        key.id,
+        key.role(),
+        key.tag,
+        state.as_str()
+    );
+    resign_if_secured(store, &zone, how.threads).await
+}
+
+/// What `remove-key`, `activate-key` and `retire-key` do to a key.
+#[derive(Clone, Copy)]
+enum KeyChange {
+    Remove,
+    Activate,
+    Retire,
+}
+
+/// `remove-key`, `activate-key`, `retire-key`: the key changed, the zone
+/// re-signed when secured.
+async fn change_key(
+    store: &Store,
+    how: How,
+    a: KeyArgs,
+    change: KeyChange,
+) -> Result<(), SignError> {
+    let zone = parse_zone(&a.zone)?;
+    let key = signer::find_key(store, &zone, &a.key).await?;
+    let done = match change {
+        KeyChange::Remove => {
+            store.delete_key(&key.id).await?;
+            "removed"
+        }
+        KeyChange::Activate => {
+            store.set_key_state(&key.id, KeyState::Active).await?;
+            "activated"
+        }
+        KeyChange::Retire => {
+            store.set_key_state(&key.id, KeyState::Retired).await?;
+            "retired"
+        }
+    };
+    println!("{done} {} ({} tag {})", key.id, key.role(), key.tag);
+    resign_if_secured(store, &zone, how.threads).await
 }
 
 fn report_cleanup(zone: &Name, c: &backend_mongo::Collected, t: Instant, started: Instant) {
