@@ -20,6 +20,7 @@ use dns::dnssec::{
 };
 use dns::encoding::base32hex;
 use dns::rdata::MAX_NSEC3_ITERATIONS;
+use dns::serial::set_soa_serial;
 use dns::{Name, RType};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -330,6 +331,39 @@ pub fn prepare(
     }
     // Ordinary nodes only: NSEC3 nodes are rebuilt.
     let ordinary: Vec<&FullNode> = current.iter().filter(|n| !n.nsec3).collect();
+    let (mut nodes, mut kinds) = unsigned_nodes(apex, &ordinary);
+    let apex_i = nodes
+        .iter()
+        .position(|n| n.name == *apex)
+        .ok_or_else(|| PlanError::NoSoa(apex.to_string()))?;
+    let soa = nodes[apex_i]
+        .get(RType::SOA)
+        .cloned()
+        .ok_or_else(|| PlanError::NoSoa(apex.to_string()))?;
+    if let Some(serial) = serial {
+        set_serial(&mut nodes[apex_i], serial);
+    }
+    let neg_ttl = soa.rrset.ttl.min(soa_minimum(&soa.rrset.rdata[0]));
+    let old_apex = ordinary.iter().find(|n| n.name == *apex).copied();
+    add_apex_keys(&mut nodes[apex_i], old_apex, soa.rrset.ttl, keys, options);
+    let mut stats = PlanStats::default();
+    let chain = Chain {
+        ordinary: &ordinary,
+        current,
+        neg_ttl,
+    };
+    stats.chain = match &options.nsec3 {
+        None => chain.link_nsec(&mut nodes, &kinds),
+        Some(cfg) => chain.link_nsec3(apex, cfg, &mut nodes, &mut kinds),
+    };
+    let (mut nodes, kinds) = canonical_order(nodes, kinds);
+    let jobs = sign_jobs(&mut nodes, &kinds, keys, options, &mut stats);
+    Ok(Prepared { nodes, jobs, stats })
+}
+
+/// The ordinary nodes without what the signer owns (signatures, chain),
+/// and their kinds.
+fn unsigned_nodes(apex: &Name, ordinary: &[&FullNode]) -> (Vec<FullNode>, Vec<Kind>) {
     let owned: Vec<FullNode> = ordinary.iter().map(|n| (*n).clone()).collect();
     let kinds = classify(apex, &owned);
     let mut nodes: Vec<FullNode> = Vec::with_capacity(owned.len() + owned.len() / 2);
@@ -340,169 +374,188 @@ pub fn prepare(
         nodes.push(n);
         node_kinds.push(kind);
     }
-    let apex_i = nodes
-        .iter()
-        .position(|n| n.name == *apex)
-        .ok_or_else(|| PlanError::NoSoa(apex.to_string()))?;
-    let soa = nodes[apex_i]
-        .get(RType::SOA)
-        .cloned()
-        .ok_or_else(|| PlanError::NoSoa(apex.to_string()))?;
-    if let Some(serial) = serial {
-        let soa_set = nodes[apex_i]
-            .rrsets
-            .iter_mut()
-            .find(|r| r.rrset.rtype == RType::SOA)
-            .expect("checked");
-        let mut rd = soa_set.rrset.rdata[0].to_vec();
-        let n = rd.len();
-        if n >= 20 {
-            rd[n - 20..n - 16].copy_from_slice(&serial.to_be_bytes());
-        }
-        soa_set.rrset.rdata[0] = rd.into_boxed_slice();
+    (nodes, node_kinds)
+}
+
+/// Sets the serial of the apex node's SOA.
+fn set_serial(apex: &mut FullNode, serial: u32) {
+    if let Some(soa) = apex.rrsets.iter_mut().find(|r| r.rrset.rtype == RType::SOA) {
+        let mut rd = soa.rrset.rdata[0].to_vec();
+        set_soa_serial(&mut rd, serial);
+        soa.rrset.rdata[0] = rd.into_boxed_slice();
     }
-    let neg_ttl = soa.rrset.ttl.min(soa_minimum(&soa.rrset.rdata[0]));
-    // DNSKEY (and NSEC3PARAM) at the apex.
-    let dnskey_ttl = current
-        .iter()
-        .find(|n| n.name == *apex && !n.nsec3)
+}
+
+/// DNSKEY (and CDS/CDNSKEY, NSEC3PARAM) at the apex, with the TTL of the
+/// DNSKEY set served before (else the SOA's); signatures of an unchanged
+/// set carried over from `old_apex`.
+fn add_apex_keys(
+    apex: &mut FullNode,
+    old_apex: Option<&FullNode>,
+    soa_ttl: u32,
+    keys: &KeySet,
+    options: &SignOptions,
+) {
+    let dnskey_ttl = old_apex
         .and_then(|n| n.get(RType::DNSKEY))
-        .map_or(soa.rrset.ttl, |d| d.rrset.ttl);
-    let old_apex = ordinary.iter().find(|n| n.name == *apex);
+        .map_or(soa_ttl, |d| d.rrset.ttl);
     let keep_old = |t: RType| old_apex.and_then(|n| n.get(t)).cloned();
-    nodes[apex_i].rrsets.push(carry(
-        keep_old(RType::DNSKEY),
-        RRset {
-            rtype: RType::DNSKEY,
-            ttl: dnskey_ttl,
-            rdata: keys.dnskeys.clone(),
-        },
-    ));
+    let mut sets = vec![(RType::DNSKEY, dnskey_ttl, keys.dnskeys.clone())];
     if options.cds {
-        for (t, rdata) in [(RType::CDS, &keys.cds), (RType::CDNSKEY, &keys.cdnskeys)] {
-            nodes[apex_i].rrsets.push(carry(
-                keep_old(t),
-                RRset {
-                    rtype: t,
-                    ttl: dnskey_ttl,
-                    rdata: rdata.clone(),
-                },
-            ));
-        }
+        sets.push((RType::CDS, dnskey_ttl, keys.cds.clone()));
+        sets.push((RType::CDNSKEY, dnskey_ttl, keys.cdnskeys.clone()));
     }
     if let Some(cfg) = &options.nsec3 {
-        nodes[apex_i].rrsets.push(carry(
-            keep_old(RType::NSEC3PARAM),
-            RRset {
-                rtype: RType::NSEC3PARAM,
-                ttl: 0,
-                rdata: vec![nsec3param_rdata(cfg).into_boxed_slice()],
-            },
+        sets.push((
+            RType::NSEC3PARAM,
+            0,
+            vec![nsec3param_rdata(cfg).into_boxed_slice()],
         ));
     }
-    let mut stats = PlanStats::default();
-    // The chain.
-    match &options.nsec3 {
-        None => {
-            let members: Vec<usize> = (0..nodes.len())
-                .filter(|i| matches!(node_kinds[*i], Kind::Apex | Kind::Auth | Kind::Delegation))
-                .collect();
-            stats.chain = members.len() as u64;
-            for (j, &i) in members.iter().enumerate() {
-                let next = &nodes[members[(j + 1) % members.len()]].name;
-                let mut types: Vec<RType> = nodes[i].rrsets.iter().map(|r| r.rrset.rtype).collect();
-                types.push(RType::NSEC);
-                types.push(RType::RRSIG);
-                let mut rd = next.as_wire().to_vec();
-                rd.extend_from_slice(&type_bitmap(&types));
-                let prev = find_old(&ordinary, &nodes[i].name, RType::NSEC);
-                let set = carry(
+    for (rtype, ttl, rdata) in sets {
+        apex.rrsets
+            .push(carry(keep_old(rtype), RRset { rtype, ttl, rdata }));
+    }
+}
+
+/// What building the chain reads: the nodes as stored (for signatures to
+/// carry over) and the negative TTL.
+struct Chain<'a> {
+    ordinary: &'a [&'a FullNode],
+    current: &'a [FullNode],
+    neg_ttl: u32,
+}
+
+impl Chain<'_> {
+    /// The NSEC chain through the apex, authoritative names and
+    /// delegations; returns its length.
+    fn link_nsec(&self, nodes: &mut [FullNode], kinds: &[Kind]) -> u64 {
+        let members: Vec<usize> = (0..nodes.len())
+            .filter(|i| matches!(kinds[*i], Kind::Apex | Kind::Auth | Kind::Delegation))
+            .collect();
+        for (j, &i) in members.iter().enumerate() {
+            let next = nodes[members[(j + 1) % members.len()]].name.clone();
+            let mut types: Vec<RType> = nodes[i].rrsets.iter().map(|r| r.rrset.rtype).collect();
+            types.push(RType::NSEC);
+            types.push(RType::RRSIG);
+            let mut rd = next.as_wire().to_vec();
+            rd.extend_from_slice(&type_bitmap(&types));
+            let prev = find_old(self.ordinary, &nodes[i].name, RType::NSEC);
+            let set = carry(
+                prev,
+                RRset {
+                    rtype: RType::NSEC,
+                    ttl: self.neg_ttl,
+                    rdata: vec![rd.into_boxed_slice()],
+                },
+            );
+            nodes[i].rrsets.push(set);
+            nodes[i].dk = Some(nodes[i].name.canonical_key());
+        }
+        members.len() as u64
+    }
+
+    /// The NSEC3 chain (RFC 5155): one NSEC3 node per hashed owner,
+    /// appended to `nodes` (kind `Auth`); returns its length.
+    fn link_nsec3(
+        &self,
+        apex: &Name,
+        cfg: &Nsec3Config,
+        nodes: &mut Vec<FullNode>,
+        kinds: &mut Vec<Kind>,
+    ) -> u64 {
+        let mut hashed: Vec<([u8; 20], usize)> = (0..nodes.len())
+            .filter(|&i| match kinds[i] {
+                Kind::Apex | Kind::Auth | Kind::Ent => true,
+                Kind::Delegation => !cfg.opt_out || nodes[i].get(RType::DS).is_some(),
+                Kind::Occluded => false,
+            })
+            .map(|i| (nsec3_hash(&nodes[i].name, &cfg.salt, cfg.iterations), i))
+            .collect();
+        hashed.sort_unstable_by_key(|a| a.0);
+        hashed.dedup_by(|a, b| a.0 == b.0);
+        let old_nsec3: std::collections::HashMap<&str, &FullNode> = self
+            .current
+            .iter()
+            .filter(|n| n.nsec3)
+            .filter_map(|n| n.dk.as_deref().map(|dk| (dk, n)))
+            .collect();
+        let mut extra = Vec::with_capacity(hashed.len());
+        for (j, (hash, i)) in hashed.iter().enumerate() {
+            let next = &hashed[(j + 1) % hashed.len()].0;
+            let rd = nsec3_rdata(cfg, next, &nodes[*i], kinds[*i]);
+            let b32 = base32hex(hash);
+            let name = apex
+                .prepend(b32.as_bytes())
+                .expect("a 32-character label fits under any zone that has one");
+            let prev = old_nsec3
+                .get(b32.as_str())
+                .and_then(|n| n.get(RType::NSEC3))
+                .cloned();
+            extra.push(FullNode {
+                name,
+                rrsets: vec![carry(
                     prev,
                     RRset {
-                        rtype: RType::NSEC,
-                        ttl: neg_ttl,
+                        rtype: RType::NSEC3,
+                        ttl: self.neg_ttl,
                         rdata: vec![rd.into_boxed_slice()],
                     },
-                );
-                nodes[i].rrsets.push(set);
-                nodes[i].dk = Some(nodes[i].name.canonical_key());
-            }
+                )],
+                dk: Some(b32),
+                nsec3: true,
+            });
+            kinds.push(Kind::Auth);
         }
-        Some(cfg) => {
-            let mut hashed: Vec<([u8; 20], usize)> = (0..nodes.len())
-                .filter(|&i| match node_kinds[i] {
-                    Kind::Apex | Kind::Auth | Kind::Ent => true,
-                    Kind::Delegation => !cfg.opt_out || nodes[i].get(RType::DS).is_some(),
-                    Kind::Occluded => false,
-                })
-                .map(|i| (nsec3_hash(&nodes[i].name, &cfg.salt, cfg.iterations), i))
-                .collect();
-            hashed.sort_unstable_by_key(|a| a.0);
-            hashed.dedup_by(|a, b| a.0 == b.0);
-            stats.chain = hashed.len() as u64;
-            let old_nsec3: std::collections::HashMap<&str, &FullNode> = current
-                .iter()
-                .filter(|n| n.nsec3)
-                .filter_map(|n| n.dk.as_deref().map(|dk| (dk, n)))
-                .collect();
-            let mut extra = Vec::with_capacity(hashed.len());
-            for (j, (hash, i)) in hashed.iter().enumerate() {
-                let next = &hashed[(j + 1) % hashed.len()].0;
-                let node = &nodes[*i];
-                let kind = node_kinds[*i];
-                let mut types: Vec<RType> = node.rrsets.iter().map(|r| r.rrset.rtype).collect();
-                let signed_here = match kind {
-                    Kind::Apex | Kind::Auth => !types.is_empty(),
-                    Kind::Delegation => node.get(RType::DS).is_some(),
-                    _ => false,
-                };
-                if signed_here {
-                    types.push(RType::RRSIG);
-                }
-                let mut rd = vec![1, u8::from(cfg.opt_out)];
-                rd.extend_from_slice(&cfg.iterations.to_be_bytes());
-                rd.push(cfg.salt.len() as u8);
-                rd.extend_from_slice(&cfg.salt);
-                rd.push(20);
-                rd.extend_from_slice(next);
-                rd.extend_from_slice(&type_bitmap(&types));
-                let b32 = base32hex(hash);
-                let name = apex
-                    .prepend(b32.as_bytes())
-                    .expect("a 32-character label fits under any zone that has one");
-                let prev = old_nsec3
-                    .get(b32.as_str())
-                    .and_then(|n| n.get(RType::NSEC3))
-                    .cloned();
-                extra.push(FullNode {
-                    name,
-                    rrsets: vec![carry(
-                        prev,
-                        RRset {
-                            rtype: RType::NSEC3,
-                            ttl: neg_ttl,
-                            rdata: vec![rd.into_boxed_slice()],
-                        },
-                    )],
-                    dk: Some(b32),
-                    nsec3: true,
-                });
-                node_kinds.push(Kind::Auth);
-            }
-            nodes.extend(extra);
-        }
+        nodes.extend(extra);
+        hashed.len() as u64
     }
-    // Canonical order (NSEC3 nodes sort among the apex's children), kinds
-    // moved along.
-    let mut order: Vec<(FullNode, Kind)> = nodes.into_iter().zip(node_kinds).collect();
+}
+
+/// The NSEC3 rdata for `node` (of `kind`), pointing to the hash `next`.
+fn nsec3_rdata(cfg: &Nsec3Config, next: &[u8; 20], node: &FullNode, kind: Kind) -> Vec<u8> {
+    let mut types: Vec<RType> = node.rrsets.iter().map(|r| r.rrset.rtype).collect();
+    let signed_here = match kind {
+        Kind::Apex | Kind::Auth => !types.is_empty(),
+        Kind::Delegation => node.get(RType::DS).is_some(),
+        _ => false,
+    };
+    if signed_here {
+        types.push(RType::RRSIG);
+    }
+    let mut rd = vec![1, u8::from(cfg.opt_out)];
+    rd.extend_from_slice(&cfg.iterations.to_be_bytes());
+    rd.push(cfg.salt.len() as u8);
+    rd.extend_from_slice(&cfg.salt);
+    rd.push(20);
+    rd.extend_from_slice(next);
+    rd.extend_from_slice(&type_bitmap(&types));
+    rd
+}
+
+/// Canonical order (NSEC3 nodes sort among the apex's children), kinds
+/// moved along.
+fn canonical_order(nodes: Vec<FullNode>, kinds: Vec<Kind>) -> (Vec<FullNode>, Vec<Kind>) {
+    let mut order: Vec<(FullNode, Kind)> = nodes.into_iter().zip(kinds).collect();
     order.sort_by(|a, b| a.0.name.cmp(&b.0.name).then(a.0.nsec3.cmp(&b.0.nsec3)));
-    let (mut nodes, node_kinds): (Vec<FullNode>, Vec<Kind>) = order.into_iter().unzip();
-    // What must be signed, and with which keys.
+    order.into_iter().unzip()
+}
+
+/// What must be signed, and with which keys: every authoritative RRset
+/// (DS and NSEC only at a delegation) whose signatures cannot be kept;
+/// signatures of what is not signed are dropped.
+fn sign_jobs(
+    nodes: &mut [FullNode],
+    kinds: &[Kind],
+    keys: &KeySet,
+    options: &SignOptions,
+    stats: &mut PlanStats,
+) -> Vec<Job> {
     let mut jobs = Vec::new();
     let zsk_tags: Vec<u16> = keys.zsks.iter().map(|k| k.tag).collect();
     let ksk_tags: Vec<u16> = keys.ksks.iter().map(|k| k.tag).collect();
     for (i, n) in nodes.iter_mut().enumerate() {
-        let kind = node_kinds[i];
+        let kind = kinds[i];
         for (s, set) in n.rrsets.iter_mut().enumerate() {
             let t = set.rrset.rtype;
             let should_sign = match kind {
@@ -530,7 +583,7 @@ pub fn prepare(
             });
         }
     }
-    Ok(Prepared { nodes, jobs, stats })
+    jobs
 }
 
 fn find_old(ordinary: &[&FullNode], name: &Name, t: RType) -> Option<SignedRRset> {
