@@ -46,5 +46,6 @@ pub use rtype::RType;
 pub use schema::{ChangeRecord, Node, RRset, ZoneInfo};
 pub use store::{ReadFrom, Store, StoreError};
 pub use writer::{
-    BaselineWriter, Collected, NodeWrite, Switched, WriteMode, WriteStats, ZoneContent, ZoneWriter,
+    BaselineWriter, Collected, EditSummary, NodeWrite, Switched, WriteMode, WriteStats,
+    ZoneContent, ZoneWriter,
 };

@@ -106,15 +106,7 @@ pub fn change_from_doc(d: &Document) -> Option<ChangeRecord> {
 }
 
 /// One RRset as stored: TTL and rdata in uncompressed wire format.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RRset {
-    /// The record type.
-    pub rtype: RType,
-    /// TTL in seconds.
-    pub ttl: u32,
-    /// Each record's rdata, uncompressed wire format.
-    pub rdata: Vec<Box<[u8]>>,
-}
+pub use dns::rrset::RRset;
 
 /// All RRsets at one owner name of one zone version.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -26,16 +26,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Types the signer owns: what a writer stored under these is replaced.
 pub fn signer_owned(t: RType) -> bool {
-    matches!(
-        t,
-        RType::RRSIG
-            | RType::NSEC
-            | RType::NSEC3
-            | RType::NSEC3PARAM
-            | RType::DNSKEY
-            | RType::CDS
-            | RType::CDNSKEY
-    )
+    t.is_signer_owned()
 }
 
 /// How a name takes part in the signed zone.

@@ -9,6 +9,7 @@
 //!  rdata well-formed: rdata.rs                SOA serials, RFC 1982: serial.rs
 //!  base64 / hex / base32hex: encoding.rs      dates from Unix days: civil.rs
 //!  key tag, DS, NSEC3 hash, type bitmaps, RRSIG fields: dnssec.rs
+//!  an RRset: rrset.rs      record edits by RFC 2136's rules: edit.rs
 //!
 //!  may depend on: std, ring, thiserror — never on backend-mongo or a driver
 //! ```
@@ -16,13 +17,16 @@
 
 pub mod civil;
 pub mod dnssec;
+pub mod edit;
 pub mod encoding;
 pub mod name;
 pub mod rcode;
 pub mod rdata;
+pub mod rrset;
 pub mod rtype;
 pub mod serial;
 
 pub use name::{Name, NameError};
 pub use rcode::Rcode;
+pub use rrset::RRset;
 pub use rtype::RType;

@@ -69,6 +69,12 @@ const TABLE: &[(u16, &str)] = &[
 ];
 
 impl RType {
+    /// Types the signer maintains in a secured zone (RRSIG, NSEC, NSEC3,
+    /// NSEC3PARAM, DNSKEY, CDS, CDNSKEY): other writers leave them alone.
+    pub fn is_signer_owned(self) -> bool {
+        matches!(self.0, 46 | 47 | 48 | 50 | 51 | 59 | 60)
+    }
+
     /// A (IPv4 address).
     pub const A: RType = RType(1);
     /// NS (authoritative name server).

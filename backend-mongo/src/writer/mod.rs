@@ -17,6 +17,9 @@
 //!                └ no (a switch happened) ─► write the batch again into
 //!                  the version now served ─► settle again
 //!        finish(): [zone lock] serial + 1, gen = seq
+//!
+//!  Store::edit_zone(edits) ─► [zone lock] read, edit, write the names,
+//!        serial + 1, change record, gen = seq   (single records: edit.rs)
 //! ```
 //!
 //! Every write of a zone document happens under the zone lock
@@ -29,6 +32,7 @@
 mod baseline;
 mod bulk;
 mod collect;
+mod edit;
 mod meta;
 mod publish;
 mod zones;
@@ -37,6 +41,7 @@ pub use crate::serial::{serial_gt, soa_serial};
 pub use baseline::{BaselineWriter, BASELINE_COLLECTION};
 pub use bulk::MAX_UPDATES_PER_COMMAND;
 pub use collect::{Collected, DELETING, OLD_VERSIONS};
+pub use edit::EditSummary;
 pub use zones::ZoneContent;
 
 use crate::lock::ZONE_LOCK;

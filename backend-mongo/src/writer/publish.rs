@@ -23,9 +23,9 @@ use mongodb::bson::{doc, DateTime, Document};
 use std::time::Duration;
 
 /// What a publish under the lock did.
-struct Published {
-    serial: u32,
-    gen: i64,
+pub(super) struct Published {
+    pub(super) serial: u32,
+    pub(super) gen: i64,
     ver: i64,
     /// The version served before, when this publish switched away from it.
     old: Option<i64>,
@@ -269,7 +269,7 @@ impl ZoneWriter {
     }
 
     /// The publish itself; the caller holds the zone lock.
-    async fn publish_locked(
+    pub(super) async fn publish_locked(
         &self,
         last: bool,
         expect_served: Option<i64>,

@@ -1,0 +1,352 @@
+//! Editing single records of a served zone: a change-set is one
+//! generation, one change record and one serial bump.
+//!
+//! ```text
+//!  Store::edit_zone(zone, edits)
+//!   [zone lock] the zone served? (version V, secured?)
+//!     ─► each name edited: one point read in V ─► NodeEdit::apply, in order
+//!     ─► nothing changed: done, no new generation
+//!     ─► names gaining data: missing ancestors upserted as empty non-terminals
+//!     ─► per name: $pull, then $set / $unset / $addToSet of its RRsets
+//!        (a set emptied by a $pull is unset only while it is still empty)
+//!     ─► names left empty: deleted unless names exist below them (then an
+//!        empty non-terminal); ancestors left childless and empty too
+//!     ─► publish: serial (the SOA edited to a later one, else served + 1),
+//!        change record listing every name written, gen
+//!  [unlock]
+//! ```
+//!
+//! Held under the zone lock from the read to the publish, so change-sets
+//! apply one after another and no switch falls between their read and
+//! their write. Records are written as set operations: a merge writing the
+//! same RRset at the same moment keeps its records (docs/schema.md,
+//! "Concurrency"). In a secured zone nothing here signs: the change record
+//! hands the names to the signer (`mongodns-sign` signs them, or the
+//! caller does, holding the signing lease).
+
+use super::{WriteMode, ZoneWriter, LOCK_WAIT};
+use crate::lock::ZONE_LOCK;
+use crate::schema::{self, node_id, RRset};
+use crate::store::{Store, StoreError};
+use crate::{Name, RType};
+use dns::edit::{Edited, NodeEdit, RRsetWrite, RecordEdit};
+use mongodb::bson::{doc, Bson, Document};
+use std::collections::BTreeMap;
+
+/// What [`Store::edit_zone`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EditSummary {
+    /// One outcome per edit, in the order given.
+    pub outcomes: Vec<Edited>,
+    /// The zone's serial after the change-set.
+    pub serial: u32,
+    /// The generation published; `None` when nothing changed.
+    pub gen: Option<i64>,
+    /// Owner names written (edited names, empty non-terminals added or
+    /// removed, the apex when its SOA moved).
+    pub names: Vec<Name>,
+    /// The version edited.
+    pub ver: i64,
+}
+
+/// One name being edited: what was stored, and the edit in memory.
+struct Pending {
+    existed: bool,
+    edit: NodeEdit,
+}
+
+impl Store {
+    /// Applies `edits` to the served version of `zone` as one change-set
+    /// (see the module documentation). Edits outside the zone fail the
+    /// whole change-set before anything is written.
+    pub async fn edit_zone(
+        &self,
+        zone: &Name,
+        edits: &[RecordEdit],
+    ) -> Result<EditSummary, StoreError> {
+        if let Some(e) = edits.iter().find(|e| !e.name().is_subdomain_of(zone)) {
+            return Err(StoreError::Conflict(format!(
+                "{} is not in zone {zone}; nothing was changed",
+                e.name()
+            )));
+        }
+        let lock = self.lock(ZONE_LOCK, zone, "edit", LOCK_WAIT).await?;
+        let r = self.edit_locked(zone, edits).await;
+        lock.release_with(r).await
+    }
+
+    async fn edit_locked(
+        &self,
+        zone: &Name,
+        edits: &[RecordEdit],
+    ) -> Result<EditSummary, StoreError> {
+        let current = self.zones.find_one(doc! {"_id": zone.to_string()}).await?;
+        let served = match &current {
+            Some(d) if d.contains_key("ver") => schema::zone_from_doc(d)?,
+            _ => return Err(StoreError::NoSuchZone(zone.to_string())),
+        };
+        let secured = current
+            .as_ref()
+            .and_then(|d| d.get_document("dnssec").ok())
+            .and_then(|d| d.get_bool("secured").ok())
+            .unwrap_or(false);
+        let ver = served.ver;
+        let served_serial = served.serial;
+        let (names, outcomes) = self.apply_in_memory(zone, ver, edits, secured).await?;
+        // A name that did not exist and ends empty (added, then deleted) is
+        // not written at all.
+        let changed: Vec<&Pending> = names
+            .values()
+            .filter(|p| !p.edit.writes().is_empty() && (p.existed || !p.edit.is_empty()))
+            .collect();
+        if changed.is_empty() {
+            return Ok(EditSummary {
+                outcomes,
+                serial: served.serial,
+                gen: None,
+                names: Vec::new(),
+                ver,
+            });
+        }
+        let mut written: Vec<Name> = Vec::new();
+        for p in changed.iter().filter(|p| !p.existed && !p.edit.is_empty()) {
+            written.extend(self.add_ancestors(zone, ver, p.edit.name()).await?);
+        }
+        self.write_edits(zone, ver, &changed).await?;
+        for p in changed.iter() {
+            written.push(p.edit.name().clone());
+            if p.existed && p.edit.is_empty() && !secured {
+                written.extend(self.remove_if_childless(zone, ver, p.edit.name()).await?);
+            }
+        }
+        let writer = ZoneWriter::new(
+            self,
+            zone,
+            ver,
+            WriteMode::Merge,
+            Some(served),
+            None,
+            Some(Vec::new()),
+        );
+        writer.note_changed(written.iter());
+        let published = writer
+            .publish_locked(false, Some(ver), Document::new())
+            .await?;
+        if published.serial != served_serial {
+            // The SOA moved: the publish listed the apex too.
+            written.push(zone.clone());
+        }
+        if published.gen % 128 == 0 {
+            if let Err(e) = self.prune_changes(super::CHANGE_RECORDS_KEPT).await {
+                tracing::debug!(error = %e, "old change records not pruned");
+            }
+        }
+        written.sort();
+        written.dedup();
+        Ok(EditSummary {
+            outcomes,
+            serial: published.serial,
+            gen: Some(published.gen),
+            names: written,
+            ver,
+        })
+    }
+
+    /// Reads each edited name once and applies its edits in order.
+    async fn apply_in_memory(
+        &self,
+        zone: &Name,
+        ver: i64,
+        edits: &[RecordEdit],
+        secured: bool,
+    ) -> Result<(BTreeMap<Name, Pending>, Vec<Edited>), StoreError> {
+        let mut names: BTreeMap<Name, Pending> = BTreeMap::new();
+        let mut outcomes = Vec::with_capacity(edits.len());
+        for e in edits {
+            if !names.contains_key(e.name()) {
+                let stored = self.read_full_node(zone, ver, e.name()).await?;
+                let existed = stored.is_some();
+                let rrsets: Vec<RRset> = stored
+                    .map(|n| n.rrsets.into_iter().map(|s| s.rrset).collect())
+                    .unwrap_or_default();
+                let edit = NodeEdit::new(zone, e.name(), rrsets, secured);
+                names.insert(e.name().clone(), Pending { existed, edit });
+            }
+            let p = names.get_mut(e.name()).expect("inserted above");
+            outcomes.push(p.edit.apply(e));
+        }
+        Ok((names, outcomes))
+    }
+
+    /// Upserts the empty non-terminals between `name` and the apex; returns
+    /// those that did not exist.
+    async fn add_ancestors(
+        &self,
+        zone: &Name,
+        ver: i64,
+        name: &Name,
+    ) -> Result<Vec<Name>, StoreError> {
+        let mut added = Vec::new();
+        for a in name.ancestors().skip(1).take_while(|a| a != zone) {
+            let r = self
+                .nodes
+                .update_one(
+                    doc! {"_id": node_id(zone, ver, &a)},
+                    doc! {"$setOnInsert": base_fields(zone, ver, &a, true)},
+                )
+                .upsert(true)
+                .await?;
+            if r.upserted_id.is_some() {
+                added.push(a);
+            }
+        }
+        Ok(added)
+    }
+
+    /// The three rounds of node updates: removals from RRsets, then the
+    /// rest, then RRsets a removal left empty.
+    async fn write_edits(
+        &self,
+        zone: &Name,
+        ver: i64,
+        changed: &[&Pending],
+    ) -> Result<(), StoreError> {
+        let (mut pulls, mut sets, mut empties) = (Vec::new(), Vec::new(), Vec::new());
+        for p in changed {
+            let id = node_id(zone, ver, p.edit.name());
+            let u = NodeUpdates::of(&p.edit);
+            if !u.pull.is_empty() {
+                pulls.push(doc! {"q": {"_id": &id}, "u": {"$pullAll": u.pull}});
+            }
+            let mut update = Document::new();
+            for (op, fields) in [("$set", u.set), ("$unset", u.unset), ("$addToSet", u.add)] {
+                if !fields.is_empty() {
+                    update.insert(op, fields);
+                }
+            }
+            if !update.is_empty() {
+                update.insert("$setOnInsert", base_fields(zone, ver, p.edit.name(), false));
+                sets.push(doc! {"q": {"_id": &id}, "u": update, "upsert": true});
+            }
+            for t in u.emptied {
+                let field = format!("rrsets.{}", t.mnemonic());
+                empties.push(doc! {
+                    "q": {"_id": &id, format!("{field}.rd"): {"$size": 0}},
+                    "u": {"$unset": {field: ""}},
+                });
+            }
+        }
+        for round in [pulls, sets, empties] {
+            if !round.is_empty() {
+                self.run_updates(round).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes `name` if it holds no RRset and no name exists below it,
+    /// then each ancestor left the same way; returns the names deleted.
+    async fn remove_if_childless(
+        &self,
+        zone: &Name,
+        ver: i64,
+        name: &Name,
+    ) -> Result<Vec<Name>, StoreError> {
+        let mut removed = Vec::new();
+        for n in name.ancestors().take_while(|a| a != zone) {
+            if self.has_names_below(zone, ver, &n).await? {
+                break;
+            }
+            let r = self
+                .nodes
+                .delete_one(doc! {"_id": node_id(zone, ver, &n), "rrsets": {}})
+                .await?;
+            if r.deleted_count == 0 {
+                break;
+            }
+            removed.push(n);
+        }
+        Ok(removed)
+    }
+
+    /// True when version `ver` holds a name below `name` (its canonical key
+    /// is a prefix of theirs: one index range read on MongoDB).
+    async fn has_names_below(
+        &self,
+        zone: &Name,
+        ver: i64,
+        name: &Name,
+    ) -> Result<bool, StoreError> {
+        let key = name.canonical_key();
+        // Keys are lower-case hex: "g" sorts after every key that extends it.
+        let below = self
+            .nodes
+            .find_one(doc! {"zone": zone.to_string(), "ver": ver, "ck": {"$gt": &key, "$lt": format!("{key}g")}})
+            .projection(doc! {"_id": 1})
+            .await?;
+        Ok(below.is_some())
+    }
+}
+
+/// The fields a node document has besides its RRsets.
+fn base_fields(zone: &Name, ver: i64, name: &Name, empty: bool) -> Document {
+    let mut d = doc! {
+        "zone": zone.to_string(),
+        "ver": ver,
+        "name": name.to_string(),
+        "ck": name.canonical_key(),
+    };
+    if empty {
+        d.insert("rrsets", Document::new());
+    }
+    d
+}
+
+/// One name's edits as update operators.
+#[derive(Default)]
+struct NodeUpdates {
+    pull: Document,
+    set: Document,
+    unset: Document,
+    add: Document,
+    /// Types whose last records a `$pull` removes.
+    emptied: Vec<RType>,
+}
+
+impl NodeUpdates {
+    fn of(edit: &NodeEdit) -> NodeUpdates {
+        let mut u = NodeUpdates::default();
+        for (t, w) in edit.writes() {
+            let key = format!("rrsets.{}", t.mnemonic());
+            match w {
+                RRsetWrite::Set(r) => {
+                    u.set.insert(format!("{key}.ttl"), i64::from(r.ttl));
+                    u.set.insert(format!("{key}.rd"), binaries(&r.rdata));
+                }
+                RRsetWrite::Remove => {
+                    u.unset.insert(key, "");
+                }
+                RRsetWrite::Delta { add, remove, ttl } => {
+                    if !remove.is_empty() {
+                        u.pull.insert(format!("{key}.rd"), binaries(remove));
+                    }
+                    if !add.is_empty() {
+                        u.add
+                            .insert(format!("{key}.rd"), doc! {"$each": binaries(add)});
+                    }
+                    if let Some(ttl) = ttl {
+                        u.set.insert(format!("{key}.ttl"), i64::from(*ttl));
+                    }
+                    if !edit.after().iter().any(|r| r.rtype == *t) {
+                        u.emptied.push(*t);
+                    }
+                }
+            }
+        }
+        u
+    }
+}
+
+fn binaries(rdata: &[Box<[u8]>]) -> Bson {
+    Bson::Array(rdata.iter().map(|r| schema::binary(r)).collect())
+}
