@@ -47,5 +47,5 @@ pub use schema::{ChangeRecord, Node, RRset, ZoneInfo};
 pub use store::{ReadFrom, Store, StoreError};
 pub use writer::{
     BaselineWriter, Collected, EditSummary, NodeWrite, Switched, WriteMode, WriteStats,
-    ZoneContent, ZoneWriter,
+    ZoneContent, ZoneEdit, ZoneWriter,
 };

@@ -22,7 +22,6 @@ use mongodns_testkit::*;
 use signer::{SecureOptions, Validity};
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -181,26 +180,7 @@ impl Poller {
 /// The zone as served, by AXFR through the server: (text, owner labels of
 /// A records below the apex, excluding `ns`).
 fn axfr(port: u16) -> (String, BTreeSet<String>) {
-    let out = Command::new("dig")
-        .args([
-            "@127.0.0.1",
-            "-p",
-            &port.to_string(),
-            ZONE,
-            "AXFR",
-            "+nocmd",
-            "+nostats",
-            "+nocomments",
-            "+noquestion",
-            "+time=10",
-        ])
-        .output()
-        .expect("dig is needed (bind9-dnsutils)");
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(
-        out.status.success() && text.matches("\tSOA\t").count() >= 2,
-        "AXFR failed: {text}"
-    );
+    let text = axfr_text(port, ZONE);
     let mut names = BTreeSet::new();
     for line in text.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
@@ -247,29 +227,7 @@ fn some_missing<'a>(a: &'a BTreeSet<String>, b: &'a BTreeSet<String>) -> Vec<&'a
 
 /// `dnssec-verify` and `ldns-verify-zone` on the served zone.
 fn verify_signed(dir: &Path, text: &str) {
-    let file = dir.join("served.zone");
-    std::fs::write(&file, text).unwrap();
-    let o = Command::new("dnssec-verify")
-        .args(["-o", ZONE])
-        .arg(&file)
-        .output()
-        .expect("dnssec-verify is needed (bind9-utils)");
-    assert!(
-        o.status.success(),
-        "dnssec-verify: {}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let o = Command::new("ldns-verify-zone")
-        .arg(&file)
-        .output()
-        .expect("ldns-verify-zone is needed (ldnsutils)");
-    assert!(
-        o.status.success(),
-        "ldns-verify-zone: {}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
+    verify_signed_zone(dir, ZONE, text);
 }
 
 fn set(v: &[String]) -> BTreeSet<String> {

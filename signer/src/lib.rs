@@ -15,10 +15,12 @@
 //! The importer signs what it writes into a secured zone: a replace through
 //! [`sign_after_write`] before the switch, a merge through
 //! [`merge::MergeSigner`] before each batch is written (see `docs/dnssec.md`).
+//! Record edits ([`edit::edit_zone`]) are signed in their change-set.
 #![warn(missing_docs, unreachable_pub)]
 
 mod catchup;
 pub mod crypto;
+pub mod edit;
 pub mod export;
 mod follow;
 pub mod lease;

@@ -2,18 +2,18 @@
 //! generation, one change record and one serial bump.
 //!
 //! ```text
-//!  Store::edit_zone(zone, edits)
-//!   [zone lock] the zone served? (version V, secured?)
+//!  Store::edit_zone(zone, edits) = begin_edit, then publish
+//!  begin_edit: [zone lock] the zone served? (version V, secured?)
 //!     ─► each name edited: one point read in V ─► NodeEdit::apply, in order
-//!     ─► nothing changed: done, no new generation
 //!     ─► names gaining data: missing ancestors upserted as empty non-terminals
-//!     ─► per name: $pull, then $set / $unset / $addToSet of its RRsets
-//!        (a set emptied by a $pull is unset only while it is still empty)
-//!     ─► names left empty: deleted unless names exist below them (then an
-//!        empty non-terminal); ancestors left childless and empty too
-//!     ─► publish: serial (the SOA edited to a later one, else served + 1),
-//!        change record listing every name written, gen
-//!  [unlock]
+//!     ─► per name: $pullAll, then $set / $unset / $addToSet of its RRsets
+//!        (a set emptied by a $pullAll is unset only while it is still empty)
+//!     ─► names left empty: deleted unless names exist below them (then
+//!        an empty non-terminal); ancestors left childless and empty too
+//!     (a caller holding the signing lease signs ZoneEdit::names here)
+//!  publish: serial (the SOA edited to a later one, else served + 1), change
+//!        record listing every name written, gen ─► [unlock]
+//!     nothing written: nothing published, no new generation
 //! ```
 //!
 //! Held under the zone lock from the read to the publish, so change-sets
@@ -25,8 +25,8 @@
 //! caller does, holding the signing lease).
 
 use super::{WriteMode, ZoneWriter, LOCK_WAIT};
-use crate::lock::ZONE_LOCK;
-use crate::schema::{self, node_id, RRset};
+use crate::lock::{Held, ZONE_LOCK};
+use crate::schema::{self, node_id, RRset, ZoneInfo};
 use crate::store::{Store, StoreError};
 use crate::{Name, RType};
 use dns::edit::{Edited, NodeEdit, RRsetWrite, RecordEdit};
@@ -49,6 +49,102 @@ pub struct EditSummary {
     pub ver: i64,
 }
 
+/// A change-set written and not yet published, holding the zone lock
+/// (see [`Store::begin_edit`]).
+pub struct ZoneEdit {
+    store: Store,
+    lock: Option<Held>,
+    writer: ZoneWriter,
+    served: ZoneInfo,
+    outcomes: Vec<Edited>,
+    written: Vec<Name>,
+    secured: bool,
+}
+
+impl ZoneEdit {
+    /// The owner names written so far (edited names and empty
+    /// non-terminals added), for a signer to sign before the publish.
+    pub fn names(&self) -> &[Name] {
+        &self.written
+    }
+
+    /// The version edited (the one served).
+    pub fn ver(&self) -> i64 {
+        self.served.ver
+    }
+
+    /// The serial served before this change-set.
+    pub fn served_serial(&self) -> u32 {
+        self.served.serial
+    }
+
+    /// True when the zone is secured (its signer owns the chain).
+    pub fn secured(&self) -> bool {
+        self.secured
+    }
+
+    /// One outcome per edit, in the order given.
+    pub fn outcomes(&self) -> &[Edited] {
+        &self.outcomes
+    }
+
+    /// The caller signed what was written: `names` are the owners its
+    /// signer wrote (chain neighbours, NSEC3 owners, the apex with its
+    /// signed SOA), listed in the change record, which says signed.
+    pub fn note_signed(&mut self, names: &[Name]) {
+        self.writer.note_signed(names.iter());
+        self.written.extend(names.iter().cloned());
+    }
+
+    /// Publishes the change-set: the
+    /// serial moves (unless the zone is secured and nobody signed), one
+    /// change record lists every name written, `gen` moves to it. Releases
+    /// the zone lock. Publishes nothing when nothing was written.
+    pub async fn publish(mut self) -> Result<EditSummary, StoreError> {
+        let lock = self.lock.take();
+        let r = self.publish_locked().await;
+        match lock {
+            Some(l) => l.release_with(r).await,
+            None => r,
+        }
+    }
+
+    async fn publish_locked(&mut self) -> Result<EditSummary, StoreError> {
+        let (zone, ver) = (self.served.apex.clone(), self.served.ver);
+        if self.written.is_empty() {
+            return Ok(self.summary(self.served.serial, None));
+        }
+        self.writer.note_changed(self.written.iter());
+        let published = self
+            .writer
+            .publish_locked(false, Some(ver), Document::new())
+            .await?;
+        if published.serial != self.served.serial {
+            // The SOA moved: the publish listed the apex too.
+            self.written.push(zone.clone());
+        }
+        if published.gen % 128 == 0 {
+            if let Err(e) = self.store.prune_changes(super::CHANGE_RECORDS_KEPT).await {
+                tracing::debug!(error = %e, "old change records not pruned");
+            }
+        }
+        Ok(self.summary(published.serial, Some(published.gen)))
+    }
+
+    fn summary(&mut self, serial: u32, gen: Option<i64>) -> EditSummary {
+        let mut names = std::mem::take(&mut self.written);
+        names.sort();
+        names.dedup();
+        EditSummary {
+            outcomes: std::mem::take(&mut self.outcomes),
+            serial,
+            gen,
+            names,
+            ver: self.served.ver,
+        }
+    }
+}
+
 /// One name being edited: what was stored, and the edit in memory.
 struct Pending {
     existed: bool,
@@ -58,12 +154,31 @@ struct Pending {
 impl Store {
     /// Applies `edits` to the served version of `zone` as one change-set
     /// (see the module documentation). Edits outside the zone fail the
-    /// whole change-set before anything is written.
+    /// whole change-set before anything is written. In a secured zone the
+    /// edited names are left to the signer ([`Store::begin_edit`] lets a
+    /// caller holding the signing lease sign them before the publish).
     pub async fn edit_zone(
         &self,
         zone: &Name,
         edits: &[RecordEdit],
     ) -> Result<EditSummary, StoreError> {
+        self.begin_edit(zone, None, edits).await?.publish().await
+    }
+
+    /// The first half of [`Store::edit_zone`]: takes the zone lock, reads
+    /// and edits the names and writes them, unpublished. The caller may
+    /// sign what was written (see [`ZoneEdit::names`]), then calls
+    /// [`ZoneEdit::publish`]; dropping it releases the lock and publishes
+    /// nothing (servers that read the edited names from the database may
+    /// already see them: the write is not undone). With `expect_ver`, fails
+    /// with [`StoreError::Conflict`] before writing unless that version is
+    /// the one served (a signer that read its chain before).
+    pub async fn begin_edit(
+        &self,
+        zone: &Name,
+        expect_ver: Option<i64>,
+        edits: &[RecordEdit],
+    ) -> Result<ZoneEdit, StoreError> {
         if let Some(e) = edits.iter().find(|e| !e.name().is_subdomain_of(zone)) {
             return Err(StoreError::Conflict(format!(
                 "{} is not in zone {zone}; nothing was changed",
@@ -71,15 +186,21 @@ impl Store {
             )));
         }
         let lock = self.lock(ZONE_LOCK, zone, "edit", LOCK_WAIT).await?;
-        let r = self.edit_locked(zone, edits).await;
-        lock.release_with(r).await
+        match self.edit_locked(zone, expect_ver, edits).await {
+            Ok(mut edit) => {
+                edit.lock = Some(lock);
+                Ok(edit)
+            }
+            Err(e) => lock.release_with(Err(e)).await,
+        }
     }
 
     async fn edit_locked(
         &self,
         zone: &Name,
+        expect_ver: Option<i64>,
         edits: &[RecordEdit],
-    ) -> Result<EditSummary, StoreError> {
+    ) -> Result<ZoneEdit, StoreError> {
         let current = self.zones.find_one(doc! {"_id": zone.to_string()}).await?;
         let served = match &current {
             Some(d) if d.contains_key("ver") => schema::zone_from_doc(d)?,
@@ -91,7 +212,11 @@ impl Store {
             .and_then(|d| d.get_bool("secured").ok())
             .unwrap_or(false);
         let ver = served.ver;
-        let served_serial = served.serial;
+        if expect_ver.is_some_and(|v| v != ver) {
+            return Err(StoreError::Conflict(format!(
+                "zone {zone}: another writer switched it to version {ver} meanwhile; nothing was changed"
+            )));
+        }
         let (names, outcomes) = self.apply_in_memory(zone, ver, edits, secured).await?;
         // A name that did not exist and ends empty (added, then deleted) is
         // not written at all.
@@ -99,56 +224,32 @@ impl Store {
             .values()
             .filter(|p| !p.edit.writes().is_empty() && (p.existed || !p.edit.is_empty()))
             .collect();
-        if changed.is_empty() {
-            return Ok(EditSummary {
-                outcomes,
-                serial: served.serial,
-                gen: None,
-                names: Vec::new(),
-                ver,
-            });
-        }
         let mut written: Vec<Name> = Vec::new();
         for p in changed.iter().filter(|p| !p.existed && !p.edit.is_empty()) {
             written.extend(self.add_ancestors(zone, ver, p.edit.name()).await?);
         }
         self.write_edits(zone, ver, &changed).await?;
-        for p in changed.iter() {
-            written.push(p.edit.name().clone());
-            if p.existed && p.edit.is_empty() && !secured {
-                written.extend(self.remove_if_childless(zone, ver, p.edit.name()).await?);
-            }
+        written.extend(changed.iter().map(|p| p.edit.name().clone()));
+        for p in changed.iter().filter(|p| p.existed && p.edit.is_empty()) {
+            written.extend(self.remove_if_childless(zone, ver, p.edit.name()).await?);
         }
         let writer = ZoneWriter::new(
             self,
             zone,
             ver,
             WriteMode::Merge,
-            Some(served),
+            None,
             None,
             Some(Vec::new()),
         );
-        writer.note_changed(written.iter());
-        let published = writer
-            .publish_locked(false, Some(ver), Document::new())
-            .await?;
-        if published.serial != served_serial {
-            // The SOA moved: the publish listed the apex too.
-            written.push(zone.clone());
-        }
-        if published.gen % 128 == 0 {
-            if let Err(e) = self.prune_changes(super::CHANGE_RECORDS_KEPT).await {
-                tracing::debug!(error = %e, "old change records not pruned");
-            }
-        }
-        written.sort();
-        written.dedup();
-        Ok(EditSummary {
+        Ok(ZoneEdit {
+            store: self.clone(),
+            lock: None,
+            writer,
+            served,
             outcomes,
-            serial: published.serial,
-            gen: Some(published.gen),
-            names: written,
-            ver,
+            written,
+            secured,
         })
     }
 
@@ -244,8 +345,10 @@ impl Store {
         Ok(())
     }
 
-    /// Deletes `name` if it holds no RRset and no name exists below it,
-    /// then each ancestor left the same way; returns the names deleted.
+    /// Deletes `name`, which holds nothing of its own now (in a secured
+    /// zone its NSEC may still be there: the signer relinks around it),
+    /// unless a name exists below it; then each ancestor left an empty
+    /// non-terminal with nothing below. Returns the names deleted.
     async fn remove_if_childless(
         &self,
         zone: &Name,
@@ -257,11 +360,11 @@ impl Store {
             if self.has_names_below(zone, ver, &n).await? {
                 break;
             }
-            let r = self
-                .nodes
-                .delete_one(doc! {"_id": node_id(zone, ver, &n), "rrsets": {}})
-                .await?;
-            if r.deleted_count == 0 {
+            let mut only = doc! {"_id": node_id(zone, ver, &n)};
+            if n != *name {
+                only.insert("rrsets", Document::new());
+            }
+            if self.nodes.delete_one(only).await?.deleted_count == 0 {
                 break;
             }
             removed.push(n);

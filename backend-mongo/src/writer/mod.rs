@@ -41,7 +41,7 @@ pub use crate::serial::{serial_gt, soa_serial};
 pub use baseline::{BaselineWriter, BASELINE_COLLECTION};
 pub use bulk::MAX_UPDATES_PER_COMMAND;
 pub use collect::{Collected, DELETING, OLD_VERSIONS};
-pub use edit::EditSummary;
+pub use edit::{EditSummary, ZoneEdit};
 pub use zones::ZoneContent;
 
 use crate::lock::ZONE_LOCK;

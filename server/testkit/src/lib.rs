@@ -11,6 +11,7 @@
 //!  ask_udp / ask_tcp: hand-built query ─► reply parsed by hickory-proto
 //!  http / stat: the control endpoint;  Relay: a database link to cut,
 //!  freeze, slow down or listen to;  run_bounded: a child with a time limit
+//!  axfr_text / verify_signed_zone: the served zone by dig, and both verifiers
 //! ```
 //!
 //! A dev-dependency only. It is a crate, not a module, because it needs
@@ -27,6 +28,7 @@ mod process;
 mod query;
 mod relay;
 mod server;
+mod zone_check;
 
 pub use backend_mongo::testing::*;
 pub use binaries::{bin_dir, binary};
@@ -37,3 +39,4 @@ pub use process::run_bounded;
 pub use query::{ask_tcp, ask_udp, build_query, lines, tcp_exchange, udp_exchange};
 pub use relay::Relay;
 pub use server::{start_with_control, ServerProcess};
+pub use zone_check::{axfr_text, verify_signed_zone};

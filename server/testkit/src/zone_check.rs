@@ -1,0 +1,60 @@
+//! Whole-zone checks with real tools: the zone as served, by AXFR through
+//! `dig`, and DNSSEC validity by BIND's and ldns's verifiers.
+//!
+//! ```text
+//!  axfr_text(port, zone) ─► dig AXFR ─► the zone file text (two SOAs, or panic)
+//!  verify_signed_zone(dir, zone, text) ─► dnssec-verify -o zone ─► ldns-verify-zone
+//! ```
+
+use std::path::Path;
+use std::process::Command;
+
+/// The zone `zone` as the server on `port` serves it, by AXFR (`dig`);
+/// panics unless the transfer is whole (it starts and ends with the SOA).
+pub fn axfr_text(port: u16, zone: &str) -> String {
+    let out = Command::new("dig")
+        .args(["@127.0.0.1", "-p", &port.to_string(), zone, "AXFR"])
+        .args([
+            "+nocmd",
+            "+nostats",
+            "+nocomments",
+            "+noquestion",
+            "+time=10",
+        ])
+        .output()
+        .expect("dig is needed (bind9-dnsutils)");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success() && text.matches("\tSOA\t").count() >= 2,
+        "AXFR failed: {text}"
+    );
+    text
+}
+
+/// Asserts that both `dnssec-verify` and `ldns-verify-zone` accept the
+/// signed zone `zone` given as master-file `text` (written into `dir`).
+pub fn verify_signed_zone(dir: &Path, zone: &str, text: &str) {
+    let file = dir.join("served.zone");
+    std::fs::write(&file, text).unwrap();
+    let o = Command::new("dnssec-verify")
+        .args(["-o", zone])
+        .arg(&file)
+        .output()
+        .expect("dnssec-verify is needed (bind9-utils)");
+    assert!(
+        o.status.success(),
+        "dnssec-verify: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = Command::new("ldns-verify-zone")
+        .arg(&file)
+        .output()
+        .expect("ldns-verify-zone is needed (ldnsutils)");
+    assert!(
+        o.status.success(),
+        "ldns-verify-zone: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

@@ -1,0 +1,261 @@
+//! Single-record edits against FerretDB and the real server: what an edit
+//! adds or deletes is answered within a second (default settings), empty
+//! non-terminals appear and go, and in a secured zone (NSEC and NSEC3)
+//! every change-set leaves a zone both verifiers accept.
+//!
+//! ```text
+//!  import ─► serve ─► signer::edit::edit_zone(change-set) ─► dig until the
+//!  answer changes (≤ 1 s) ─► AXFR ─► dnssec-verify + ldns-verify-zone
+//! ```
+
+use backend_mongo::dns::edit::{Edited, Ignored, RecordEdit};
+use backend_mongo::{Name, RRset, RType};
+use hickory_proto::op::ResponseCode;
+use mongodns_testkit::*;
+use signer::{SecureOptions, Validity};
+use std::time::{Duration, Instant};
+
+const ZONE: &str = "edit.test.";
+
+const ZONE_TEXT: &str = "$ORIGIN edit.test.\n$TTL 300\n\
+@ IN SOA ns.edit.test. hostmaster.edit.test. 1 7200 900 1209600 60\n\
+@ IN NS ns.edit.test.\n\
+ns IN A 192.0.2.53\n\
+www IN A 192.0.2.1\n\
+mail IN MX 10 www.edit.test.\n";
+
+fn n(s: &str) -> Name {
+    format!("{s}.{ZONE}").parse().unwrap()
+}
+
+fn add_a(name: &str, last: u8) -> RecordEdit {
+    RecordEdit::Add {
+        name: n(name),
+        rrset: RRset {
+            rtype: RType::A,
+            ttl: 300,
+            rdata: vec![vec![192, 0, 2, last].into()],
+        },
+    }
+}
+
+fn delete_name(name: &str) -> RecordEdit {
+    RecordEdit::DeleteName { name: n(name) }
+}
+
+/// Applies `edits` through the signer's entry point (signs when secured).
+fn edit(db: &TestZoneDb, edits: &[RecordEdit]) -> backend_mongo::EditSummary {
+    let zone: Name = ZONE.parse().unwrap();
+    block_on(signer::edit::edit_zone(&db.store, &zone, edits)).expect("the edit succeeds")
+}
+
+/// Asks `name` (below the zone) until the answer has `rcode` and `count`
+/// answer records; returns how long that took. Fails after 1 s.
+fn answered_within_a_second(port: u16, name: &str, rcode: ResponseCode, count: usize) -> Duration {
+    let started = Instant::now();
+    let qname = format!("{name}.{ZONE}");
+    loop {
+        let m = ask_udp(port, &qname, 1, None);
+        if m.metadata.response_code == rcode && m.answers.len() == count {
+            return started.elapsed();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "{qname}: still {:?} with {} answers after 1 s (want {rcode:?}, {count})",
+            m.metadata.response_code,
+            m.answers.len()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn served(tag: &str) -> (TestZoneDb, ServerProcess) {
+    let db = block_on(async {
+        let db = TestZoneDb::new(tag).await;
+        db.import(ZONE, ZONE_TEXT, true).await;
+        db
+    });
+    let server = ServerProcess::start(&db.name, &["--axfr-allow", "127.0.0.1/32"]);
+    (db, server)
+}
+
+#[test]
+fn edits_are_answered_within_a_second() {
+    let (db, server) = served("edits_fresh");
+    let port = server.port;
+    // Cached first: the edit must displace what the server holds.
+    assert_eq!(
+        ask_udp(port, "new.edit.test.", 1, None)
+            .metadata
+            .response_code,
+        ResponseCode::NXDomain
+    );
+    assert_eq!(ask_udp(port, "www.edit.test.", 1, None).answers.len(), 1);
+    let mut took = Vec::new();
+
+    let s = edit(&db, &[add_a("new", 7), add_a("www", 2)]);
+    assert_eq!(s.outcomes, vec![Edited::Changed, Edited::Changed]);
+    took.push(answered_within_a_second(
+        port,
+        "new",
+        ResponseCode::NoError,
+        1,
+    ));
+    took.push(answered_within_a_second(
+        port,
+        "www",
+        ResponseCode::NoError,
+        2,
+    ));
+
+    // A deep name brings its empty non-terminal; deleting it takes it away.
+    edit(&db, &[add_a("leaf.branch", 9)]);
+    took.push(answered_within_a_second(
+        port,
+        "leaf.branch",
+        ResponseCode::NoError,
+        1,
+    ));
+    took.push(answered_within_a_second(
+        port,
+        "branch",
+        ResponseCode::NoError,
+        0,
+    ));
+    edit(&db, &[delete_name("leaf.branch"), delete_name("new")]);
+    took.push(answered_within_a_second(
+        port,
+        "branch",
+        ResponseCode::NXDomain,
+        0,
+    ));
+    took.push(answered_within_a_second(
+        port,
+        "new",
+        ResponseCode::NXDomain,
+        0,
+    ));
+
+    // One record out of two.
+    let one = RecordEdit::DeleteRecords {
+        name: n("www"),
+        rtype: RType::A,
+        rdata: vec![vec![192, 0, 2, 1].into()],
+    };
+    edit(&db, &[one]);
+    took.push(answered_within_a_second(
+        port,
+        "www",
+        ResponseCode::NoError,
+        1,
+    ));
+    let www = ask_udp(port, "www.edit.test.", 1, None);
+    assert_eq!(
+        lines(&www.answers),
+        vec!["www.edit.test. 300 A 192.0.2.2"]
+    );
+
+    // What RFC 2136 ignores changes nothing, and publishes nothing.
+    let before = block_on(db.store.find_zone(&ZONE.parse().unwrap()))
+        .unwrap()
+        .unwrap();
+    let apex_ns = RecordEdit::DeleteRRset {
+        name: ZONE.parse().unwrap(),
+        rtype: RType::NS,
+    };
+    let s = edit(&db, &[apex_ns]);
+    assert_eq!(s.outcomes, vec![Edited::Ignored(Ignored::ApexSoaOrNs)]);
+    assert_eq!(s.serial, before.serial);
+    assert_eq!(ask_udp(port, ZONE, 2, None).answers.len(), 1);
+    println!("edits answered after {took:?}");
+    drop(server);
+    block_on(db.drop_db());
+}
+
+fn secure(db: &TestZoneDb, nsec3: bool) {
+    let options = SecureOptions {
+        algorithm: 13,
+        csk: false,
+        nsec3: nsec3.then(|| backend_mongo::dnssec::Nsec3Config {
+            iterations: 0,
+            salt: Vec::new(),
+            opt_out: false,
+        }),
+        cds: false,
+        validity: Validity::default(),
+        threads: 2,
+        grace: Duration::ZERO,
+    };
+    let zone: Name = ZONE.parse().unwrap();
+    block_on(signer::secure_zone(
+        &db.store,
+        &zone,
+        &options,
+        &signer::NoProgress,
+    ))
+    .expect("secure-zone");
+}
+
+/// Every change-set of a secured zone is signed in it: the AXFR after each
+/// one verifies, and what it changed is served.
+fn signed_edits_keep_the_zone_valid(tag: &str, nsec3: bool) {
+    let (db, server) = served(tag);
+    let port = server.port;
+    secure(&db, nsec3);
+    let check = |what: &str| {
+        let text = axfr_text(port, ZONE);
+        verify_signed_zone(&db.dir, ZONE, &text);
+        println!("{what}: verified ({} lines)", text.lines().count());
+        text
+    };
+    check("secured");
+    edit(&db, &[add_a("a", 10), add_a("x.y", 11), add_a("www", 12)]);
+    answered_within_a_second(port, "x.y", ResponseCode::NoError, 1);
+    let text = check("three names added");
+    assert!(text.contains("x.y.edit.test."), "{text}");
+    edit(&db, &[delete_name("a"), delete_name("x.y")]);
+    answered_within_a_second(port, "y", ResponseCode::NXDomain, 0);
+    let text = check("two names deleted, an empty non-terminal with them");
+    assert!(
+        !text.contains("\na.edit.test.") && !text.contains("y.edit.test."),
+        "{text}"
+    );
+    let txt = RecordEdit::ReplaceRRset {
+        name: ZONE.parse().unwrap(),
+        rrset: RRset {
+            rtype: RType::TXT,
+            ttl: 60,
+            rdata: vec![b"\x05hello".to_vec().into()],
+        },
+    };
+    let mx = RecordEdit::DeleteRRset {
+        name: n("mail"),
+        rtype: RType::MX,
+    };
+    let s = edit(&db, &[txt, mx]);
+    assert_eq!(s.outcomes, vec![Edited::Changed, Edited::Changed]);
+    answered_within_a_second(port, "mail", ResponseCode::NXDomain, 0);
+    check("an RRset replaced at the apex, a name's last RRset deleted");
+    // The signer's types are its own.
+    let key = RecordEdit::DeleteRRset {
+        name: ZONE.parse().unwrap(),
+        rtype: RType::DNSKEY,
+    };
+    let s = edit(&db, &[key]);
+    assert_eq!(
+        s.outcomes,
+        vec![Edited::Ignored(Ignored::SignerOwned(RType::DNSKEY))]
+    );
+    drop(server);
+    block_on(db.drop_db());
+}
+
+#[test]
+fn signed_edits_keep_an_nsec_zone_valid() {
+    signed_edits_keep_the_zone_valid("edits_nsec", false);
+}
+
+#[test]
+fn signed_edits_keep_an_nsec3_zone_valid() {
+    signed_edits_keep_the_zone_valid("edits_nsec3", true);
+}

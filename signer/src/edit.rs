@@ -1,0 +1,96 @@
+//! Record edits that keep a secured zone signed: the change-set is signed
+//! before it is published, under the zone's signing lease.
+//!
+//! ```text
+//!  edit_zone(zone, edits)
+//!    not secured ─► Store::edit_zone
+//!    secured ─► lease::try_take ─ held by another signer ─► Store::edit_zone
+//!       │        unsigned: its change record hands the names to the holder
+//!       ─► MergeSigner for the served version V (keys, chain read once)
+//!       ─► Store::begin_edit(V) [zone lock] records written, emptied names gone
+//!       ─► resign_names(written): signatures, chain relinked around them
+//!       ─► sign_soa(served serial) ─► note_signed ─► publish [unlock]
+//!       ─► lease released
+//! ```
+//!
+//! One generation, one change record (marked signed), one serial: a server
+//! that caches sees the zone before or after, signed both times. Readers
+//! that go to the database between the write and the publish (uncached
+//! names, milliseconds) can see an edited RRset before its signature.
+
+use crate::merge::MergeSigner;
+use crate::{lease, SignError};
+use backend_mongo::dns::edit::RecordEdit;
+use backend_mongo::{EditSummary, Name, Store, StoreError};
+
+/// How many times a version switched under the edit is tolerated.
+const ATTEMPTS: usize = 3;
+
+/// Applies `edits` to `zone` as one change-set, signed in it when the zone
+/// is secured (see the module documentation).
+pub async fn edit_zone(
+    store: &Store,
+    zone: &Name,
+    edits: &[RecordEdit],
+) -> Result<EditSummary, SignError> {
+    let secured = match store.dnssec_config(zone).await {
+        Ok(c) => c.secured,
+        Err(StoreError::NoSuchZone(_)) => false,
+        Err(e) => return Err(e.into()),
+    };
+    if !secured {
+        return Ok(store.edit_zone(zone, edits).await?);
+    }
+    let Some(lease) = lease::try_take(store, zone, "edit").await? else {
+        tracing::info!(%zone, "another signer holds the zone's lease: the edit is written unsigned, the holder signs it");
+        return Ok(store.edit_zone(zone, edits).await?);
+    };
+    let r = signed_edit(store, zone, edits).await;
+    lease.release_with(r).await
+}
+
+/// The secured path, the lease held: retried when a replace switched the
+/// zone between reading the chain and taking the zone lock.
+async fn signed_edit(
+    store: &Store,
+    zone: &Name,
+    edits: &[RecordEdit],
+) -> Result<EditSummary, SignError> {
+    let mut last = None;
+    for _ in 0..ATTEMPTS {
+        let served = store
+            .find_zone(zone)
+            .await?
+            .ok_or_else(|| StoreError::NoSuchZone(zone.to_string()))?;
+        let Some(mut signer) = MergeSigner::new(store, zone, served.ver).await? else {
+            // Unsecured meanwhile.
+            return Ok(store.edit_zone(zone, edits).await?);
+        };
+        let mut edit = match store.begin_edit(zone, Some(served.ver), edits).await {
+            Err(StoreError::Conflict(why)) => {
+                last = Some(why);
+                continue;
+            }
+            r => r?,
+        };
+        if edit.names().is_empty() {
+            return Ok(edit.publish().await?);
+        }
+        let names = edit.names().to_vec();
+        signer.resign_names(store, &names).await?;
+        if signer.needs_full_resign() {
+            // A delegation or DNAME added or removed above existing names:
+            // what is authoritative below changed; a whole re-sign follows.
+            let summary = edit.publish().await?;
+            crate::sign_after_write(store, zone, summary.ver, None, true).await?;
+            return Ok(summary);
+        }
+        signer.sign_soa(store, edit.served_serial()).await?;
+        let touched = signer.take_touched();
+        edit.note_signed(&touched);
+        return Ok(edit.publish().await?);
+    }
+    Err(SignError::Store(StoreError::Conflict(
+        last.unwrap_or_default(),
+    )))
+}
