@@ -11,14 +11,7 @@ fn n(s: &str) -> Name {
 }
 
 fn a(name: &str, last: u8) -> RecordEdit {
-    RecordEdit::Add {
-        name: n(name),
-        rrset: RRset {
-            rtype: RType::A,
-            ttl: 300,
-            rdata: vec![vec![192, 0, 2, last].into()],
-        },
-    }
+    RecordEdit::add(n(name), RType::A, 300, vec![vec![192, 0, 2, last].into()])
 }
 
 async fn exists(db: &TestDb, name: &str) -> bool {

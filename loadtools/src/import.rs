@@ -591,9 +591,20 @@ pub async fn import_file_with(
             .await
             .map_err(signing_failed)?;
         if lease.is_some() {
-            merge_signer = signer::merge::MergeSigner::new(store, &options.zone, writer.ver())
-                .await
-                .map_err(signing_failed)?;
+            match signer::merge::MergeSigner::new(store, &options.zone, writer.ver()).await {
+                Ok(s) => merge_signer = s,
+                // The version began into was switched away and deleted
+                // meanwhile: write unsigned (the merge follows the switch)
+                // and sign what was written at the end, as below.
+                Err(_) if served_ver(store, &options.zone).await? != Some(writer.ver()) => {
+                    tracing::info!(zone = %options.zone,
+                        "the zone was switched as the merge began: writing unsigned, signed at the end");
+                    if let Some(l) = lease.take() {
+                        l.release_with(Ok(())).await.map_err(signing_failed)?;
+                    }
+                }
+                Err(e) => return Err(signing_failed(e)),
+            }
         } else {
             tracing::info!(zone = %options.zone,
                 "another signer holds the zone's lease: writing unsigned, the holder signs");
@@ -813,71 +824,26 @@ async fn signed_batch(
     Ok(stats)
 }
 
-/// How long an import that wrote unsigned into a secured zone waits for
-/// the signing lease to sign its names itself.
-const UNSIGNED_HANDOFF_WAIT: Duration = Duration::from_secs(15);
+/// The version of `zone` served now, if it is served.
+async fn served_ver(store: &Store, zone: &Name) -> Result<Option<i64>, ImportError> {
+    Ok(store.find_zone(zone).await?.map(|z| z.ver))
+}
 
 /// True when `zone` is secured (its writes must be signed).
 async fn zone_secured(store: &Store, zone: &Name) -> Result<bool, ImportError> {
-    match store.dnssec_config(zone).await {
-        Ok(c) => Ok(c.secured),
-        Err(StoreError::NoSuchZone(_)) => Ok(false),
-        Err(e) => Err(e.into()),
-    }
+    Ok(signer::handoff::zone_secured(store, zone).await?)
 }
 
-/// After an unsigned merge: if the zone is secured now (it was, and the
-/// lease was held by another signer; or it was secured while this import
-/// ran), signs what writers changed since generation `since`, under the
-/// signing lease, unless another signer still holds it (that signer then
-/// signs them: `resign --follow`). Returns the report when it signed.
+/// After an unsigned merge: signs what writers changed since `since` if
+/// the zone is secured ([`signer::handoff::sign_unsigned_writes`]).
 async fn sign_unsigned_writes(
     store: &Store,
     zone: &Name,
     since: i64,
     lease: Option<signer::lease::Lease>,
 ) -> Result<Option<signer::Report>, ImportError> {
-    if !zone_secured(store, zone).await? {
-        return Ok(None);
-    }
-    let lease = match lease {
-        Some(l) => l,
-        // A one-shot signer (resign, secure-zone) ends soon; `--follow`
-        // holds the lease for good and signs these names itself.
-        // Behind any signer waiting for it: one that takes the lease after
-        // this import's writes signs them too.
-        None => {
-            match signer::lease::take_behind_signers(store, zone, "import", UNSIGNED_HANDOFF_WAIT)
-                .await
-            {
-                Ok(l) => l,
-                Err(signer::SignError::Busy(holder)) => {
-                    tracing::info!(%zone, %holder, "names written unsigned are left to the signer holding the lease");
-                    return Ok(None);
-                }
-                Err(e) => return Err(signing_failed(e)),
-            }
-        }
-    };
-    // The zone may have been unsecured while we waited for the lease.
-    if !zone_secured(store, zone).await? {
-        return lease.release_with(Ok(None)).await.map_err(signing_failed);
-    }
-    let mut r = signer::sign_changes_since(store, zone, since).await;
-    for _ in 0..3 {
-        // A replace switched the zone while we signed: sign what is served
-        // now (the records then call for a full pass).
-        match &r {
-            Err(signer::SignError::Store(StoreError::Conflict(_))) => {
-                r = signer::sign_changes_since(store, zone, since).await;
-            }
-            _ => break,
-        }
-    }
-    lease
-        .release_with(r)
+    signer::handoff::sign_unsigned_writes(store, zone, since, lease, "import")
         .await
-        .map(Some)
         .map_err(signing_failed)
 }
 

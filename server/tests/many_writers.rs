@@ -14,7 +14,8 @@
 //!                 model, and `dnssec-verify` accepts it when the zone is secured
 //! ```
 
-use backend_mongo::{Name, Store};
+use backend_mongo::dns::edit::RecordEdit;
+use backend_mongo::{Name, RRset, RType, Store};
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::RData;
 use loadtools::import::{import_file_with, ImportOptions, ImportSummary, ImportTuning, NoProgress};
@@ -506,6 +507,87 @@ where
     r
 }
 
+/// The record-edit writer of the randomized test: every 0.1–0.6 s a
+/// change-set through `signer::edit::edit_zone` (signed when the zone is
+/// secured) adding one to four fresh names (every fifth, one of them two
+/// labels deep, with its empty non-terminal), or deleting up to three
+/// names it added before; cancelled at random and run again.
+async fn edit_writer(
+    store: Store,
+    rng: Arc<Mutex<Rng>>,
+    ops: Arc<Mutex<Vec<Op>>>,
+    go_on: impl Fn() -> bool,
+) {
+    let mut live: Vec<String> = Vec::new();
+    let mut n = 0u64;
+    while go_on() {
+        n += 1;
+        let pause = 100 + rng.lock().unwrap().below(500);
+        tokio::time::sleep(Duration::from_millis(pause)).await;
+        let delete = !live.is_empty() && rng.lock().unwrap().below(3) == 0;
+        let names: Vec<String> = if delete {
+            let k = 1 + rng.lock().unwrap().below(3) as usize;
+            (0..k.min(live.len()))
+                .map(|_| {
+                    let i = rng.lock().unwrap().below(live.len() as u64) as usize;
+                    live.swap_remove(i)
+                })
+                .collect()
+        } else {
+            let k = 1 + rng.lock().unwrap().below(4);
+            (0..k)
+                .map(|i| match (i, n % 5) {
+                    (0, 0) => format!("deep.e{n}-{i}"),
+                    _ => format!("e{n}-{i}"),
+                })
+                .collect()
+        };
+        let edits: Vec<RecordEdit> = names
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                let name: Name = format!("{l}.{ZONE}").parse().unwrap();
+                match delete {
+                    true => RecordEdit::DeleteName { name },
+                    false => RecordEdit::Add {
+                        name,
+                        rrset: RRset {
+                            rtype: RType::A,
+                            ttl: 60,
+                            rdata: vec![vec![10, 99, (n % 256) as u8, i as u8].into()],
+                        },
+                    },
+                }
+            })
+            .collect();
+        let started = Instant::now();
+        let r = maybe_cancelled(&rng, 6, || {
+            let (store, edits) = (store.clone(), edits.clone());
+            async move {
+                signer::edit::edit_zone(&store, &zone(), &edits)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            }
+        })
+        .await;
+        if let Err(e) = &r {
+            eprintln!("edit {n} failed: {e}");
+        }
+        if r.is_ok() && !delete {
+            live.extend(names.iter().cloned());
+        }
+        ops.lock().unwrap().push(Op {
+            kind: if delete { "edit-delete" } else { "edit-add" },
+            names,
+            started,
+            ended: Instant::now(),
+            ok: r.is_ok(),
+            taken_over: false,
+        });
+    }
+}
+
 /// The randomized many-writers test: for `MANY_WRITERS_SECS` (default 40)
 /// seconds, with seed `MANY_WRITERS_SEED` (default: from the clock,
 /// printed), three kinds of writers on one zone at once, each cancelled at
@@ -513,7 +595,8 @@ where
 /// * merge imports of fresh names (two tasks);
 /// * replace imports, one at a time, each with names of its own;
 /// * one signing task: `secure-zone`, `resign` and `unsecure-zone` in a
-///   random order.
+///   random order;
+/// * one record-edit task ([`edit_writer`]): names added and deleted.
 ///
 /// The model: the names of the last replace are served, and none of the
 /// earlier ones; a merge that ended before the last replace began is
@@ -646,6 +729,11 @@ fn randomized_many_writers_lose_nothing() {
             }));
         }
         {
+            let (store, rng, ops, go_on) =
+                (db.store.clone(), rng.clone(), ops.clone(), go_on.clone());
+            tasks.push(tokio::spawn(edit_writer(store, rng, ops, go_on)));
+        }
+        {
             let (store, rng, last, go_on) = (
                 db.store.clone(),
                 rng.clone(),
@@ -772,6 +860,23 @@ fn randomized_many_writers_lose_nothing() {
             may.extend(o.names.iter().cloned());
         }
     }
+    // Record edits: a name an edit added is served like a merge's (whole
+    // when the edit began after the last replace, maybe when it overlapped
+    // it), unless a later edit deleted it: then it is served never.
+    let deleted: BTreeSet<&String> = ops
+        .iter()
+        .filter(|o| o.kind == "edit-delete")
+        .flat_map(|o| o.names.iter())
+        .collect();
+    for o in ops.iter().filter(|o| o.kind == "edit-add") {
+        for name in o.names.iter().filter(|n| !deleted.contains(n)) {
+            if o.started > last.ended {
+                must.insert(name.clone());
+            } else if o.ended > last.started {
+                may.insert(name.clone());
+            }
+        }
+    }
     let missing: Vec<&String> = must.difference(&served).take(10).collect();
     assert!(
         missing.is_empty(),
@@ -806,13 +911,14 @@ fn randomized_many_writers_lose_nothing() {
     );
     let merges = ops.iter().filter(|o| o.kind == "merge").count();
     let replaces = ops.iter().filter(|o| o.kind == "replace").count();
+    let edits = ops.iter().filter(|o| o.kind.starts_with("edit")).count();
     let acknowledged: usize = ops
         .iter()
         .filter(|o| o.ok && o.kind == "merge")
         .map(|o| o.names.len())
         .sum();
     eprintln!(
-        "{merges} merges, {replaces} replaces, signing operations done: {signed_ok:?}; \
+        "{merges} merges, {replaces} replaces, {edits} record edits, signing operations done: {signed_ok:?}; \
          {acknowledged} merged records acknowledged ({:.0}/s); {} names served; secured: {secured}; \
          apex SOA asked {} times, p99 {:.1} ms",
         acknowledged as f64 / secs as f64,

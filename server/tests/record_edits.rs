@@ -29,14 +29,7 @@ fn n(s: &str) -> Name {
 }
 
 fn add_a(name: &str, last: u8) -> RecordEdit {
-    RecordEdit::Add {
-        name: n(name),
-        rrset: RRset {
-            rtype: RType::A,
-            ttl: 300,
-            rdata: vec![vec![192, 0, 2, last].into()],
-        },
-    }
+    RecordEdit::add(n(name), RType::A, 300, vec![vec![192, 0, 2, last].into()])
 }
 
 fn delete_name(name: &str) -> RecordEdit {
@@ -150,10 +143,7 @@ fn edits_are_answered_within_a_second() {
         1,
     ));
     let www = ask_udp(port, "www.edit.test.", 1, None);
-    assert_eq!(
-        lines(&www.answers),
-        vec!["www.edit.test. 300 A 192.0.2.2"]
-    );
+    assert_eq!(lines(&www.answers), vec!["www.edit.test. 300 A 192.0.2.2"]);
 
     // What RFC 2136 ignores changes nothing, and publishes nothing.
     let before = block_on(db.store.find_zone(&ZONE.parse().unwrap()))

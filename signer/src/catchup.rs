@@ -6,6 +6,7 @@
 //!     ─► change records of gen seen+1..=now (every one accounted for,
 //!        else start over) ─► names
 //!     ─► each name: ordinary RRsets read from `from`, written into `to`
+//!        (a name gone from `from` is deleted from `to`)
 //!        (keeping `to`'s chain fields) ─► signed: MergeSigner::resign_names
 //!  the caller repeats passes until one is small, then takes the zone lock
 //!  (no writer can publish), runs a last pass and switches
@@ -167,8 +168,14 @@ impl<'a> CatchUp<'a> {
             .read_full_node(self.zone, self.from, name)
             .await?;
         let dst = self.store.read_full_node(self.zone, self.to, name).await?;
-        if src.is_none() && dst.is_none() {
-            return Ok(());
+        if src.is_none() {
+            // Deleted from the served version (a record edit, or a foreign
+            // writer): gone from the new one too. Signed, the signer then
+            // finds it absent and relinks the chain around it.
+            return match dst {
+                Some(_) => self.store.delete_node(self.zone, self.to, name).await,
+                None => Ok(()),
+            };
         }
         let apex = name == self.zone;
         let kept = |r: &&SignedRRset| {
@@ -190,9 +197,6 @@ impl<'a> CatchUp<'a> {
                 sigs: Vec::new(),
                 sd: None,
             });
-        }
-        if src.is_none() && self.signer.is_none() {
-            return self.store.delete_node(self.zone, self.to, name).await;
         }
         let node = FullNode {
             name: name.clone(),

@@ -5,7 +5,8 @@
 //!  edit_zone(zone, edits)
 //!    not secured ─► Store::edit_zone
 //!    secured ─► lease::try_take ─ held by another signer ─► Store::edit_zone
-//!       │        unsigned: its change record hands the names to the holder
+//!       │        unsigned (its change record hands the names to the holder),
+//!       │        then handoff::sign_unsigned_writes once the lease is free
 //!       ─► MergeSigner for the served version V (keys, chain read once)
 //!       ─► Store::begin_edit(V) [zone lock] records written, emptied names gone
 //!       ─► resign_names(written): signatures, chain relinked around them
@@ -19,7 +20,7 @@
 //! names, milliseconds) can see an edited RRset before its signature.
 
 use crate::merge::MergeSigner;
-use crate::{lease, SignError};
+use crate::{handoff, lease, SignError};
 use backend_mongo::dns::edit::RecordEdit;
 use backend_mongo::{EditSummary, Name, Store, StoreError};
 
@@ -42,11 +43,30 @@ pub async fn edit_zone(
         return Ok(store.edit_zone(zone, edits).await?);
     }
     let Some(lease) = lease::try_take(store, zone, "edit").await? else {
-        tracing::info!(%zone, "another signer holds the zone's lease: the edit is written unsigned, the holder signs it");
-        return Ok(store.edit_zone(zone, edits).await?);
+        return unsigned_edit(store, zone, edits).await;
     };
     let r = signed_edit(store, zone, edits).await;
     lease.release_with(r).await
+}
+
+/// Another signer holds the lease: the change-set is written unsigned
+/// (its change record hands the names to the holder), then signed here
+/// once the lease is free, unless the holder keeps it (`resign --follow`,
+/// which signs them itself).
+async fn unsigned_edit(
+    store: &Store,
+    zone: &Name,
+    edits: &[RecordEdit],
+) -> Result<EditSummary, SignError> {
+    tracing::info!(%zone, "another signer holds the zone's lease: the edit is written unsigned");
+    let since = store.find_zone(zone).await?.map_or(0, |z| z.gen);
+    let mut summary = store.edit_zone(zone, edits).await?;
+    if summary.gen.is_some() {
+        if let Some(r) = handoff::sign_unsigned_writes(store, zone, since, None, "edit").await? {
+            summary.serial = r.serial;
+        }
+    }
+    Ok(summary)
 }
 
 /// The secured path, the lease held: retried when a replace switched the

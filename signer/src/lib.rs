@@ -23,6 +23,7 @@ pub mod crypto;
 pub mod edit;
 pub mod export;
 mod follow;
+pub mod handoff;
 pub mod lease;
 pub mod merge;
 pub mod plan;

@@ -68,6 +68,14 @@ pub enum RecordEdit {
 }
 
 impl RecordEdit {
+    /// Adds the records `rdata` of type `rtype` at `name`, with `ttl`.
+    pub fn add(name: Name, rtype: RType, ttl: u32, rdata: Vec<Box<[u8]>>) -> RecordEdit {
+        RecordEdit::Add {
+            name,
+            rrset: RRset { rtype, ttl, rdata },
+        }
+    }
+
     /// The owner name it edits.
     pub fn name(&self) -> &Name {
         match self {
