@@ -58,11 +58,11 @@ fn known(rtype: RType, rd: &[u8]) -> Option<String> {
         16 | 99 => txt(rd),
         33 => srv(rd),
         // DS, CDS
-        43 | 59 => ds(rd),
+        43 | 59 => number_octets_data(rd, hex),
         46 => rrsig(rd),
         47 => nsec(rd),
         // DNSKEY, CDNSKEY
-        48 | 60 => dnskey(rd),
+        48 | 60 => number_octets_data(rd, base64),
         50 => nsec3(rd),
         51 => nsec3param(rd),
         _ => None,
@@ -182,25 +182,17 @@ fn srv(rd: &[u8]) -> Option<String> {
     Some(format!("{priority} {weight} {port} {target}"))
 }
 
-fn ds(rd: &[u8]) -> Option<String> {
-    let digest = rd.get(4..).filter(|d| !d.is_empty())?;
+/// DS and DNSKEY: a 16-bit number (key tag, flags), two octets (algorithm
+/// and digest type, protocol and algorithm), then data (a digest in hex, a
+/// key in base64), which must not be empty.
+fn number_octets_data(rd: &[u8], data_text: fn(&[u8]) -> String) -> Option<String> {
+    let data = rd.get(4..).filter(|d| !d.is_empty())?;
     Some(format!(
         "{} {} {} {}",
         u16_at(rd, 0)?,
         rd[2],
         rd[3],
-        hex(digest)
-    ))
-}
-
-fn dnskey(rd: &[u8]) -> Option<String> {
-    let key = rd.get(4..).filter(|k| !k.is_empty())?;
-    Some(format!(
-        "{} {} {} {}",
-        u16_at(rd, 0)?,
-        rd[2],
-        rd[3],
-        base64(key)
+        data_text(data)
     ))
 }
 

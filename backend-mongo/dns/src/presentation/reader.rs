@@ -182,7 +182,7 @@ impl ZoneFileReader {
 
     /// Also allows `$INCLUDE` from `dirs` (and below); each must be an
     /// existing directory. By default only the including file's directory
-    /// (and those of [`allow_include_dirs`]) may be read.
+    /// (and those of [`super::allow_include_dirs`]) may be read.
     pub fn include_from(mut self, dirs: &[PathBuf]) -> Result<Self, String> {
         self.include_dirs.extend(include::canonical_dirs(dirs)?);
         Ok(self)
