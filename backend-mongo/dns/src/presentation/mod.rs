@@ -9,7 +9,7 @@
 //!     one rdata:  rdata.rs parse_rdata / rdata_from_text ─► wire bytes
 //!                   per type; LOC: loc.rs; SVCB/HTTPS: svcb.rs;
 //!                   names, numbers, TTLs, base16/32/64: text.rs (on crate::encoding)
-//!  wire ─► print.rs rdata_text / record_text ─► text that parses back the same
+//!  wire ─► print/ rdata_text / record_text ─► text that parses back the same
 //!  errors: error.rs (ParseError with file:line, SyntaxError for one string)
 //! ```
 //!
