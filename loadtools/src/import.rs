@@ -8,12 +8,12 @@
 //!  finish  ZoneWriter::finish: serial, generation, switch version
 //! ```
 
-use crate::zonefile::{ParseError, Record, ZoneFileReader};
 use backend_mongo::lock::SIGN_LEASE;
 use backend_mongo::{
     BaselineWriter, Name, NodeWrite, RRset, RType, Store, StoreError, WriteMode, WriteStats,
     ZoneContent, ZoneInfo, ZoneWriter,
 };
+use dns::presentation::{ParseError, Record, ZoneFileReader};
 use futures::stream::{FuturesUnordered, StreamExt};
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::io::BufRead;

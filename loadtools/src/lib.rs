@@ -2,7 +2,7 @@
 //! those four jobs only.
 //!
 //! ```text
-//!  importer: zonefile (master file ─► Record) ─► import (validate, group,
+//!  importer: dns::presentation (master file ─► Record) ─► import (validate, group,
 //!            bulk write) ─► backend_mongo::ZoneWriter     [mongodns-import]
 //!  zonegen:  deterministic synthetic zones and query files [mongodns-zonegen]
 //!  perf:     a dnsperf-style load generator                [mongodns-perf]
@@ -13,5 +13,4 @@
 pub mod import;
 pub mod perf;
 pub mod scenario;
-pub mod zonefile;
 pub mod zonegen;

@@ -2,7 +2,7 @@
 //! (a 100,000-name set once produced AAAA addresses with a 5-digit group).
 
 use backend_mongo::Name;
-use loadtools::zonefile::ZoneFileReader;
+use dns::presentation::ZoneFileReader;
 use std::process::Command;
 
 #[test]

@@ -1,8 +1,9 @@
-//! Calendar dates from Unix days, for the few places that print dates
-//! (query log lines, RRSIG times, reports) without a date crate.
+//! Calendar dates from Unix days and back, for the few places that print or
+//! read dates (query log lines, RRSIG times, reports) without a date crate.
 //!
 //! ```text
 //!  days since 1970-01-01 ─► 400-year eras from 0000-03-01 ─► (year, month, day)
+//!  (year, month, day) ─► days since 1970-01-01 (the inverse)
 //! ```
 
 /// Days since 1970-01-01 ─► (year, month, day), proleptic Gregorian
@@ -20,9 +21,22 @@ pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (year, month, day)
 }
 
+/// (year, month, day) ─► days since 1970-01-01, proleptic Gregorian: the
+/// inverse of [`civil_from_days`]. The day is not checked against the month.
+pub fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    // Count from March so the leap day is the last day of the year.
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 #[cfg(test)]
 mod tests {
-    use super::civil_from_days;
+    use super::{civil_from_days, days_from_civil};
 
     #[test]
     fn known_dates() {
@@ -30,5 +44,9 @@ mod tests {
         assert_eq!(civil_from_days(-1), (1969, 12, 31));
         assert_eq!(civil_from_days(11_016), (2000, 2, 29));
         assert_eq!(civil_from_days(20_787), (2026, 11, 30));
+        for days in [-1, 0, 11_016, 20_787, 49_710] {
+            let (y, m, d) = civil_from_days(days);
+            assert_eq!(days_from_civil(y, m.into(), d.into()), days);
+        }
     }
 }

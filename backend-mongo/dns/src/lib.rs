@@ -1,15 +1,18 @@
 //! The DNS data model of mongodns, with no storage: what a name, a type and
-//! well-formed rdata are, the text encodings, SOA serials and the DNSSEC wire
-//! maths. `backend-mongo` stores these values in MongoDB; crates that need
-//! only the model (the load generator, tests) depend on this crate alone and
-//! do not link the MongoDB driver.
+//! well-formed rdata are, the text encodings, the presentation format (zone
+//! files), SOA serials and the DNSSEC wire maths. `backend-mongo` stores
+//! these values in MongoDB; crates that need only the model (the load
+//! generator, tests) depend on this crate alone and do not link the MongoDB
+//! driver.
 //!
 //! ```text
 //!  names: name.rs (Name, the two escapings)   types: rtype.rs   rcodes: rcode.rs
 //!  rdata well-formed: rdata.rs                SOA serials, RFC 1982: serial.rs
-//!  base64 / hex / base32hex: encoding.rs      dates from Unix days: civil.rs
+//!  base64 / hex / base32hex: encoding.rs      dates ⇄ Unix days: civil.rs
 //!  key tag, DS, NSEC3 hash, type bitmaps, RRSIG fields: dnssec.rs
 //!  an RRset: rrset.rs      record edits by RFC 2136's rules: edit.rs
+//!  presentation format, text ⇄ wire (zone files, one record, one rdata):
+//!    presentation/ (parser and printer)
 //!
 //!  may depend on: std, ring, thiserror — never on backend-mongo or a driver
 //! ```
@@ -20,6 +23,7 @@ pub mod dnssec;
 pub mod edit;
 pub mod encoding;
 pub mod name;
+pub mod presentation;
 pub mod rcode;
 pub mod rdata;
 pub mod rrset;

@@ -1,5 +1,5 @@
 //! `mongodns-import`: load zone files into MongoDB — the importer of
-//! `loadtools` (`loadtools::import`, `loadtools::zonefile`).
+//! `loadtools` (`loadtools::import`) and the dns crate's parser (`dns::presentation`).
 //!
 //! ```text
 //!  flags ─► connect ─┬─ --zone Z FILE      ─► import_file_with (one zone)
@@ -127,7 +127,7 @@ fn rate_line(what: &str, records: u64, secs: f64) -> String {
 
 async fn run(args: Args) -> Result<(), String> {
     if !args.include_dir.is_empty() {
-        loadtools::zonefile::allow_include_dirs(&args.include_dir)?;
+        dns::presentation::allow_include_dirs(&args.include_dir)?;
     }
     let zone: Option<Name> = args
         .zone

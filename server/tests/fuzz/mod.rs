@@ -97,7 +97,7 @@ impl MemBackend {
     /// Reads `text` as the zone `apex` (empty non-terminals added).
     pub fn from_zone_text(apex: &str, text: &str) -> MemBackend {
         let apex = Name::parse(apex, None).unwrap();
-        let reader = loadtools::zonefile::ZoneFileReader::from_reader(
+        let reader = dns::presentation::ZoneFileReader::from_reader(
             PathBuf::from("fuzz.zone"),
             Box::new(std::io::Cursor::new(text.as_bytes().to_vec())),
             apex.clone(),
@@ -375,7 +375,7 @@ pub fn zonefile(data: &[u8]) -> u64 {
         return 0;
     }
     let origin = Name::parse("fz.test.", None).unwrap();
-    let reader = loadtools::zonefile::ZoneFileReader::from_reader(
+    let reader = dns::presentation::ZoneFileReader::from_reader(
         PathBuf::from("fuzz.zone"),
         Box::new(std::io::Cursor::new(data.to_vec())),
         origin,

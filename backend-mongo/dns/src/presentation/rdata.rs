@@ -6,7 +6,7 @@
 //!              │no
 //!              └──► per-type parser (Fields cursor) ──► Vec<u8>
 //!                   missing field → "missing …", leftovers → "extra rdata field …"
-//!  either form ──► backend_mongo::rdata::check_rdata (names ≤ 255 octets,
+//!  either form ──► crate::rdata::check_rdata (names ≤ 255 octets,
 //!                  layout of known types) ──► NSEC3/NSEC3PARAM iterations ≤ 100
 //! ```
 //!
@@ -15,18 +15,16 @@
 use std::collections::BTreeSet;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use backend_mongo::rdata::{check_rdata, nsec3_iterations, MAX_NSEC3_ITERATIONS};
-use backend_mongo::{Name, RType};
+use crate::rdata::{check_rdata, nsec3_iterations, MAX_NSEC3_ITERATIONS, MAX_RDATA_LEN};
+use crate::{Name, RType};
 
-use super::lexer::Token;
+use super::error::SyntaxError;
+use super::lexer::{tokenize, Token};
 use super::text::{
     decode_base32hex, decode_base64, decode_hex, parse_duration, parse_timestamp, parse_u16,
     parse_u32, parse_u8, push_char_string, push_name, show, unescape,
 };
 use super::{loc, svcb};
-
-/// Largest RDATA (the RDLENGTH field is 16 bits).
-pub const MAX_RDATA_LEN: usize = backend_mongo::rdata::MAX_RDATA_LEN;
 
 /// Converts the presentation form of one record's RDATA into wire format.
 ///
@@ -74,10 +72,13 @@ fn check_iterations(rtype: RType, rd: &[u8]) -> Result<(), String> {
     }
 }
 
-/// [`rdata_from_text`] on a string such as `"10 mail.example.com."`.
-pub fn rdata_from_str(rtype: RType, text: &str, origin: &Name) -> Result<Vec<u8>, String> {
-    let tokens = super::lexer::tokenize(text)?;
-    rdata_from_text(rtype, &tokens, origin)
+/// Parses one record's rdata written as text, such as `"10 mail"` for an
+/// MX: [`rdata_from_text`] on the tokens of `text` (quotes, escapes,
+/// parentheses and comments as in a zone file). Relative names are
+/// completed with `origin`.
+pub fn parse_rdata(rtype: RType, text: &str, origin: &Name) -> Result<Vec<u8>, SyntaxError> {
+    let tokens = tokenize(text)?;
+    Ok(rdata_from_text(rtype, &tokens, origin)?)
 }
 
 /// A cursor over the rdata tokens of one record.

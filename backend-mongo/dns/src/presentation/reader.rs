@@ -1,4 +1,4 @@
-//! Streaming RFC 1035 master-file ("zone file") parser.
+//! Streaming RFC 1035 master-file ("zone file") reader.
 //!
 //! ```text
 //!  BufRead ──lines──► Lexer ──Entry{line, blank_owner, tokens}──► ZoneFileReader
@@ -8,7 +8,8 @@
 //!                                                                     │   (regular file, allowed directory), then
 //!                                                                     │   push a Frame (own origin and owner;
 //!                                                                     │   popped at its EOF)
-//!                                                                     └─ record: owner, [TTL|class]×2, type
+//!                                                                     └─ record: owner, then record.rs head:
+//!                                                                          [TTL|class]×2, type
 //!                                                                          │
 //!                                       rdata.rs / svcb.rs / loc.rs ◄──────┘ rdata_from_text
 //!                                                                          │
@@ -16,7 +17,7 @@
 //! ```
 //!
 //! Memory is bounded: one entry is held at a time (at most
-//! [`MAX_ENTRY_BYTES`]), plus the origin, last owner, `$TTL`, last TTL, the
+//! [`super::MAX_ENTRY_BYTES`]), plus the origin, last owner, `$TTL`, last TTL, the
 //! SOA MINIMUM seen, and one open file per `$INCLUDE` level.
 //!
 //! # TTL of a record written without one
@@ -56,36 +57,23 @@
 //! NSEC3, NSEC3PARAM, RRSIG, URI, OPENPGPKEY, AFSDB, KX, DHCID, EUI48, EUI64,
 //! CSYNC and ZONEMD; any type, including `TYPEnnn`, in the `\#` form.
 
-mod include;
-mod lexer;
-mod loc;
-mod rdata;
-mod svcb;
-#[cfg(test)]
-mod tests;
-mod text;
-
 use std::fmt;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use backend_mongo::{Name, RType};
+use crate::{Name, RType};
 
-pub use include::allow_include_dirs;
-pub use lexer::{tokenize, Token, MAX_ENTRY_BYTES};
-pub use rdata::{rdata_from_str, rdata_from_text, MAX_RDATA_LEN};
-pub use text::MAX_TTL;
-
-use lexer::{Entry, Lexer};
-use text::{parse_name, parse_ttl, show, unescape};
+use super::error::ParseError;
+use super::include;
+use super::lexer::{Entry, Lexer};
+use super::rdata::rdata_from_text;
+use super::record::{head, soa_minimum, CLASS_IN};
+use super::text::{parse_name, parse_ttl, unescape};
 
 /// Deepest `$INCLUDE` nesting accepted (the top file is level 0).
 pub const MAX_INCLUDE_DEPTH: usize = 16;
-
-/// The class IN, the only one accepted.
-pub const CLASS_IN: u16 = 1;
 
 /// One resource record read from a zone file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -119,25 +107,6 @@ impl fmt::Display for Location {
     }
 }
 
-/// A syntax or I/O error, with the file and line where its entry began.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ParseError {
-    /// The file the entry is in.
-    pub file: PathBuf,
-    /// 1-based line on which the entry starts (0 when the file could not be opened).
-    pub line: usize,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl fmt::Display for ParseError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}: {}", self.file.display(), self.line, self.message)
-    }
-}
-
-impl std::error::Error for ParseError {}
-
 /// One open file: the top one or an `$INCLUDE`d one.
 struct Frame {
     lexer: Lexer,
@@ -151,7 +120,7 @@ struct Frame {
 /// Streams the records of a zone file, following `$INCLUDE`.
 ///
 /// ```no_run
-/// # use loadtools::zonefile::ZoneFileReader;
+/// # use dns::presentation::ZoneFileReader;
 /// let origin = "example.com.".parse().unwrap();
 /// let reader = ZoneFileReader::open("db.example".as_ref(), origin, Some(3600)).unwrap();
 /// for item in reader {
@@ -213,7 +182,7 @@ impl ZoneFileReader {
 
     /// Also allows `$INCLUDE` from `dirs` (and below); each must be an
     /// existing directory. By default only the including file's directory
-    /// (and those of [`allow_include_dirs`]) may be read.
+    /// (and those of [`super::allow_include_dirs`]) may be read.
     pub fn include_from(mut self, dirs: &[PathBuf]) -> Result<Self, String> {
         self.include_dirs.extend(include::canonical_dirs(dirs)?);
         Ok(self)
@@ -319,43 +288,16 @@ impl ZoneFileReader {
         };
         frame.last_owner = Some(owner.clone());
 
-        // Up to one TTL and one class, in either order, then the type.
-        let mut ttl = None;
-        let mut class = None;
-        let rtype = loop {
-            let tok = tokens.next().ok_or("missing record type")?;
-            let text = tok.text();
-            if !tok.is_quoted() && text.first().is_some_and(u8::is_ascii_digit) {
-                if ttl.is_some() {
-                    return Err(format!("TTL given twice ('{}')", tok.show()));
-                }
-                ttl = Some(parse_ttl(text)?);
-            } else if let Some(c) = class_number(tok) {
-                if class.is_some() {
-                    return Err(format!("class given twice ('{}')", tok.show()));
-                }
-                if c != Some(CLASS_IN) {
-                    return Err(format!("only class IN is supported (got '{}')", tok.show()));
-                }
-                class = c;
-            } else {
-                break std::str::from_utf8(text)
-                    .ok()
-                    .filter(|_| !tok.is_quoted())
-                    .and_then(RType::from_mnemonic)
-                    .ok_or_else(|| format!("unknown record type '{}'", tok.show()))?;
-            }
-        };
-        let rest = tokens.as_slice();
-        let rdata = rdata_from_text(rtype, rest, &frame.origin)?;
+        let head = head(&mut tokens)?;
+        let rtype = head.rtype;
+        let rdata = rdata_from_text(rtype, tokens.as_slice(), &frame.origin)?;
 
-        let class = class.unwrap_or(self.last_class);
+        let class = head.class.unwrap_or(self.last_class);
         self.last_class = class;
         if rtype == RType::SOA {
-            let tail: [u8; 4] = rdata[rdata.len() - 4..].try_into().expect("SOA rdata");
-            self.soa_minimum = Some(u32::from_be_bytes(tail).min(MAX_TTL));
+            self.soa_minimum = Some(soa_minimum(&rdata));
         }
-        let ttl = match ttl {
+        let ttl = match head.ttl {
             Some(t) => {
                 self.last_ttl = Some(t);
                 t
@@ -378,35 +320,6 @@ impl ZoneFileReader {
             },
         })
     }
-}
-
-/// `Some(Some(n))` for a class mnemonic or `CLASSnnn`, `Some(None)` for one
-/// out of range, `None` when the token is not a class at all.
-fn class_number(tok: &Token) -> Option<Option<u16>> {
-    if tok.is_quoted() {
-        return None;
-    }
-    let text = tok.text();
-    for (name, n) in [
-        ("IN", 1),
-        ("CS", 2),
-        ("CH", 3),
-        ("HS", 4),
-        ("NONE", 254),
-        ("ANY", 255),
-    ] {
-        if text.eq_ignore_ascii_case(name.as_bytes()) {
-            return Some(Some(n));
-        }
-    }
-    let digits = text
-        .get(..5)
-        .filter(|p| p.eq_ignore_ascii_case(b"CLASS"))
-        .map(|_| &text[5..])?;
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    Some(show(digits).parse::<u16>().ok())
 }
 
 /// Opens a file for reading and resolves its canonical path.

@@ -3,10 +3,18 @@
 //!
 //! Every function takes raw token bytes (escapes still in place) and returns
 //! either wire bytes or a message that names the offending text.
+//!
+//! ```text
+//!  raw token ─► unescape (\X, \DDD) ─► push_char_string / push_name (+ origin)
+//!            ─► parse_uint / parse_duration (1h30m) / parse_timestamp (YYYYMMDDHHmmSS)
+//!  tokens ─► decode_hex / decode_base64 / decode_base32hex: the crate::encoding
+//!            decoders fed every piece, strict about length and padding
+//! ```
 
-use dns::encoding::{Base32hexDecoder, Base64Decoder, EncodingError, HexDecoder};
-use dns::name::{MAX_LABEL_LEN, MAX_NAME_LEN};
-use dns::Name;
+use crate::civil::days_from_civil;
+use crate::encoding::{Base32hexDecoder, Base64Decoder, EncodingError, HexDecoder};
+use crate::name::{MAX_LABEL_LEN, MAX_NAME_LEN};
+use crate::Name;
 
 /// Largest TTL a record may carry (RFC 2181 §8).
 pub const MAX_TTL: u32 = 0x7fff_ffff;
@@ -278,18 +286,6 @@ pub(crate) fn parse_timestamp(raw: &[u8], what: &str) -> Result<u32, String> {
     }
     let seconds = days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second;
     u32::try_from(seconds).map_err(|_| bad("outside 1970-2106"))
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date.
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    // Count from March so the leap day is the last day of the year.
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 /// Decodes hexadecimal (either case), the pieces concatenated.

@@ -93,7 +93,8 @@ fn key_number(raw: &[u8]) -> Result<u16, String> {
     }
 }
 
-fn key_name(key: u16) -> String {
+/// The name of a key: its registry name, else `keyNNNNN`.
+pub(super) fn key_name(key: u16) -> String {
     match KEYS.iter().find(|(_, n)| *n == key) {
         Some((name, _)) => (*name).to_string(),
         None => format!("key{key}"),

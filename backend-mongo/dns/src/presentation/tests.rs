@@ -4,9 +4,17 @@
 use std::io::{BufRead, Cursor, Read};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use std::path::{Path, PathBuf};
+
 use super::*;
-use dns::encoding::to_hex;
-use dns::name::long_wire_name;
+use crate::encoding::to_hex;
+use crate::name::long_wire_name;
+use crate::{Name, RType};
+
+/// [`parse_rdata`] with the message alone as the error.
+fn rdata_from_str(rtype: RType, text: &str, origin: &Name) -> Result<Vec<u8>, String> {
+    parse_rdata(rtype, text, origin).map_err(|e| e.message)
+}
 
 /// A zone using every supported feature. The expected bytes below were
 /// checked against an independent implementation.
