@@ -496,6 +496,39 @@ impl Store {
         Ok(Some(out))
     }
 
+    /// Up to `limit` served zones in name order (of their `_id`), those
+    /// after `after` when given: one page of a listing of any length.
+    pub async fn list_zones(
+        &self,
+        after: Option<&Name>,
+        limit: usize,
+    ) -> Result<Vec<ZoneInfo>, StoreError> {
+        let filter = match after {
+            Some(a) => doc! {"_id": {"$gt": a.to_string()}, "ver": {"$exists": true}},
+            None => doc! {"ver": {"$exists": true}},
+        };
+        let mut cursor = self
+            .zones
+            .find(filter)
+            .sort(doc! {"_id": 1})
+            .limit(i64::try_from(limit).unwrap_or(i64::MAX))
+            .await?;
+        let mut out = Vec::new();
+        while let Some(d) = cursor.try_next().await? {
+            out.push(schema::zone_from_doc(&d)?);
+        }
+        Ok(out)
+    }
+
+    /// How many owner names (node documents, empty non-terminals included)
+    /// the served version of `zone` holds.
+    pub async fn count_names(&self, zone: &ZoneInfo) -> Result<u64, StoreError> {
+        Ok(self
+            .nodes
+            .count_documents(doc! {"zone": zone.apex.to_string(), "ver": zone.ver})
+            .await?)
+    }
+
     /// Zones whose generation is above `seq`.
     pub async fn zones_changed_since(&self, seq: i64) -> Result<Vec<ZoneInfo>, StoreError> {
         let mut cursor = self.zones.find(doc! {"gen": {"$gt": seq}}).await?;

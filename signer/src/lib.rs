@@ -20,6 +20,7 @@
 
 mod catchup;
 pub mod crypto;
+mod database_args;
 pub mod edit;
 pub mod export;
 mod follow;
@@ -40,6 +41,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use plan::{KeySet, PlanError, PlanStats, SignOptions};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+pub use database_args::DatabaseArgs;
 pub use follow::{follow, sign_changes_since};
 
 /// Why a signer operation failed.

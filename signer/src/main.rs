@@ -20,30 +20,8 @@ use std::time::{Duration, Instant};
     about = "DNSSEC for zones stored in MongoDB"
 )]
 struct Cli {
-    /// The database.
-    #[arg(
-        long,
-        env = "MONGODB_URI",
-        default_value = "mongodb://127.0.0.1:27017/?directConnection=true",
-        global = true
-    )]
-    mongodb_uri: String,
-    /// Database name.
-    #[arg(
-        long,
-        env = "MONGODNS_DATABASE",
-        default_value = "mongodns",
-        global = true
-    )]
-    database: String,
-    /// Database connect timeout, milliseconds.
-    #[arg(
-        long,
-        env = "MONGODNS_DB_TIMEOUT_MS",
-        default_value_t = 3000,
-        global = true
-    )]
-    db_timeout_ms: u64,
+    #[command(flatten)]
+    database: signer::DatabaseArgs,
     /// Signing threads (0: one per core).
     #[arg(long, default_value_t = 0, global = true)]
     threads: usize,
@@ -335,12 +313,7 @@ async fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<(), SignError> {
-    let store = Store::connect(
-        &cli.mongodb_uri,
-        &cli.database,
-        Duration::from_millis(cli.db_timeout_ms),
-    )
-    .await?;
+    let store = cli.database.connect().await?;
     let result = run_command(&store, cli).await;
     // Before the runtime ends, or the driver panics at exit (`Store::shutdown`).
     store.shutdown().await;

@@ -1,0 +1,256 @@
+//! `mongodns-zone` as an operator runs it, against the test database:
+//! a zone created, records added, replaced and deleted one at a time (the
+//! zone printed after each), the serial moved, zones listed page by page;
+//! bad input exits 2 naming the problem, a refused edit exits 1; in a
+//! secured zone every edit leaves a zone `dnssec-verify` accepts.
+
+use backend_mongo::testing::{block_on, database_uri, unique_name, TestDb};
+use std::process::{Command, Output};
+
+struct Cli {
+    db: TestDb,
+}
+
+impl Cli {
+    fn new(tag: &str) -> Cli {
+        Cli {
+            db: block_on(TestDb::new(tag)),
+        }
+    }
+
+    fn run(&self, bin: &str, args: &[&str]) -> Output {
+        let out = Command::new(bin)
+            .args([
+                "--mongodb-uri",
+                &database_uri(),
+                "--database",
+                &self.db.name,
+            ])
+            .args(args)
+            .output()
+            .expect("cannot run the binary");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+        out
+    }
+
+    fn zone(&self, args: &[&str]) -> Output {
+        self.run(env!("CARGO_BIN_EXE_mongodns-zone"), args)
+    }
+
+    /// Runs `mongodns-zone`, expects success, returns stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.zone(args);
+        assert!(
+            out.status.success(),
+            "mongodns-zone {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Runs `mongodns-zone`, expects exit status `code`, returns stderr.
+    fn fails(&self, code: i32, args: &[&str]) -> String {
+        let out = self.zone(args);
+        assert_eq!(out.status.code(), Some(code), "mongodns-zone {args:?}");
+        String::from_utf8(out.stderr).unwrap()
+    }
+
+    fn drop_db(self) {
+        block_on(self.db.drop_db());
+    }
+}
+
+/// The records of `name` (owner at the line start) in a printed zone.
+fn records<'a>(zone_text: &'a str, name: &str) -> Vec<&'a str> {
+    zone_text
+        .lines()
+        .filter(|l| l.split_whitespace().next() == Some(name))
+        .collect()
+}
+
+#[test]
+fn records_change_one_at_a_time() {
+    let cli = Cli::new("zonecli_edit");
+    let created = cli.ok(&[
+        "create-zone",
+        "example.org",
+        "--ns",
+        "ns1",
+        "--serial",
+        "100",
+    ]);
+    assert!(created.contains("serial 100"), "{created}");
+    cli.ok(&["add-record", "example.org", "ns1", "A", "192.0.2.53"]);
+    cli.ok(&[
+        "add-record",
+        "example.org",
+        "www",
+        "A",
+        "192.0.2.1",
+        "192.0.2.2",
+        "--ttl",
+        "60",
+    ]);
+    cli.ok(&[
+        "add-record",
+        "example.org",
+        "@",
+        "MX",
+        "10 mail.example.org.",
+    ]);
+    cli.ok(&[
+        "add-record",
+        "example.org",
+        "txt.deep",
+        "TXT",
+        "\"v=spf1 -all\"",
+    ]);
+    let z = cli.ok(&["show-zone", "example.org"]);
+    assert_eq!(records(&z, "www.example.org.").len(), 2, "{z}");
+    assert!(z.contains("\"v=spf1 -all\""), "{z}");
+    assert!(z.contains("MX\t10 mail.example.org."), "{z}");
+
+    let out = cli.ok(&["delete-record", "example.org", "www", "A", "192.0.2.1"]);
+    assert!(out.contains("www.example.org.: changed"), "{out}");
+    let z = cli.ok(&["show-zone", "example.org"]);
+    assert_eq!(
+        records(&z, "www.example.org."),
+        vec!["www.example.org.\t60\tIN\tA\t192.0.2.2"]
+    );
+    cli.ok(&[
+        "replace-rrset",
+        "example.org",
+        "www",
+        "A",
+        "198.51.100.7",
+        "--ttl",
+        "300",
+    ]);
+    let z = cli.ok(&["show-zone", "example.org"]);
+    assert_eq!(
+        records(&z, "www.example.org."),
+        vec!["www.example.org.\t300\tIN\tA\t198.51.100.7"]
+    );
+    cli.ok(&["delete-rrset", "example.org", "www", "A"]);
+    cli.ok(&["delete-name", "example.org", "txt.deep"]);
+    let z = cli.ok(&["show-zone", "example.org"]);
+    assert!(records(&z, "www.example.org.").is_empty(), "{z}");
+    assert!(
+        !z.contains("deep.example.org."),
+        "the empty non-terminal went too: {z}"
+    );
+    let out = cli.ok(&["increase-serial", "example.org"]);
+    let listed = cli.ok(&["list-zones"]);
+    let serial = listed.split_whitespace().nth(2).unwrap().to_string();
+    assert!(
+        out.contains(&format!("serial {serial}")),
+        "{out} / {listed}"
+    );
+    assert!(serial.parse::<u32>().unwrap() > 100);
+    // Nothing to do is no change and no new serial.
+    let out = cli.ok(&["delete-name", "example.org", "nothing"]);
+    assert!(
+        out.contains("nothing to change") && !out.contains("serial"),
+        "{out}"
+    );
+    cli.drop_db();
+}
+
+#[test]
+fn bad_input_exits_2_and_refused_edits_exit_1() {
+    let cli = Cli::new("zonecli_bad");
+    cli.ok(&["create-zone", "example.org", "--ns", "ns1.example.net."]);
+    let e = cli.fails(2, &["add-record", "example.org", "www", "BOGUS", "1"]);
+    assert!(e.contains("unknown record type"), "{e}");
+    let e = cli.fails(2, &["add-record", "example.org", "www", "A", "300.1.1.1"]);
+    assert!(e.contains("bad A data"), "{e}");
+    let e = cli.fails(
+        2,
+        &[
+            "add-record",
+            "example.org",
+            "www.example.net.",
+            "A",
+            "192.0.2.1",
+        ],
+    );
+    assert!(e.contains("not in zone example.org."), "{e}");
+    let e = cli.fails(2, &["add-record", "example..org", "www", "A", "192.0.2.1"]);
+    assert!(e.contains("bad zone name"), "{e}");
+    let e = cli.fails(1, &["delete-rrset", "example.org", "@", "NS"]);
+    assert!(e.contains("cannot be deleted"), "{e}");
+    cli.ok(&["add-record", "example.org", "alias", "CNAME", "www"]);
+    let e = cli.fails(1, &["add-record", "example.org", "alias", "A", "192.0.2.1"]);
+    assert!(e.contains("CNAME"), "{e}");
+    let e = cli.fails(1, &["add-record", "example.com", "www", "A", "192.0.2.1"]);
+    assert!(e.contains("does not exist"), "{e}");
+    let e = cli.fails(1, &["create-zone", "example.org", "--ns", "ns1"]);
+    assert!(e.contains("exists already"), "{e}");
+    cli.drop_db();
+}
+
+#[test]
+fn zones_are_listed_page_by_page() {
+    let cli = Cli::new("zonecli_list");
+    for z in ["a.test", "b.test", "c.test"] {
+        cli.ok(&["create-zone", z, "--ns", "ns1.example.net."]);
+    }
+    cli.ok(&["add-record", "b.test", "www", "A", "192.0.2.1"]);
+    let page = cli.zone(&["list-zones", "--limit", "2", "--counts"]);
+    let text = String::from_utf8_lossy(&page.stdout);
+    let names: Vec<&str> = text
+        .lines()
+        .map(|l| l.split('\t').next().unwrap())
+        .collect();
+    assert_eq!(names, vec!["a.test.", "b.test."]);
+    assert!(text.lines().nth(1).unwrap().ends_with("2 names"), "{text}");
+    assert!(String::from_utf8_lossy(&page.stderr).contains("--after b.test."));
+    let rest = cli.ok(&["list-zones", "--after", "b.test."]);
+    assert_eq!(rest.lines().count(), 1);
+    assert!(rest.starts_with("c.test.\t"), "{rest}");
+    cli.drop_db();
+}
+
+#[test]
+fn edits_of_a_secured_zone_keep_it_valid() {
+    let cli = Cli::new("zonecli_signed");
+    cli.ok(&["create-zone", "example.org", "--ns", "ns1"]);
+    cli.ok(&["add-record", "example.org", "ns1", "A", "192.0.2.53"]);
+    let secure = cli.run(
+        env!("CARGO_BIN_EXE_mongodns-sign"),
+        &["-q", "secure-zone", "example.org"],
+    );
+    assert!(
+        secure.status.success(),
+        "{}",
+        String::from_utf8_lossy(&secure.stderr)
+    );
+    let check = |what: &str| {
+        let signed = cli.ok(&["show-zone", "example.org", "--dnssec"]);
+        let path = std::env::temp_dir().join(unique_name("zonecli"));
+        std::fs::write(&path, &signed).unwrap();
+        let o = Command::new("dnssec-verify")
+            .args(["-o", "example.org"])
+            .arg(&path)
+            .output()
+            .expect("dnssec-verify is needed (bind9-utils)");
+        let _ = std::fs::remove_file(&path);
+        assert!(
+            o.status.success(),
+            "{what}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    cli.ok(&["add-record", "example.org", "www", "AAAA", "2001:db8::1"]);
+    check("a name added");
+    cli.ok(&["add-record", "example.org", "a.b.c", "TXT", "deep"]);
+    check("a deep name added");
+    cli.ok(&["delete-name", "example.org", "a.b.c"]);
+    check("the deep name deleted");
+    cli.ok(&["increase-serial", "example.org"]);
+    check("the serial moved");
+    let e = cli.fails(1, &["delete-rrset", "example.org", "@", "DNSKEY"]);
+    assert!(e.contains("maintained by the signer"), "{e}");
+    cli.drop_db();
+}
