@@ -21,4 +21,5 @@ pub mod querylog;
 pub mod ratelog;
 pub mod rrl;
 pub mod tsig;
+pub mod update;
 pub mod wire;

@@ -387,6 +387,12 @@ fn append_record(
 }
 
 impl TsigSigner {
+    /// The key the request was signed with (what it may do: its scope and
+    /// whether it may update).
+    pub fn key(&self) -> &TsigKey {
+        &self.key
+    }
+
     /// Signs `msg` (a complete message without TSIG) and appends the record.
     pub fn sign(&mut self, msg: &mut Vec<u8>) {
         self.sign_with(msg, 0, &[]);

@@ -21,7 +21,7 @@
 
 use crate::merge::MergeSigner;
 use crate::{handoff, lease, SignError};
-use backend_mongo::dns::edit::RecordEdit;
+use backend_mongo::dns::edit::{Prerequisite, RecordEdit};
 use backend_mongo::{EditSummary, Name, Store, StoreError};
 
 /// How many times a version switched under the edit is tolerated.
@@ -34,19 +34,45 @@ pub async fn edit_zone(
     zone: &Name,
     edits: &[RecordEdit],
 ) -> Result<EditSummary, SignError> {
+    edit_zone_if(store, zone, &[], edits).await
+}
+
+/// [`edit_zone`] when `prerequisites` hold (RFC 2136 §3.2), checked under
+/// the zone lock against the zone as served: unmet, nothing is written and
+/// the summary says which ([`EditSummary::unmet`]).
+pub async fn edit_zone_if(
+    store: &Store,
+    zone: &Name,
+    prerequisites: &[Prerequisite],
+    edits: &[RecordEdit],
+) -> Result<EditSummary, SignError> {
     let secured = match store.dnssec_config(zone).await {
         Ok(c) => c.secured,
         Err(StoreError::NoSuchZone(_)) => false,
         Err(e) => return Err(e.into()),
     };
     if !secured {
-        return Ok(store.edit_zone(zone, edits).await?);
+        return Ok(unsigned(store, zone, prerequisites, edits).await?);
     }
     let Some(lease) = lease::try_take(store, zone, "edit").await? else {
-        return unsigned_edit(store, zone, edits).await;
+        return unsigned_edit(store, zone, prerequisites, edits).await;
     };
-    let r = signed_edit(store, zone, edits).await;
+    let r = signed_edit(store, zone, prerequisites, edits).await;
     lease.release_with(r).await
+}
+
+/// The change-set written and published, nothing signed.
+async fn unsigned(
+    store: &Store,
+    zone: &Name,
+    prerequisites: &[Prerequisite],
+    edits: &[RecordEdit],
+) -> Result<EditSummary, StoreError> {
+    store
+        .begin_edit(zone, None, prerequisites, edits)
+        .await?
+        .publish()
+        .await
 }
 
 /// Another signer holds the lease: the change-set is written unsigned
@@ -56,11 +82,12 @@ pub async fn edit_zone(
 async fn unsigned_edit(
     store: &Store,
     zone: &Name,
+    prerequisites: &[Prerequisite],
     edits: &[RecordEdit],
 ) -> Result<EditSummary, SignError> {
     tracing::info!(%zone, "another signer holds the zone's lease: the edit is written unsigned");
     let since = store.find_zone(zone).await?.map_or(0, |z| z.gen);
-    let mut summary = store.edit_zone(zone, edits).await?;
+    let mut summary = unsigned(store, zone, prerequisites, edits).await?;
     if summary.gen.is_some() {
         if let Some(r) = handoff::sign_unsigned_writes(store, zone, since, None, "edit").await? {
             summary.serial = r.serial;
@@ -74,6 +101,7 @@ async fn unsigned_edit(
 async fn signed_edit(
     store: &Store,
     zone: &Name,
+    prerequisites: &[Prerequisite],
     edits: &[RecordEdit],
 ) -> Result<EditSummary, SignError> {
     let mut last = None;
@@ -84,9 +112,12 @@ async fn signed_edit(
             .ok_or_else(|| StoreError::NoSuchZone(zone.to_string()))?;
         let Some(mut signer) = MergeSigner::new(store, zone, served.ver).await? else {
             // Unsecured meanwhile.
-            return Ok(store.edit_zone(zone, edits).await?);
+            return Ok(unsigned(store, zone, prerequisites, edits).await?);
         };
-        let mut edit = match store.begin_edit(zone, Some(served.ver), edits).await {
+        let mut edit = match store
+            .begin_edit(zone, Some(served.ver), prerequisites, edits)
+            .await
+        {
             Err(StoreError::Conflict(why)) => {
                 last = Some(why);
                 continue;

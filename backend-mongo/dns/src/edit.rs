@@ -5,6 +5,8 @@
 //!     ─► NodeEdit::apply ─► Edited::{Changed, Unchanged, Ignored(why)}
 //!          the name's RRsets edited in memory (`after`), and per type what
 //!          storage must write: RRsetWrite::{Set, Remove, Delta}
+//!  Prerequisite (RFC 2136 §2.4) ─► check_prerequisites ─► Ok | Unmet(rcode)
+//!     (prerequisite.rs)
 //! ```
 //!
 //! The rules hold for every caller, not only DNS UPDATE (docs/updates.md):
@@ -462,6 +464,9 @@ fn sorted(r: &RRset) -> (u32, Vec<Box<[u8]>>) {
     rd.sort();
     (r.ttl, rd)
 }
+
+mod prerequisite;
+pub use prerequisite::{check as check_prerequisites, Prerequisite, Unmet};
 
 #[cfg(test)]
 mod tests;

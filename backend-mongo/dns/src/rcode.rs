@@ -39,8 +39,14 @@ impl Rcode {
     pub const REFUSED: Rcode = Rcode(5);
     /// A DNAME substitution produced a name that is too long.
     pub const YXDOMAIN: Rcode = Rcode(6);
+    /// An RRset exists that must not (UPDATE prerequisite, RFC 2136).
+    pub const YXRRSET: Rcode = Rcode(7);
+    /// An RRset that must exist does not (UPDATE prerequisite, RFC 2136).
+    pub const NXRRSET: Rcode = Rcode(8);
     /// Not authoritative for the zone.
     pub const NOTAUTH: Rcode = Rcode(9);
+    /// A name outside the zone of an UPDATE (RFC 2136).
+    pub const NOTZONE: Rcode = Rcode(10);
     /// Unsupported EDNS version (extended).
     pub const BADVERS: Rcode = Rcode(16);
 

@@ -29,7 +29,9 @@ use crate::lock::{Held, ZONE_LOCK};
 use crate::schema::{self, node_id, RRset, ZoneInfo};
 use crate::store::{Store, StoreError};
 use crate::{Name, RType};
-use dns::edit::{Edited, NodeEdit, RRsetWrite, RecordEdit};
+use dns::edit::{
+    check_prerequisites, Edited, NodeEdit, Prerequisite, RRsetWrite, RecordEdit, Unmet,
+};
 use mongodb::bson::{doc, Bson, Document};
 use std::collections::BTreeMap;
 
@@ -47,6 +49,8 @@ pub struct EditSummary {
     pub names: Vec<Name>,
     /// The version edited.
     pub ver: i64,
+    /// The prerequisite that failed, if one did: then nothing was written.
+    pub unmet: Option<Unmet>,
 }
 
 /// A change-set written and not yet published, holding the zone lock
@@ -59,6 +63,7 @@ pub struct ZoneEdit {
     outcomes: Vec<Edited>,
     written: Vec<Name>,
     secured: bool,
+    unmet: Option<Unmet>,
 }
 
 impl ZoneEdit {
@@ -81,6 +86,11 @@ impl ZoneEdit {
     /// True when the zone is secured (its signer owns the chain).
     pub fn secured(&self) -> bool {
         self.secured
+    }
+
+    /// The prerequisite that failed, if one did (nothing was written).
+    pub fn unmet(&self) -> Option<&Unmet> {
+        self.unmet.as_ref()
     }
 
     /// One outcome per edit, in the order given.
@@ -141,6 +151,7 @@ impl ZoneEdit {
             gen,
             names,
             ver: self.served.ver,
+            unmet: self.unmet.take(),
         }
     }
 }
@@ -162,7 +173,10 @@ impl Store {
         zone: &Name,
         edits: &[RecordEdit],
     ) -> Result<EditSummary, StoreError> {
-        self.begin_edit(zone, None, edits).await?.publish().await
+        self.begin_edit(zone, None, &[], edits)
+            .await?
+            .publish()
+            .await
     }
 
     /// The first half of [`Store::edit_zone`]: takes the zone lock, reads
@@ -177,16 +191,21 @@ impl Store {
         &self,
         zone: &Name,
         expect_ver: Option<i64>,
+        prerequisites: &[Prerequisite],
         edits: &[RecordEdit],
     ) -> Result<ZoneEdit, StoreError> {
-        if let Some(e) = edits.iter().find(|e| !e.name().is_subdomain_of(zone)) {
+        let names = edits.iter().map(|e| e.name());
+        let prereq_names = prerequisites.iter().map(|p| p.name());
+        if let Some(n) = names.chain(prereq_names).find(|n| !n.is_subdomain_of(zone)) {
             return Err(StoreError::Conflict(format!(
-                "{} is not in zone {zone}; nothing was changed",
-                e.name()
+                "{n} is not in zone {zone}; nothing was changed"
             )));
         }
         let lock = self.lock(ZONE_LOCK, zone, "edit", LOCK_WAIT).await?;
-        match self.edit_locked(zone, expect_ver, edits).await {
+        match self
+            .edit_locked(zone, expect_ver, prerequisites, edits)
+            .await
+        {
             Ok(mut edit) => {
                 edit.lock = Some(lock);
                 Ok(edit)
@@ -199,6 +218,7 @@ impl Store {
         &self,
         zone: &Name,
         expect_ver: Option<i64>,
+        prerequisites: &[Prerequisite],
         edits: &[RecordEdit],
     ) -> Result<ZoneEdit, StoreError> {
         let current = self.zones.find_one(doc! {"_id": zone.to_string()}).await?;
@@ -217,7 +237,31 @@ impl Store {
                 "zone {zone}: another writer switched it to version {ver} meanwhile; nothing was changed"
             )));
         }
+        let writer = ZoneWriter::new(
+            self,
+            zone,
+            ver,
+            WriteMode::Merge,
+            None,
+            None,
+            Some(Vec::new()),
+        );
+        let mut edit = ZoneEdit {
+            store: self.clone(),
+            lock: None,
+            writer,
+            served,
+            outcomes: Vec::new(),
+            written: Vec::new(),
+            secured,
+            unmet: None,
+        };
+        if let Err(unmet) = self.check_prerequisites(zone, ver, prerequisites).await? {
+            edit.unmet = Some(unmet);
+            return Ok(edit);
+        }
         let (names, outcomes) = self.apply_in_memory(zone, ver, edits, secured).await?;
+        edit.outcomes = outcomes;
         // A name that did not exist and ends empty (added, then deleted) is
         // not written at all.
         let changed: Vec<&Pending> = names
@@ -233,24 +277,28 @@ impl Store {
         for p in changed.iter().filter(|p| p.existed && p.edit.is_empty()) {
             written.extend(self.remove_if_childless(zone, ver, p.edit.name()).await?);
         }
-        let writer = ZoneWriter::new(
-            self,
-            zone,
-            ver,
-            WriteMode::Merge,
-            None,
-            None,
-            Some(Vec::new()),
-        );
-        Ok(ZoneEdit {
-            store: self.clone(),
-            lock: None,
-            writer,
-            served,
-            outcomes,
-            written,
-            secured,
-        })
+        edit.written = written;
+        Ok(edit)
+    }
+
+    /// Reads the names the prerequisites are about and checks them.
+    async fn check_prerequisites(
+        &self,
+        zone: &Name,
+        ver: i64,
+        prerequisites: &[Prerequisite],
+    ) -> Result<Result<(), Unmet>, StoreError> {
+        let mut stored = BTreeMap::new();
+        for p in prerequisites {
+            if !stored.contains_key(p.name()) {
+                let node = self.read_full_node(zone, ver, p.name()).await?;
+                let rrsets: Vec<RRset> = node
+                    .map(|n| n.rrsets.into_iter().map(|s| s.rrset).collect())
+                    .unwrap_or_default();
+                stored.insert(p.name().clone(), rrsets);
+            }
+        }
+        Ok(check_prerequisites(prerequisites, &stored))
     }
 
     /// Reads each edited name once and applies its edits in order.

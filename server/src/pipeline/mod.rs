@@ -9,6 +9,7 @@
 //!     ─► solve_additional ─► dnssec::sign_additional (DO=1)
 //!     ─► render (render.rs) ─► packet cache (cached.rs)
 //!  AXFR/IXFR over TCP take their own path: admit.rs, then transfer.rs
+//!  UPDATE (opcode 5) is not answered here: crate::update applies it
 //!  A storage fault, malformed stored data (never a panic) or a timeout
 //!  anywhere becomes SERVFAIL, or a stale reply (failure.rs); NXDOMAIN,
 //!  NODATA and referrals are ordinary outcomes (see `answer::Outcome`).
@@ -198,6 +199,9 @@ impl<B: Backend> Responder<B> {
 
     /// Answers one message; `None` means send nothing.
     pub async fn respond(&self, packet: &[u8], transport: Transport) -> Option<Vec<u8>> {
+        if crate::update::is_update(packet) {
+            return self.update(packet).await;
+        }
         if let Some(signed) = self.respond_signed(packet, transport).await {
             return signed;
         }
@@ -205,6 +209,15 @@ impl<B: Backend> Responder<B> {
             Cached::Hit(reply) => Some(reply),
             Cached::Miss(key) => self.respond_uncached(packet, transport, key).await,
         }
+    }
+
+    /// A DNS UPDATE (crate::update), applied through the direct store.
+    async fn update(&self, packet: &[u8]) -> Option<Vec<u8>> {
+        let settings = crate::update::UpdateSettings {
+            keys: &self.config.tsig_keys,
+            min_mac: self.config.tsig_min_mac,
+        };
+        crate::update::answer(self.transfer_store.as_deref(), packet, &settings).await
     }
 
     /// Runs the pipeline; stores the reply in the packet cache under `key`.

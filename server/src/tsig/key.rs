@@ -104,6 +104,8 @@ pub struct TsigKey {
     pub zones: Vec<Name>,
     /// Address blocks the key may be used from (empty: anywhere).
     pub from: Vec<Cidr>,
+    /// It may change records of its zones by DNS UPDATE (`update`).
+    pub update: bool,
 }
 
 impl fmt::Debug for TsigKey {
@@ -142,6 +144,9 @@ impl TsigKey {
             let from: Vec<String> = self.from.iter().map(Cidr::to_string).collect();
             text.push_str(&format!(" from={}", from.join(",")));
         }
+        if self.update {
+            text.push_str(" update");
+        }
         text
     }
 }
@@ -150,7 +155,8 @@ impl FromStr for TsigKey {
     type Err = String;
 
     /// `ALG:NAME:BASE64SECRET` (kdig's `-y` syntax) or `NAME:SECRET`, then
-    /// optional `zones=…` and `from=…`, separated by spaces.
+    /// optional `zones=…`, `from=…` and `update` (the key may send DNS
+    /// UPDATE for its zones), separated by spaces.
     fn from_str(text: &str) -> Result<TsigKey, String> {
         let mut words = text.split_whitespace();
         let spec = words.next().unwrap_or("");
@@ -174,6 +180,7 @@ impl FromStr for TsigKey {
             key: hmac::Key::new(algorithm.ring(), &secret),
             zones: Vec::new(),
             from: Vec::new(),
+            update: false,
         };
         for word in words {
             key.add_scope(word)?;
@@ -185,6 +192,10 @@ impl FromStr for TsigKey {
 impl TsigKey {
     fn add_scope(&mut self, word: &str) -> Result<(), String> {
         let bad = |e: String| format!("TSIG key {}: {e}", self.name);
+        if word == "update" {
+            self.update = true;
+            return Ok(());
+        }
         match word.split_once('=') {
             Some(("zones", list)) => {
                 for z in list.split(',').filter(|z| !z.is_empty()) {
@@ -201,7 +212,7 @@ impl TsigKey {
                 Ok(())
             }
             _ => Err(bad(format!(
-                "unknown option {word:?} (zones=Z1,Z2 or from=NET1,NET2)"
+                "unknown option {word:?} (zones=Z1,Z2, from=NET1,NET2 or update)"
             ))),
         }
     }

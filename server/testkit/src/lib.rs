@@ -36,7 +36,9 @@ pub use control::{http, http_as, stat};
 pub use import::{TestZoneDb, ZoneImport};
 pub use ports::{free_port, free_tcp_port};
 pub use process::run_bounded;
-pub use query::{ask_tcp, ask_udp, build_query, lines, tcp_exchange, udp_exchange};
+pub use query::{
+    answered_within_a_second, ask_tcp, ask_udp, build_query, lines, tcp_exchange, udp_exchange,
+};
 pub use relay::Relay;
 pub use server::{start_with_control, ServerProcess};
 pub use zone_check::{axfr_text, verify_signed_zone};

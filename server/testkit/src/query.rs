@@ -4,13 +4,14 @@
 //!  build_query(id, name, qtype, edns, rd) ─► wire bytes
 //!  udp_exchange / tcp_exchange ─► raw reply
 //!  ask_udp / ask_tcp ─► reply parsed by hickory-proto;  lines(section)
+//!  answered_within_a_second ─► ask until the answer changes (a write seen)
 //! ```
 
 use hickory_proto::op::Message;
 use hickory_proto::rr::Record;
 use std::io::{Read, Write};
 use std::net::{TcpStream, UdpSocket};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Builds a query. `edns` is `(udp size, DO)`.
 pub fn build_query(
@@ -109,4 +110,30 @@ pub fn lines(records: &[Record]) -> Vec<String> {
         .collect();
     out.sort();
     out
+}
+
+/// Asks `name` (type `qtype`) over UDP until the reply has `rcode` and
+/// `count` answer records; returns how long that took. Panics after 1 s
+/// (the freshness bound of a write).
+pub fn answered_within_a_second(
+    port: u16,
+    name: &str,
+    qtype: u16,
+    rcode: hickory_proto::op::ResponseCode,
+    count: usize,
+) -> Duration {
+    let started = Instant::now();
+    loop {
+        let m = ask_udp(port, name, qtype, None);
+        if m.metadata.response_code == rcode && m.answers.len() == count {
+            return started.elapsed();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "{name}: {:?} with {} answers after 1 s (want {rcode:?}, {count})",
+            m.metadata.response_code,
+            m.answers.len()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }

@@ -1,0 +1,332 @@
+//! Reading an UPDATE message (RFC 2136 §2, §3.1, §3.2.4, §3.4.1) into a
+//! change-set: the zone, its prerequisites and its edits.
+//!
+//! ```text
+//!  header (opcode 5) ─► zone section: one SOA question, class IN  (FORMERR)
+//!  prerequisite section ─► Prerequisite per RR (class ANY / NONE / IN)
+//!  update section ─► RecordEdit per RR: IN add, ANY delete RRset / name,
+//!                    NONE delete one record; names in rdata decompressed
+//!  any owner outside the zone ─► NOTZONE; anything else malformed ─► FORMERR
+//! ```
+//!
+//! The TSIG record, if any, is stripped before (`tsig::without_tsig`).
+
+use crate::wire::{query::read_name, Rcode, CLASS_ANY, CLASS_IN, HEADER_LEN};
+use dns::edit::{Prerequisite, RecordEdit};
+use dns::{Name, RType};
+
+/// Class NONE (RFC 2136 §1.3).
+const CLASS_NONE: u16 = 254;
+
+/// The opcode of an UPDATE.
+pub const OPCODE_UPDATE: u8 = 5;
+
+/// An UPDATE read whole.
+#[derive(Debug)]
+pub struct UpdateRequest {
+    /// The message ID.
+    pub id: u16,
+    /// The zone to update.
+    pub zone: Name,
+    /// The zone section as it came (echoed in the reply).
+    pub zone_section: std::ops::Range<usize>,
+    /// Prerequisites, in order.
+    pub prerequisites: Vec<Prerequisite>,
+    /// Edits, in order.
+    pub edits: Vec<RecordEdit>,
+}
+
+/// Why an UPDATE cannot be read: the reply's rcode, and the zone section
+/// when it could be read (to echo).
+#[derive(Debug)]
+pub struct Refusal {
+    /// FORMERR or NOTZONE.
+    pub rcode: Rcode,
+    /// What was wrong, for the log.
+    pub why: String,
+}
+
+fn formerr(why: impl Into<String>) -> Refusal {
+    Refusal {
+        rcode: Rcode::FORMERR,
+        why: why.into(),
+    }
+}
+
+/// True when `packet` is an UPDATE request (opcode 5, QR clear).
+pub fn is_update(packet: &[u8]) -> bool {
+    packet.len() >= HEADER_LEN && packet[2] & 0x80 == 0 && (packet[2] >> 3) & 0xF == OPCODE_UPDATE
+}
+
+fn u16_at(p: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_be_bytes([*p.get(at)?, *p.get(at + 1)?]))
+}
+
+/// One resource record of the message.
+struct Rr {
+    owner: Name,
+    rtype: RType,
+    class: u16,
+    ttl: u32,
+    rdata: Vec<u8>,
+}
+
+/// Reads the record at `at`; returns it and where the next one starts.
+fn read_rr(p: &[u8], at: usize) -> Result<(Rr, usize), Refusal> {
+    let (owner, after) = read_name(p, at).ok_or_else(|| formerr("a record's owner"))?;
+    let field = |off: usize| u16_at(p, after + off).ok_or_else(|| formerr("a truncated record"));
+    let (rtype, class) = (RType(field(0)?), field(2)?);
+    let ttl = (u32::from(field(4)?) << 16) | u32::from(field(6)?);
+    let rdlen = usize::from(field(8)?);
+    let start = after + 10;
+    let end = start + rdlen;
+    if end > p.len() {
+        return Err(formerr("rdata past the end of the message"));
+    }
+    let rdata = decompress_rdata(p, rtype, start, end)?;
+    let rr = Rr {
+        owner,
+        rtype,
+        class,
+        ttl,
+        rdata,
+    };
+    Ok((rr, end))
+}
+
+/// The rdata at `start..end`, with the names RFC 1035 types may compress
+/// written out in full (RFC 3597 §4); other types as they are.
+fn decompress_rdata(p: &[u8], t: RType, start: usize, end: usize) -> Result<Vec<u8>, Refusal> {
+    if start == end {
+        // No rdata: a deletion or a prerequisite.
+        return Ok(Vec::new());
+    }
+    // (bytes before the first name, names, whether fixed bytes follow)
+    let layout: &[u8] = match t.0 {
+        2 | 3 | 4 | 5 | 7 | 8 | 9 | 12 | 39 => &[0, 1],
+        6 => &[0, 2],
+        14 | 17 => &[0, 2],
+        15 | 18 | 21 | 36 => &[2, 1],
+        33 => &[6, 1],
+        _ => return Ok(p[start..end].to_vec()),
+    };
+    let (skip, names) = (usize::from(layout[0]), layout[1]);
+    let mut out = p
+        .get(start..start + skip)
+        .ok_or_else(|| formerr("short rdata"))?
+        .to_vec();
+    let mut at = start + skip;
+    for _ in 0..names {
+        let (name, next) = read_name(p, at).ok_or_else(|| formerr("a name in rdata"))?;
+        if next > end {
+            return Err(formerr("a name in rdata runs past it"));
+        }
+        out.extend_from_slice(name.as_wire());
+        at = next;
+    }
+    out.extend_from_slice(&p[at..end]);
+    Ok(out)
+}
+
+/// Reads an UPDATE message without its TSIG.
+pub fn parse_update(p: &[u8]) -> Result<UpdateRequest, Refusal> {
+    let id = u16_at(p, 0).ok_or_else(|| formerr("short header"))?;
+    let count = |at| u16_at(p, at).unwrap_or(0);
+    let (zocount, prcount, upcount, adcount) = (count(4), count(6), count(8), count(10));
+    if zocount != 1 {
+        return Err(formerr(format!(
+            "{zocount} zones in the zone section (one is allowed)"
+        )));
+    }
+    let (zone, after) = read_name(p, HEADER_LEN).ok_or_else(|| formerr("the zone name"))?;
+    let (ztype, zclass) = (u16_at(p, after), u16_at(p, after + 2));
+    if ztype != Some(RType::SOA.0) || zclass != Some(CLASS_IN) {
+        return Err(formerr(
+            "the zone section must be one SOA question of class IN",
+        ));
+    }
+    let zone_section = HEADER_LEN..after + 4;
+    let mut at = after + 4;
+    let mut prerequisites = Vec::with_capacity(usize::from(prcount));
+    for _ in 0..prcount {
+        let (rr, next) = read_rr(p, at)?;
+        in_zone(&rr, &zone)?;
+        prerequisites.push(prerequisite(rr)?);
+        at = next;
+    }
+    let mut edits = Vec::with_capacity(usize::from(upcount));
+    for _ in 0..upcount {
+        let (rr, next) = read_rr(p, at)?;
+        in_zone(&rr, &zone)?;
+        edits.push(edit(rr)?);
+        at = next;
+    }
+    for _ in 0..adcount {
+        at = read_rr(p, at)?.1;
+    }
+    if at != p.len() {
+        return Err(formerr("bytes after the last record"));
+    }
+    Ok(UpdateRequest {
+        id,
+        zone,
+        zone_section,
+        prerequisites,
+        edits,
+    })
+}
+
+fn in_zone(rr: &Rr, zone: &Name) -> Result<(), Refusal> {
+    match rr.owner.is_subdomain_of(zone) {
+        true => Ok(()),
+        false => Err(Refusal {
+            rcode: Rcode::NOTZONE,
+            why: format!("{} is outside zone {zone}", rr.owner),
+        }),
+    }
+}
+
+/// A prerequisite record (RFC 2136 §2.4, the table of §3.2.4).
+fn prerequisite(rr: Rr) -> Result<Prerequisite, Refusal> {
+    let empty = rr.ttl == 0 && rr.rdata.is_empty();
+    Ok(match (rr.class, rr.rtype) {
+        (CLASS_ANY, RType::ANY) if empty => Prerequisite::NameInUse(rr.owner),
+        (CLASS_ANY, t) if empty && !t.is_meta() => Prerequisite::RRsetExists(rr.owner, t),
+        (CLASS_NONE, RType::ANY) if empty => Prerequisite::NameNotInUse(rr.owner),
+        (CLASS_NONE, t) if empty && !t.is_meta() => Prerequisite::RRsetAbsent(rr.owner, t),
+        (CLASS_IN, t) if rr.ttl == 0 && !t.is_meta() => {
+            Prerequisite::RRsetIs(rr.owner, t, rr.rdata.into_boxed_slice())
+        }
+        _ => return Err(formerr(format!("a malformed prerequisite at {}", rr.owner))),
+    })
+}
+
+/// An update record (RFC 2136 §2.5, the prescan of §3.4.1.3).
+fn edit(rr: Rr) -> Result<RecordEdit, Refusal> {
+    let empty = rr.ttl == 0 && rr.rdata.is_empty();
+    let bad = || formerr(format!("a malformed update record at {}", rr.owner));
+    Ok(match (rr.class, rr.rtype) {
+        (CLASS_IN, t) if !t.is_meta() => {
+            dns::rdata::check_rdata(t, &rr.rdata)
+                .map_err(|e| formerr(format!("{t} rdata: {e}")))?;
+            RecordEdit::add(rr.owner, t, rr.ttl, vec![rr.rdata.into_boxed_slice()])
+        }
+        (CLASS_ANY, RType::ANY) if empty => RecordEdit::DeleteName { name: rr.owner },
+        (CLASS_ANY, t) if empty && !t.is_meta() => RecordEdit::DeleteRRset {
+            name: rr.owner,
+            rtype: t,
+        },
+        (CLASS_NONE, t) if rr.ttl == 0 && !t.is_meta() => RecordEdit::DeleteRecords {
+            name: rr.owner,
+            rtype: t,
+            rdata: vec![rr.rdata.into_boxed_slice()],
+        },
+        _ => return Err(bad()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(s: &str) -> Vec<u8> {
+        s.parse::<Name>().unwrap().as_wire().to_vec()
+    }
+
+    fn rr(owner: &str, t: u16, class: u16, ttl: u32, rd: &[u8]) -> Vec<u8> {
+        let mut v = name(owner);
+        v.extend_from_slice(&t.to_be_bytes());
+        v.extend_from_slice(&class.to_be_bytes());
+        v.extend_from_slice(&ttl.to_be_bytes());
+        v.extend_from_slice(&(rd.len() as u16).to_be_bytes());
+        v.extend_from_slice(rd);
+        v
+    }
+
+    fn message(prereqs: &[Vec<u8>], updates: &[Vec<u8>]) -> Vec<u8> {
+        let mut m = vec![0x12, 0x34, 0x28, 0x00, 0, 1];
+        m.extend_from_slice(&(prereqs.len() as u16).to_be_bytes());
+        m.extend_from_slice(&(updates.len() as u16).to_be_bytes());
+        m.extend_from_slice(&[0, 0]);
+        m.extend_from_slice(&name("upd.test."));
+        m.extend_from_slice(&[0, 6, 0, 1]);
+        for r in prereqs.iter().chain(updates) {
+            m.extend_from_slice(r);
+        }
+        m
+    }
+
+    #[test]
+    fn prerequisites_and_edits_are_read_by_their_class() {
+        let prereqs = [
+            rr("www.upd.test.", 255, CLASS_NONE, 0, &[]),
+            rr("www.upd.test.", 255, CLASS_ANY, 0, &[]),
+            rr("www.upd.test.", 1, CLASS_ANY, 0, &[]),
+            rr("www.upd.test.", 15, CLASS_NONE, 0, &[]),
+            rr("www.upd.test.", 1, CLASS_IN, 0, &[192, 0, 2, 1]),
+        ];
+        let updates = [
+            rr("a.upd.test.", 1, CLASS_IN, 300, &[192, 0, 2, 9]),
+            rr("a.upd.test.", 1, CLASS_NONE, 0, &[192, 0, 2, 9]),
+            rr("a.upd.test.", 1, CLASS_ANY, 0, &[]),
+            rr("a.upd.test.", 255, CLASS_ANY, 0, &[]),
+        ];
+        let r = parse_update(&message(&prereqs, &updates)).unwrap();
+        assert_eq!(r.zone, "upd.test.".parse::<Name>().unwrap());
+        assert!(matches!(r.prerequisites[0], Prerequisite::NameNotInUse(_)));
+        assert!(matches!(r.prerequisites[1], Prerequisite::NameInUse(_)));
+        assert!(matches!(
+            r.prerequisites[2],
+            Prerequisite::RRsetExists(_, RType::A)
+        ));
+        assert!(matches!(
+            r.prerequisites[3],
+            Prerequisite::RRsetAbsent(_, RType::MX)
+        ));
+        assert!(matches!(
+            r.prerequisites[4],
+            Prerequisite::RRsetIs(_, RType::A, _)
+        ));
+        assert!(matches!(r.edits[0], RecordEdit::Add { .. }));
+        assert!(matches!(r.edits[1], RecordEdit::DeleteRecords { .. }));
+        assert!(matches!(r.edits[2], RecordEdit::DeleteRRset { .. }));
+        assert!(matches!(r.edits[3], RecordEdit::DeleteName { .. }));
+    }
+
+    #[test]
+    fn outside_the_zone_is_notzone_and_malformed_is_formerr() {
+        let outside = [rr("www.other.test.", 1, CLASS_IN, 300, &[192, 0, 2, 1])];
+        assert_eq!(
+            parse_update(&message(&[], &outside)).unwrap_err().rcode,
+            Rcode::NOTZONE
+        );
+        let ttl_on_delete = [rr("a.upd.test.", 1, CLASS_ANY, 5, &[])];
+        assert_eq!(
+            parse_update(&message(&[], &ttl_on_delete))
+                .unwrap_err()
+                .rcode,
+            Rcode::FORMERR
+        );
+        let meta_add = [rr("a.upd.test.", 252, CLASS_IN, 300, &[])];
+        assert_eq!(
+            parse_update(&message(&[], &meta_add)).unwrap_err().rcode,
+            Rcode::FORMERR
+        );
+    }
+
+    #[test]
+    fn names_in_rdata_are_decompressed() {
+        // MX 10 pointing at the zone name (offset 12).
+        let mut m = message(&[], &[]);
+        m[9] = 1;
+        m.extend_from_slice(&[0xC0, 12, 0, 15, 0, 1, 0, 0, 1, 44, 0, 4, 0, 10, 0xC0, 12]);
+        let r = parse_update(&m).unwrap();
+        match &r.edits[0] {
+            RecordEdit::Add { rrset, .. } => assert_eq!(
+                &rrset.rdata[0][..],
+                &[&[0u8, 10][..], &name("upd.test.")].concat()[..]
+            ),
+            e => panic!("{e:?}"),
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! DNS UPDATE (RFC 2136) over UDP and TCP: authorised by TSIG (RFC 8945),
+//! applied as one change-set, the reply signed.
+//!
+//! ```text
+//!  opcode 5 ─► TSIG stripped ─► parse_update (message.rs)  FORMERR / NOTZONE
+//!     no key may update (the default) ─► REFUSED
+//!     TSIG: none ─► REFUSED │ bad ─► NOTAUTH + TSIG error │ malformed ─► FORMERR
+//!     signed by a key without `update`, or not for this zone ─► REFUSED
+//!     the zone not served here ─► NOTAUTH
+//!  signer::edit::edit_zone_if(zone, prerequisites, edits): one change-set,
+//!     prerequisites checked under the zone lock (NXDOMAIN, YXDOMAIN,
+//!     NXRRSET, YXRRSET), signed in it when the zone is secured
+//!  reply: header + zone section, TSIG-signed ─► NOERROR
+//!  a storage fault ─► SERVFAIL
+//! ```
+//!
+//! Nothing here knows MongoDB beyond calling the writer: the store is the
+//! one zone transfers read from.
+
+pub mod message;
+
+pub use message::{is_update, parse_update, UpdateRequest};
+
+use crate::tsig::{self, TsigKey};
+use crate::wire::{Rcode, HEADER_LEN};
+use backend_mongo::Store;
+use dns::Name;
+
+/// What an UPDATE handler needs from the server's settings.
+pub struct UpdateSettings<'a> {
+    /// The TSIG keys; those with `update` may change their zones.
+    pub keys: &'a [TsigKey],
+    /// Shortest truncated MAC accepted.
+    pub min_mac: usize,
+}
+
+/// Answers an UPDATE message (see the module documentation); `None`: too
+/// short to answer at all.
+pub async fn answer(
+    store: Option<&Store>,
+    packet: &[u8],
+    settings: &UpdateSettings<'_>,
+) -> Option<Vec<u8>> {
+    if packet.len() < HEADER_LEN {
+        return None;
+    }
+    let unsigned = tsig::without_tsig(packet).unwrap_or_else(|| packet.to_vec());
+    let request = match parse_update(&unsigned) {
+        Ok(r) => r,
+        Err(refusal) => {
+            tracing::debug!(why = %refusal.why, rcode = refusal.rcode.0, "UPDATE refused");
+            return Some(header_reply(&unsigned, None, refusal.rcode));
+        }
+    };
+    if !settings.keys.iter().any(|k| k.update) {
+        tracing::debug!(zone = %request.zone, "UPDATE refused: no key may update (updates are off)");
+        return Some(reply(&unsigned, &request, Rcode::REFUSED));
+    }
+    let scope = tsig::Scope {
+        qname: Some(&request.zone),
+        peer: None,
+    };
+    let mut signer = match tsig::verify_request(
+        packet,
+        settings.keys,
+        tsig::unix_now(),
+        settings.min_mac,
+        &scope,
+    ) {
+        tsig::Verified::Signed(signer) => signer,
+        tsig::Verified::Unsigned => {
+            tracing::debug!(zone = %request.zone, "UPDATE refused: not signed");
+            return Some(reply(&unsigned, &request, Rcode::REFUSED));
+        }
+        tsig::Verified::Malformed => return Some(reply(&unsigned, &request, Rcode::FORMERR)),
+        tsig::Verified::Failed(failure) => {
+            tracing::debug!(zone = %request.zone, error = failure.error, "UPDATE with a bad TSIG: NOTAUTH");
+            let mut out = reply(&unsigned, &request, Rcode::NOTAUTH);
+            failure.append_to(&mut out);
+            return Some(out);
+        }
+    };
+    let rcode = match signer.key().update {
+        false => {
+            tracing::info!(zone = %request.zone, key = %signer.key().name, "UPDATE refused: the key may not update");
+            Rcode::REFUSED
+        }
+        true => apply(store, &request, &signer.key().name).await,
+    };
+    let mut out = reply(&unsigned, &request, rcode);
+    signer.sign(&mut out);
+    Some(out)
+}
+
+/// Applies the change-set; the reply's rcode.
+async fn apply(store: Option<&Store>, request: &UpdateRequest, key: &Name) -> Rcode {
+    let Some(store) = store else {
+        return Rcode::SERVFAIL;
+    };
+    let zone = &request.zone;
+    match store.find_zone(zone).await {
+        Ok(Some(_)) => {}
+        Ok(None) => return Rcode::NOTAUTH,
+        Err(e) => {
+            tracing::warn!(%zone, error = %e, "UPDATE: the zone could not be read");
+            return Rcode::SERVFAIL;
+        }
+    }
+    match signer::edit::edit_zone_if(store, zone, &request.prerequisites, &request.edits).await {
+        Ok(summary) => match summary.unmet {
+            Some(unmet) => {
+                tracing::debug!(%zone, %key, %unmet, "UPDATE: a prerequisite failed");
+                Rcode(u16::from(unmet.rcode()))
+            }
+            None => {
+                tracing::info!(%zone, %key, edits = request.edits.len(), serial = summary.serial, "UPDATE applied");
+                Rcode::NOERROR
+            }
+        },
+        Err(e) => {
+            tracing::warn!(%zone, %key, error = %e, "UPDATE failed");
+            Rcode::SERVFAIL
+        }
+    }
+}
+
+/// The reply to `request`: its header and zone section, `rcode`.
+fn reply(unsigned: &[u8], request: &UpdateRequest, rcode: Rcode) -> Vec<u8> {
+    header_reply(unsigned, Some(request), rcode)
+}
+
+/// A reply header (QR, opcode UPDATE, `rcode`), with the zone section when
+/// the request could be read.
+fn header_reply(unsigned: &[u8], request: Option<&UpdateRequest>, rcode: Rcode) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64);
+    out.extend_from_slice(&unsigned[0..2]);
+    let flags: u16 = 0x8000 | (u16::from(message::OPCODE_UPDATE) << 11) | (rcode.0 & 0xF);
+    out.extend_from_slice(&flags.to_be_bytes());
+    let zocount = u16::from(request.is_some());
+    for count in [zocount, 0, 0, 0] {
+        out.extend_from_slice(&count.to_be_bytes());
+    }
+    if let Some(r) = request {
+        out.extend_from_slice(&unsigned[r.zone_section.clone()]);
+    }
+    out
+}

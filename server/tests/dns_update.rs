@@ -1,0 +1,340 @@
+//! DNS UPDATE (RFC 2136) against FerretDB and the real server, sent by
+//! BIND's `nsupdate` and Knot's `knsupdate`, TSIG-signed (RFC 8945):
+//! records added and deleted (answered within a second), prerequisites,
+//! what the server must refuse (unsigned, a key without `update`, another
+//! zone, a bad MAC, names outside the zone), and a secured zone that
+//! verifies after each update.
+//!
+//! ```text
+//!  import ─► server --tsig-key "…:upd:… zones=upd.test. update"
+//!  nsupdate -y / knsupdate -y ─► UPDATE over UDP or TCP ─► the tool's status
+//!  ─► dig until the answer changes (≤ 1 s) ─► AXFR ─► both verifiers
+//! ```
+
+use hickory_proto::op::ResponseCode;
+use mongodns_testkit::*;
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+const ZONE: &str = "upd.test.";
+const SECRET: &str = "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LTAxMjM=";
+const READER: &str = "cmVhZGVyLXJlYWRlci1yZWFkZXItcmVhZGVyLTAxMjM=";
+
+const ZONE_TEXT: &str = "$ORIGIN upd.test.\n$TTL 300\n\
+@ IN SOA ns.upd.test. hostmaster.upd.test. 1 7200 900 1209600 60\n\
+@ IN NS ns.upd.test.\n\
+ns IN A 192.0.2.53\n\
+www IN A 192.0.2.1\n";
+
+/// The keys: `upd` may update upd.test., `reader` may not update.
+fn key_args() -> Vec<String> {
+    vec![
+        "--tsig-key".into(),
+        format!("hmac-sha256:upd:{SECRET} zones={ZONE} update"),
+        "--tsig-key".into(),
+        format!("hmac-sha256:reader:{READER}"),
+        "--axfr-allow".into(),
+        "127.0.0.1/32".into(),
+    ]
+}
+
+fn served(tag: &str) -> (TestZoneDb, ServerProcess) {
+    let db = block_on(async {
+        let db = TestZoneDb::new(tag).await;
+        db.import(ZONE, ZONE_TEXT, true).await;
+        db
+    });
+    let args = key_args();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = ServerProcess::start(&db.name, &args);
+    (db, server)
+}
+
+/// Runs an update tool with `script` on stdin; returns (success, output).
+fn run_tool(tool: &str, key: Option<&str>, script: &str) -> (bool, String) {
+    let mut words = tool.split(' ');
+    let mut cmd = Command::new(words.next().unwrap());
+    cmd.args(words);
+    if let Some(k) = key {
+        cmd.args(["-y", k]);
+    }
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{tool} is needed (bind9-dnsutils / knot-dnsutils): {e}"));
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// An nsupdate script for the server on `port`: `lines`, then send.
+fn script(port: u16, lines: &[&str]) -> String {
+    let mut s = format!("server 127.0.0.1 {port}\nzone {ZONE}\n");
+    for l in lines {
+        s.push_str(l);
+        s.push('\n');
+    }
+    s.push_str("send\n");
+    s
+}
+
+fn upd_key() -> String {
+    format!("hmac-sha256:upd:{SECRET}")
+}
+
+/// `nsupdate` with the `upd` key: over UDP, or TCP (`-v`) when `tcp`.
+fn nsupdate(port: u16, tcp: bool, lines: &[&str]) -> (bool, String) {
+    let tool = if tcp { "nsupdate -v" } else { "nsupdate" };
+    run_tool(tool, Some(&upd_key()), &script(port, lines))
+}
+
+#[test]
+fn nsupdate_and_knsupdate_add_and_delete_records() {
+    let (db, server) = served("upd_tools");
+    let port = server.port;
+    assert_eq!(
+        ask_udp(port, "new.upd.test.", 1, None)
+            .metadata
+            .response_code,
+        ResponseCode::NXDomain
+    );
+    let mut took = Vec::new();
+    // nsupdate over UDP: two records and a deep name.
+    let (ok, out) = nsupdate(
+        port,
+        false,
+        &[
+            "update add new.upd.test. 300 A 192.0.2.7",
+            "update add new.upd.test. 300 A 192.0.2.8",
+            "update add mx.deep.upd.test. 300 MX 10 new.upd.test.",
+        ],
+    );
+    assert!(ok, "nsupdate: {out}");
+    took.push(answered_within_a_second(
+        port,
+        "new.upd.test.",
+        1,
+        ResponseCode::NoError,
+        2,
+    ));
+    took.push(answered_within_a_second(
+        port,
+        "mx.deep.upd.test.",
+        15,
+        ResponseCode::NoError,
+        1,
+    ));
+    // nsupdate over TCP (-v): one record, then a whole name.
+    let (ok, out) = nsupdate(port, true, &["update delete new.upd.test. A 192.0.2.7"]);
+    assert!(ok, "nsupdate -v: {out}");
+    took.push(answered_within_a_second(
+        port,
+        "new.upd.test.",
+        1,
+        ResponseCode::NoError,
+        1,
+    ));
+    let (ok, out) = nsupdate(port, true, &["update delete mx.deep.upd.test."]);
+    assert!(ok, "nsupdate -v: {out}");
+    took.push(answered_within_a_second(
+        port,
+        "deep.upd.test.",
+        1,
+        ResponseCode::NXDomain,
+        0,
+    ));
+    // knsupdate: an RRset deleted, a TXT added.
+    let kscript = format!(
+        "server 127.0.0.1 {port}\nzone {ZONE}\nupdate delete www.upd.test. A\nupdate add txt.upd.test. 60 TXT \"hello world\"\nsend\n"
+    );
+    let (ok, out) = run_tool("knsupdate", Some(&upd_key()), &kscript);
+    assert!(ok, "knsupdate: {out}");
+    took.push(answered_within_a_second(
+        port,
+        "www.upd.test.",
+        1,
+        ResponseCode::NXDomain,
+        0,
+    ));
+    took.push(answered_within_a_second(
+        port,
+        "txt.upd.test.",
+        16,
+        ResponseCode::NoError,
+        1,
+    ));
+    println!("updates answered after {took:?}");
+    drop(server);
+    block_on(db.drop_db());
+}
+
+#[test]
+fn prerequisites_decide_and_a_failed_one_changes_nothing() {
+    let (db, server) = served("upd_prereq");
+    let port = server.port;
+    let before = ask_udp(port, ZONE, 6, None);
+    // The name must not exist: it does, so YXDOMAIN, and nothing changes.
+    let (ok, out) = nsupdate(
+        port,
+        false,
+        &[
+            "prereq nxdomain www.upd.test.",
+            "update add added.upd.test. 300 A 192.0.2.9",
+        ],
+    );
+    assert!(!ok && out.contains("YXDOMAIN"), "nsupdate: {out}");
+    let (ok, out) = nsupdate(
+        port,
+        false,
+        &[
+            "prereq yxrrset www.upd.test. MX",
+            "update delete www.upd.test.",
+        ],
+    );
+    assert!(!ok && out.contains("NXRRSET"), "nsupdate: {out}");
+    let (ok, out) = nsupdate(
+        port,
+        false,
+        &[
+            "prereq nxrrset www.upd.test. A",
+            "update delete www.upd.test.",
+        ],
+    );
+    assert!(!ok && out.contains("YXRRSET"), "nsupdate: {out}");
+    let (ok, out) = nsupdate(
+        port,
+        false,
+        &[
+            "prereq yxdomain nothing.upd.test.",
+            "update delete www.upd.test.",
+        ],
+    );
+    assert!(!ok && out.contains("NXDOMAIN"), "nsupdate: {out}");
+    assert_eq!(ask_udp(port, "www.upd.test.", 1, None).answers.len(), 1);
+    assert_eq!(
+        lines(&ask_udp(port, ZONE, 6, None).answers),
+        lines(&before.answers),
+        "the serial did not move"
+    );
+    // Value-dependent, met: the change goes in.
+    let (ok, out) = nsupdate(
+        port,
+        false,
+        &[
+            "prereq yxrrset www.upd.test. A 192.0.2.1",
+            "update add www.upd.test. 300 A 192.0.2.2",
+        ],
+    );
+    assert!(ok, "nsupdate: {out}");
+    answered_within_a_second(port, "www.upd.test.", 1, ResponseCode::NoError, 2);
+    drop(server);
+    block_on(db.drop_db());
+}
+
+#[test]
+fn unauthorised_updates_are_refused() {
+    let (db, server) = served("upd_refused");
+    let port = server.port;
+    let add = "update add evil.upd.test. 300 A 192.0.2.66";
+    // Unsigned.
+    let (ok, out) = run_tool("nsupdate", None, &script(port, &[add]));
+    assert!(!ok && out.contains("REFUSED"), "unsigned: {out}");
+    // A key that may not update.
+    let (ok, out) = run_tool(
+        "nsupdate",
+        Some(&format!("hmac-sha256:reader:{READER}")),
+        &script(port, &[add]),
+    );
+    assert!(!ok && out.contains("REFUSED"), "reader key: {out}");
+    // The right name, the wrong secret: NOTAUTH (BADSIG), and nsupdate says so.
+    let wrong = format!("hmac-sha256:upd:{READER}");
+    let (ok, out) = run_tool("nsupdate", Some(&wrong), &script(port, &[add]));
+    assert!(
+        !ok && (out.contains("NOTAUTH") || out.contains("BADSIG") || out.contains("tsig")),
+        "bad MAC: {out}"
+    );
+    // A name outside the zone: NOTZONE.
+    let (ok, out) = nsupdate(
+        port,
+        false,
+        &["update add www.elsewhere.test. 300 A 192.0.2.1"],
+    );
+    assert!(!ok && out.contains("NOTZONE"), "outside: {out}");
+    // A zone the key is not for (and this server does not serve).
+    let other = format!("server 127.0.0.1 {port}\nzone other.test.\nupdate add a.other.test. 300 A 192.0.2.1\nsend\n");
+    let (ok, out) = run_tool("nsupdate", Some(&upd_key()), &other);
+    assert!(!ok, "another zone: {out}");
+    assert_eq!(
+        ask_udp(port, "evil.upd.test.", 1, None)
+            .metadata
+            .response_code,
+        ResponseCode::NXDomain
+    );
+    drop(server);
+    block_on(db.drop_db());
+}
+
+#[test]
+fn updates_keep_a_secured_zone_valid() {
+    let (db, server) = served("upd_signed");
+    let port = server.port;
+    let zone: backend_mongo::Name = ZONE.parse().unwrap();
+    let options = signer::SecureOptions {
+        algorithm: 13,
+        csk: false,
+        nsec3: None,
+        cds: false,
+        validity: signer::Validity::default(),
+        threads: 2,
+        grace: Duration::ZERO,
+    };
+    block_on(signer::secure_zone(
+        &db.store,
+        &zone,
+        &options,
+        &signer::NoProgress,
+    ))
+    .expect("secure-zone");
+    let check = |what: &str| {
+        let text = axfr_text(port, ZONE);
+        verify_signed_zone(&db.dir, ZONE, &text);
+        println!("{what}: verified");
+    };
+    let (ok, out) = nsupdate(
+        port,
+        false,
+        &[
+            "update add a.b.upd.test. 300 A 192.0.2.10",
+            "update add www.upd.test. 300 AAAA 2001:db8::1",
+        ],
+    );
+    assert!(ok, "nsupdate: {out}");
+    answered_within_a_second(port, "a.b.upd.test.", 1, ResponseCode::NoError, 1);
+    check("added");
+    let (ok, out) = nsupdate(
+        port,
+        true,
+        &[
+            "update delete a.b.upd.test.",
+            "update delete www.upd.test. A",
+        ],
+    );
+    assert!(ok, "nsupdate: {out}");
+    answered_within_a_second(port, "b.upd.test.", 1, ResponseCode::NXDomain, 0);
+    check("deleted");
+    drop(server);
+    block_on(db.drop_db());
+}
