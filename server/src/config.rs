@@ -304,11 +304,13 @@ options! {
         rrl_ipv4_prefix: u8 = 24, [env = "MONGODNS_RRL_IPV4_PREFIX", value_name = "BITS"];
         /// Prefix length grouping IPv6 sources for rate limiting.
         rrl_ipv6_prefix: u8 = 56, [env = "MONGODNS_RRL_IPV6_PREFIX", value_name = "BITS"];
-        /// TSIG keys: `ALG:NAME:BASE64SECRET [zones=Z1,Z2] [from=NET1,NET2]`,
+        /// TSIG keys: `ALG:NAME:BASE64SECRET [zones=Z1,Z2] [from=NET1,NET2] [update]`,
         /// ALG hmac-sha256, hmac-sha384 or hmac-sha512 (repeat for several).
         /// A key opens transfers and signs replies only for its zones (all
         /// without zones=) and, with from=, only for transfers from those
-        /// blocks. Prefer tsig_keyfile: a command line is visible to local users.
+        /// blocks; with update, it may change its zones by DNS UPDATE (off
+        /// for every key by default). Prefer tsig_keyfile: a command line is
+        /// visible to local users.
         tsig_key: Vec<String> = Vec::new(),
             [env = "MONGODNS_TSIG_KEY", value_name = "KEY"];
         /// Shortest truncated TSIG MAC accepted, in bytes (16 to 32): a
