@@ -168,6 +168,8 @@ pub struct NodeEdit {
     apex: Name,
     name: Name,
     secured: bool,
+    /// The RRsets as stored, before any edit.
+    before: Vec<RRset>,
     after: Vec<RRset>,
     writes: BTreeMap<RType, RRsetWrite>,
 }
@@ -184,6 +186,7 @@ impl NodeEdit {
             apex: apex.clone(),
             name: name.clone(),
             secured,
+            before: stored.clone(),
             after: stored,
             writes: BTreeMap::new(),
         }
@@ -207,9 +210,20 @@ impl NodeEdit {
             .all(|r| r.rdata.is_empty() || (self.secured && r.rtype.is_signer_owned()))
     }
 
-    /// What storage must write, per type changed.
-    pub fn writes(&self) -> &BTreeMap<RType, RRsetWrite> {
-        &self.writes
+    /// What storage must write, per type whose RRset the edits changed
+    /// (edits that undo each other, an add and a delete of one record,
+    /// write nothing).
+    pub fn writes(&self) -> Vec<(RType, &RRsetWrite)> {
+        let state = |sets: &[RRset], t: RType| {
+            sets.iter()
+                .find(|r| r.rtype == t && !r.rdata.is_empty())
+                .map(sorted)
+        };
+        self.writes
+            .iter()
+            .filter(|(t, _)| state(&self.before, **t) != state(&self.after, **t))
+            .map(|(t, w)| (*t, w))
+            .collect()
     }
 
     fn get(&self, t: RType) -> Option<&RRset> {
@@ -329,8 +343,9 @@ impl NodeEdit {
                 .collect(),
             None => dedup(rrset).rdata,
         };
-        let ttl_moves = self.get(t).is_some_and(|r| r.ttl != rrset.ttl);
-        if fresh.is_empty() && !ttl_moves {
+        // A record already there is skipped whole, its TTL too (RFC 2136
+        // §3.4.2.2 compares records without their TTL; Knot does the same).
+        if fresh.is_empty() {
             return Edited::Unchanged;
         }
         match self.after.iter_mut().find(|r| r.rtype == t) {

@@ -468,6 +468,7 @@ impl NodeUpdates {
     fn of(edit: &NodeEdit) -> NodeUpdates {
         let mut u = NodeUpdates::default();
         for (t, w) in edit.writes() {
+            let t = &t;
             let key = format!("rrsets.{}", t.mnemonic());
             match w {
                 RRsetWrite::Set(r) => {

@@ -61,7 +61,7 @@ fn adds_merge_into_the_rrset_and_set_its_ttl() {
         e.apply(&add("www.example.", rrset(RType::A, 120, &[&[5, 6, 7, 8]]))),
         Edited::Unchanged
     );
-    match &e.writes()[&RType::A] {
+    match e.writes()[0].1 {
         RRsetWrite::Delta { add, remove, ttl } => {
             assert_eq!(add.len(), 2);
             assert!(remove.is_empty());
@@ -102,7 +102,7 @@ fn a_delete_then_an_add_is_a_set() {
         Edited::Changed
     );
     assert_eq!(
-        e.writes()[&RType::TXT],
+        *e.writes()[0].1,
         RRsetWrite::Set(rrset(RType::TXT, 30, &[b"\x01b"]))
     );
 }
@@ -231,10 +231,27 @@ fn replace_with_nothing_deletes_and_replace_is_a_set() {
         Edited::Changed
     );
     assert_eq!(
-        e.writes()[&RType::MX],
+        *e.writes()[0].1,
         RRsetWrite::Set(rrset(RType::MX, 60, &[b"\x00\x02\x01n\x00"]))
     );
     assert_eq!(e.apply(&to(&[])), Edited::Changed);
-    assert_eq!(e.writes()[&RType::MX], RRsetWrite::Remove);
+    assert_eq!(e.writes(), vec![(RType::MX, &RRsetWrite::Remove)]);
     assert!(e.is_empty());
+}
+
+#[test]
+fn edits_that_undo_each_other_write_nothing() {
+    let stored = vec![rrset(RType::A, 60, &[&[1, 1, 1, 1]])];
+    let mut e = NodeEdit::new(&n("example."), &n("u.example."), stored, false);
+    assert_eq!(
+        e.apply(&add("u.example.", rrset(RType::A, 60, &[&[2, 2, 2, 2]]))),
+        Edited::Changed
+    );
+    let del = RecordEdit::DeleteRecords {
+        name: n("u.example."),
+        rtype: RType::A,
+        rdata: vec![vec![2, 2, 2, 2].into()],
+    };
+    assert_eq!(e.apply(&del), Edited::Changed);
+    assert!(e.writes().is_empty(), "{:?}", e.writes());
 }
