@@ -1,0 +1,171 @@
+//! The update benchmark's load: TSIG-signed DNS UPDATEs at a rate, or as
+//! fast as answers come, and the database's raw single-document update
+//! rate beside it (`bench/updates`).
+//!
+//! ```text
+//!  update_rate updates --port P --key ALG:NAME:SECRET --zone Z --count N
+//!      [--concurrency C] [--rate R]  ─► N UPDATEs (each one add of a fresh
+//!      name) from C senders ─► updates/s, p50/p99/max
+//!  update_rate raw --uri URI --count N ─► N update_one on one collection,
+//!      one at a time ─► updates/s
+//! ```
+
+use backend_mongo::Store;
+use mongodns_server::tsig::{sign_request, TsigKey};
+use std::net::UdpSocket;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+fn arg(args: &[String], name: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .cloned()
+}
+
+fn number(args: &[String], name: &str, default: u64) -> u64 {
+    arg(args, name).map_or(default, |v| v.parse().expect("a number"))
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    match args.get(1).map(String::as_str) {
+        Some("updates") => updates(&args),
+        Some("raw") => raw(&args),
+        _ => {
+            eprintln!("usage: update_rate updates --port P --key K --zone Z --count N [--concurrency C] [--rate R]\n       update_rate raw --uri URI --count N");
+            std::process::exit(2);
+        }
+    }
+}
+
+/// One UPDATE: add (or, `delete`, remove) `name` A 192.0.2.1 in `zone`, signed.
+fn update_message(id: u16, zone: &str, name: &str, delete: bool, key: &TsigKey) -> Vec<u8> {
+    let wire = |n: &str| n.parse::<backend_mongo::Name>().unwrap().as_wire().to_vec();
+    let mut m = id.to_be_bytes().to_vec();
+    m.extend_from_slice(&[0x28, 0, 0, 1, 0, 0, 0, 1, 0, 0]);
+    m.extend(wire(zone));
+    m.extend_from_slice(&[0, 6, 0, 1]);
+    m.extend(wire(name));
+    let (class, ttl): (u16, u32) = if delete { (254, 0) } else { (1, 60) };
+    m.extend_from_slice(&1u16.to_be_bytes());
+    m.extend_from_slice(&class.to_be_bytes());
+    m.extend_from_slice(&ttl.to_be_bytes());
+    m.extend_from_slice(&[0, 4, 192, 0, 2, 1]);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    sign_request(&mut m, key, now);
+    m
+}
+
+/// Sends `msg` and waits for its reply; the rcode (None: no reply in 10 s).
+fn exchange(socket: &UdpSocket, port: u16, msg: &[u8]) -> Option<u8> {
+    socket.send_to(msg, ("127.0.0.1", port)).ok()?;
+    let mut buf = [0u8; 1024];
+    loop {
+        let n = socket.recv(&mut buf).ok()?;
+        if n >= 12 && buf[..2] == msg[..2] {
+            return Some(buf[3] & 0xF);
+        }
+    }
+}
+
+fn updates(args: &[String]) {
+    let port = number(args, "--port", 5300) as u16;
+    let key: TsigKey = arg(args, "--key")
+        .expect("--key")
+        .parse()
+        .expect("a TSIG key");
+    let zone = arg(args, "--zone").expect("--zone");
+    let count = number(args, "--count", 1000) as usize;
+    let senders = number(args, "--concurrency", 1) as usize;
+    let rate = number(args, "--rate", 0);
+    let next = Arc::new(AtomicUsize::new(0));
+    let latencies = Arc::new(Mutex::new(Vec::with_capacity(count)));
+    let failed = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let threads: Vec<_> = (0..senders)
+        .map(|_| {
+            let (key, zone, next) = (key.clone(), zone.clone(), next.clone());
+            let (latencies, failed) = (latencies.clone(), failed.clone());
+            std::thread::spawn(move || {
+                let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+                socket
+                    .set_read_timeout(Some(Duration::from_secs(10)))
+                    .unwrap();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= count {
+                        return;
+                    }
+                    if rate > 0 {
+                        let due = started + Duration::from_secs_f64(i as f64 / rate as f64);
+                        std::thread::sleep(due.saturating_duration_since(Instant::now()));
+                    }
+                    let name = format!("u{i}-{}.{zone}", std::process::id());
+                    let msg = update_message(i as u16, &zone, &name, false, &key);
+                    let sent = Instant::now();
+                    match exchange(&socket, port, &msg) {
+                        Some(0) => latencies.lock().unwrap().push(sent.elapsed()),
+                        _ => {
+                            failed.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let took = started.elapsed();
+    let mut l = latencies.lock().unwrap().clone();
+    l.sort();
+    let pick = |q: f64| {
+        l.get(((l.len() as f64 * q) as usize).min(l.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or_default()
+    };
+    println!(
+        "{} updates applied in {:.2} s: {:.0} updates/s ({} senders); {} failed; latency p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        l.len(),
+        took.as_secs_f64(),
+        l.len() as f64 / took.as_secs_f64(),
+        senders,
+        failed.load(Ordering::Relaxed),
+        pick(0.5).as_secs_f64() * 1e3,
+        pick(0.99).as_secs_f64() * 1e3,
+        l.last().copied().unwrap_or_default().as_secs_f64() * 1e3
+    );
+}
+
+fn raw(args: &[String]) {
+    let uri = arg(args, "--uri").expect("--uri");
+    let count = number(args, "--count", 1000);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let store = Store::connect(&uri, "bench_raw_updates", Duration::from_secs(5)).await.expect("the database");
+        let coll = store.database().collection::<backend_mongo::bson::Document>("raw");
+        for i in 0..100 {
+            let doc = backend_mongo::bson::doc! {"_id": i, "n": 0};
+            let _ = coll.insert_one(doc).await;
+        }
+        let started = Instant::now();
+        for i in 0..count {
+            let filter = backend_mongo::bson::doc! {"_id": (i % 100) as i64};
+            let update = backend_mongo::bson::doc! {"$inc": {"n": 1}};
+            coll.update_one(filter, update).await.expect("an update");
+        }
+        let took = started.elapsed();
+        println!(
+            "{count} single-document updates (update_one by _id, one at a time) in {:.2} s: {:.0} updates/s",
+            took.as_secs_f64(),
+            count as f64 / took.as_secs_f64()
+        );
+        let _ = store.database().drop().await;
+        store.shutdown().await;
+    });
+}
