@@ -86,9 +86,9 @@ pub async fn patch(
     body: Bytes,
 ) -> Result<StatusCode, ApiError> {
     let zone = zone_id(&id)?;
+    find_zone(&state, &zone).await?;
     let request: RRsetPatch = parse_body(&body)?;
     let edits = edits_for(&zone, &request.rrsets)?;
-    find_zone(&state, &zone).await?;
     apply(&state, &zone, &edits).await?;
     Ok(StatusCode::NO_CONTENT)
 }
