@@ -7,6 +7,7 @@
 //!  server --api-listen --api-key ─► tests/http_api/pdns_client.py (create
 //!  zone, REPLACE, DELETE, read back, bad content) ─► ask_udp until answered
 //!  plain HTTP: wrong key 401, unknown zone 404
+//!  secured zone: PATCH ─► signed in the change-set ─► AXFR verifies
 //! ```
 
 use hickory_proto::op::ResponseCode;
@@ -28,13 +29,20 @@ fn serve_api(db: &TestZoneDb) -> (ServerProcess, u16) {
 
 /// One plain HTTP/1.1 request with `X-API-Key: key`: (status line, body).
 fn api_request(port: u16, method: &str, path: &str, key: &str) -> (String, String) {
+    api_send(port, method, path, key, "")
+}
+
+/// [`api_request`] with a JSON body.
+fn api_send(port: u16, method: &str, path: &str, key: &str, body: &str) -> (String, String) {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(5)))
         .unwrap();
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nX-API-Key: {key}\r\nContent-Length: 0\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nX-API-Key: {key}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
     )
     .unwrap();
     let mut text = String::new();
@@ -135,4 +143,100 @@ fn the_api_does_not_start_without_a_key() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("api_listen needs api_key"), "{stderr}");
+}
+
+const SIGNED: &str = "signed.test.";
+
+/// The zone a PATCH signs into: SOA, NS, and what it replaces and deletes.
+const SIGNED_TEXT: &str =
+    "signed.test. 300 IN SOA ns.signed.test. admin.signed.test. 7 3600 600 604800 60
+signed.test. 300 IN NS ns.signed.test.
+ns.signed.test. 300 IN A 192.0.2.53
+www.signed.test. 300 IN A 192.0.2.1
+mail.signed.test. 300 IN MX 10 www.signed.test.
+";
+
+/// Secures `signed.test.` as an operator would: `mongodns-sign secure-zone`.
+fn secure(db: &TestZoneDb) {
+    let mut cmd = Command::new(binary("mongodns-sign"));
+    cmd.args([
+        "--mongodb-uri",
+        &database_uri(),
+        "--database",
+        &db.name,
+        "-q",
+    ])
+    .args(["secure-zone", SIGNED, "--grace", "0"]);
+    let out = run_bounded(cmd, "mongodns-sign secure-zone", Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "secure-zone failed: {stderr}");
+}
+
+#[test]
+fn a_patch_to_a_secured_zone_is_signed_in_its_change_set() {
+    let db = block_on(async {
+        let db = TestZoneDb::new("http_api_signed").await;
+        db.import(SIGNED, SIGNED_TEXT, true).await;
+        db
+    });
+    secure(&db);
+    let port = free_tcp_port();
+    let listen = format!("127.0.0.1:{port}");
+    let args = [
+        "--api-listen",
+        &listen,
+        "--api-key",
+        KEY,
+        "--axfr-allow",
+        "127.0.0.1/32",
+    ];
+    let server = ServerProcess::start(&db.name, &args);
+    let zone_path = "/api/v1/servers/localhost/zones/signed.test";
+    let patch = r#"{"rrsets": [
+        {"name": "www.signed.test.", "type": "A", "ttl": 120, "changetype": "REPLACE",
+         "records": [{"content": "198.51.100.7", "disabled": false}]},
+        {"name": "new.signed.test.", "type": "TXT", "ttl": 60, "changetype": "REPLACE",
+         "records": [{"content": "\"added over the API\"", "disabled": false}]},
+        {"name": "mail.signed.test.", "type": "MX", "changetype": "DELETE", "records": []}
+    ]}"#;
+    let (status, body) = api_send(port, "PATCH", zone_path, KEY, patch);
+    assert!(status.contains("204"), "{status} {body}");
+    answered_within_a_second(
+        server.port,
+        "new.signed.test.",
+        16,
+        ResponseCode::NoError,
+        1,
+    );
+    answered_within_a_second(
+        server.port,
+        "mail.signed.test.",
+        15,
+        ResponseCode::NXDomain,
+        0,
+    );
+    let text = axfr_text(server.port, SIGNED);
+    verify_signed_zone(&db.dir, SIGNED, &text);
+    assert!(
+        text.contains("198.51.100.7") && !text.contains("192.0.2.1\n"),
+        "{text}"
+    );
+    let (status, body) = api_request(port, "GET", zone_path, KEY);
+    assert!(
+        status.contains("200") && body.contains("\"dnssec\":true"),
+        "{body}"
+    );
+    assert!(
+        !body.contains("RRSIG") && !body.contains("\"NSEC\""),
+        "{body}"
+    );
+    let refused =
+        r#"{"rrsets": [{"name": "signed.test.", "type": "DNSKEY", "changetype": "DELETE"}]}"#;
+    let (status, body) = api_send(port, "PATCH", zone_path, KEY, refused);
+    assert!(
+        status.contains("422") && body.contains("mongodns-sign"),
+        "{status} {body}"
+    );
+    drop(server);
+    block_on(db.drop_db());
 }

@@ -175,3 +175,88 @@ pub fn refused_edits(edits: &[RecordEdit], summary: &EditSummary) -> Result<(), 
         ))),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(name: &str, rtype: &str, changetype: &str, contents: &[&str]) -> RRsetChange {
+        RRsetChange {
+            name: name.into(),
+            rtype: rtype.into(),
+            ttl: Some(60),
+            changetype: Some(changetype.into()),
+            records: contents
+                .iter()
+                .map(|c| Record {
+                    content: (*c).into(),
+                    disabled: false,
+                })
+                .collect(),
+        }
+    }
+
+    fn zone() -> Name {
+        "api.test.".parse().unwrap()
+    }
+
+    #[test]
+    fn replace_and_delete_become_one_change_set() {
+        let changes = [
+            change("www.api.test.", "A", "REPLACE", &["192.0.2.1", "192.0.2.2"]),
+            change("old.api.test.", "a", "DELETE", &[]),
+            change("gone.api.test.", "TXT", "REPLACE", &[]),
+        ];
+        let edits = edits_for(&zone(), &changes).unwrap();
+        match &edits[0] {
+            RecordEdit::ReplaceRRset { name, rrset } => {
+                assert_eq!(name.to_string(), "www.api.test.");
+                assert_eq!(
+                    (rrset.rtype, rrset.ttl, rrset.rdata.len()),
+                    (RType::A, 60, 2)
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            &edits[1],
+            RecordEdit::DeleteRRset {
+                rtype: RType::A,
+                ..
+            }
+        ));
+        assert!(matches!(
+            &edits[2],
+            RecordEdit::DeleteRRset {
+                rtype: RType::TXT,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn invalid_changes_are_refused_before_writing() {
+        let refused = |c: RRsetChange| edits_for(&zone(), &[c]).unwrap_err().message;
+        let bad = refused(change("a.api.test.", "A", "REPLACE", &["300.0.0.1"]));
+        assert!(bad.contains("bad content"), "{bad}");
+        let outside = refused(change("a.other.test.", "A", "REPLACE", &["192.0.2.1"]));
+        assert!(outside.contains("not in zone"), "{outside}");
+        assert!(refused(change("a.api.test.", "BOGUS", "REPLACE", &["x"])).contains("unknown type"));
+        assert!(refused(change("a.api.test.", "RRSIG", "DELETE", &[])).contains("mongodns-sign"));
+        assert!(refused(change("api.test.", "NS", "DELETE", &[])).contains("apex NS"));
+        assert!(
+            refused(change("a.api.test.", "A", "EXTEND", &["192.0.2.1"])).contains("changetype")
+        );
+        let mut no_ttl = change("a.api.test.", "A", "REPLACE", &["192.0.2.1"]);
+        no_ttl.ttl = None;
+        assert!(refused(no_ttl).contains("ttl"));
+        let twice = [
+            change("a.api.test.", "A", "REPLACE", &["192.0.2.1"]),
+            change("a.api.test.", "A", "DELETE", &[]),
+        ];
+        assert!(edits_for(&zone(), &twice)
+            .unwrap_err()
+            .message
+            .contains("duplicate"));
+    }
+}
