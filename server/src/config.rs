@@ -412,6 +412,12 @@ options! {
         /// Token `POST /purge` must send as `Authorization: Bearer TOKEN`;
         /// unset, purging is refused (the read-only pages stay open).
         control_token: String, [env = "MONGODNS_CONTROL_TOKEN", value_name = "TOKEN"];
+        /// Address of the PowerDNS-compatible HTTP API (/api/v1: zones and
+        /// RRsets); off if unset. Needs api_key.
+        api_listen: SocketAddr, [env = "MONGODNS_API_LISTEN", value_name = "ADDR"];
+        /// Key every HTTP API request must send as `X-API-Key`; required
+        /// with api_listen.
+        api_key: String, [env = "MONGODNS_API_KEY", value_name = "KEY"];
         /// Query log: a file path, `syslog` (/dev/log) or `syslog:SOCKET`; off
         /// if unset.
         query_log: String, [env = "MONGODNS_QUERY_LOG", value_name = "DEST"];
@@ -616,11 +622,29 @@ impl Config {
                 p.push(format!("control_listen: {addr} is also a DNS address"));
             }
         }
+        p.extend(self.api_problems());
         if p.is_empty() {
             Ok(())
         } else {
             Err(p)
         }
+    }
+
+    /// What is wrong with the HTTP API's options.
+    fn api_problems(&self) -> Vec<String> {
+        let Some(addr) = self.api_listen else {
+            return Vec::new();
+        };
+        let mut p = Vec::new();
+        if self.api_key.as_deref().is_none_or(str::is_empty) {
+            p.push("api_listen needs api_key (--api-key or MONGODNS_API_KEY)".into());
+        }
+        if self.listen.contains(&addr) || self.control_listen == Some(addr) {
+            p.push(format!(
+                "api_listen: {addr} is already used by another listener"
+            ));
+        }
+        p
     }
 
     /// `axfr_allow` parsed (call after `validate`; invalid entries are skipped).
@@ -666,7 +690,7 @@ impl Resolved {
             let value = match name {
                 "mongodb_uri" => redact_password(&value),
                 "tsig_key" => redact_tsig_secrets(&self.config.tsig_key),
-                "control_token" if !value.is_empty() => "\"<secret>\"".into(),
+                "control_token" | "api_key" if !value.is_empty() => "\"<secret>\"".into(),
                 _ => value,
             };
             if value.is_empty() {
@@ -802,6 +826,20 @@ mod tests {
             canonical_read_preference("secondary-preferred"),
             Some("secondaryPreferred")
         );
+    }
+
+    #[test]
+    fn the_http_api_needs_a_key() {
+        let keyless = cli(&["--api-listen", "127.0.0.1:8081"]).resolve();
+        assert!(keyless.unwrap_err().contains("api_listen needs api_key"));
+        let keyed = cli(&["--api-listen", "127.0.0.1:8081", "--api-key", "k3y-k3y"])
+            .resolve()
+            .unwrap();
+        assert!(keyed.render().contains("api_key = \"<secret>\""));
+        assert!(!keyed.render().contains("k3y-k3y"));
+        let clash = ["--api-listen", "127.0.0.1:8081", "--api-key", "k"];
+        let clash = cli(&[&clash[..], &["--control-listen", "127.0.0.1:8081"]].concat());
+        assert!(clash.resolve().is_err());
     }
 
     #[test]

@@ -13,7 +13,8 @@
 //! ```
 //!
 //! Off by default (`--control-listen`); bind it to loopback or a management
-//! network only. `POST /purge` needs the `--control-token` (serve.rs); the
+//! network only. `POST /purge` needs the `--control-token` (serve.rs: axum
+//! routes over `http::serve_bounded`); the
 //! read-only pages stay open.
 //!
 //! Files: this one holds what the endpoint sees (`Control`), `/health` and

@@ -62,6 +62,12 @@ guard_counters! {
     control_unauthorized,
     /// control accept errors (the endpoint backs off and continues)
     control_accept_errors,
+    /// HTTP API connections refused at the connection cap
+    api_refused,
+    /// HTTP API requests refused for a missing or wrong X-API-Key
+    api_unauthorized,
+    /// HTTP API accept errors (the listener backs off and continues)
+    api_accept_errors,
 }
 
 /// Adds one to `counter`.

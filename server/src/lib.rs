@@ -8,6 +8,7 @@
 //! ```
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod api;
 pub mod backend;
 pub mod cache;
 pub mod cidr;
@@ -15,6 +16,7 @@ pub mod config;
 pub mod control;
 pub mod frontend;
 pub mod guard;
+pub mod http;
 pub mod observe;
 pub mod pipeline;
 pub mod querylog;

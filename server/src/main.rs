@@ -6,7 +6,7 @@
 //!     ─► init_logging (text|json, reloadable filter)
 //!  run: connect (MongoDB, read preference, ensure indexes) ─► pipeline_config
 //!     (TSIG keys) ─► rate_limiter ─► Caches::start (registry poller) ─► responder
-//!     ─► open_query_log ─► metrics ─► start_control ─► Signals::install
+//!     ─► open_query_log ─► metrics ─► start_control ─► start_api ─► Signals::install
 //!     ─► serve_dns (UDP: one socket per worker per address; TCP) ─► Signals::wait
 //!     ─► drain ─► close the query log
 //!  SIGHUP  ─► re-read the file: log filter, query_log_sample; reopen the query log
@@ -14,6 +14,7 @@
 //! ```
 
 use backend_mongo::{ReadFrom, Store};
+use mongodns_server::api::ApiState;
 use mongodns_server::cache::{Counters, PacketCache, RecordCache, RecordCacheConfig, ZoneRegistry};
 use mongodns_server::config::{canonical_read_preference, Cli, Config, LogFormat, Resolved};
 use mongodns_server::control::{serve_control, Control, ControlLimits};
@@ -127,6 +128,16 @@ async fn run(
             started,
         };
         start_control(&args, addr, control)?;
+    }
+    if let Some(addr) = args.api_listen {
+        let key = args.api_key.as_deref().unwrap_or_default().into();
+        mongodns_server::api::start_api(
+            addr,
+            ApiState {
+                store: store.clone(),
+                key,
+            },
+        )?;
     }
     // Install the handlers before serving, so no signal finds the default
     // action (which would kill the process).

@@ -11,13 +11,13 @@
 //! ```
 
 use backend_mongo::dns::edit::{Edited, RecordEdit};
-use backend_mongo::{Name, NodeWrite, RRset, RType, Store, WriteMode};
+use backend_mongo::{Name, NodeWrite, RRset, RType, Store};
 use clap::{Parser, Subcommand};
 use dns::presentation::parse_rdata;
 use dns::serial::{set_soa_serial, soa_serial};
+use signer::create::{today_serial, NewZone};
 use signer::export::master_file;
 use std::process::ExitCode;
-use std::time::Duration;
 
 #[derive(Parser)]
 #[command(
@@ -306,42 +306,22 @@ fn records_edit(a: RecordsArgs, make: impl Fn(Name, RRset) -> RecordEdit) -> Res
 
 /// The apex of a new zone: its SOA and NS records.
 fn create_zone_apex(zone: &Name, a: &CreateArgs) -> Result<NodeWrite, Failure> {
-    let mut ns = Vec::new();
+    let mut nameservers = Vec::new();
     for text in &a.ns {
-        let name =
-            Name::parse(text, Some(zone)).map_err(|e| usage(format!("bad --ns {text:?}: {e}")))?;
-        ns.push(name.as_wire().to_vec().into_boxed_slice());
+        nameservers.push(
+            Name::parse(text, Some(zone)).map_err(|e| usage(format!("bad --ns {text:?}: {e}")))?,
+        );
     }
     let rname = Name::parse(&a.rname, Some(zone))
         .map_err(|e| usage(format!("bad --rname {:?}: {e}", a.rname)))?;
-    let serial = a.serial.unwrap_or_else(today_serial);
-    let mname = Name::parse(&a.ns[0], Some(zone)).map_err(|e| usage(e.to_string()))?;
-    let mut soa = mname.as_wire().to_vec();
-    soa.extend_from_slice(rname.as_wire());
-    for v in [serial, 7200, 900, 1_209_600, 300] {
-        soa.extend_from_slice(&v.to_be_bytes());
-    }
-    let set = |rtype, rdata| RRset {
-        rtype,
+    let new = NewZone {
+        apex: zone.clone(),
+        nameservers,
+        rname,
         ttl: a.ttl,
-        rdata,
+        serial: a.serial.unwrap_or_else(today_serial),
     };
-    Ok(NodeWrite {
-        name: zone.clone(),
-        rrsets: vec![
-            set(RType::SOA, vec![soa.into_boxed_slice()]),
-            set(RType::NS, ns),
-        ],
-    })
-}
-
-/// Today (UTC) as a serial: YYYYMMDD01.
-fn today_serial() -> u32 {
-    let days = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() / 86_400) as i64;
-    let (y, m, d) = dns::civil::civil_from_days(days);
-    (y as u32) * 1_000_000 + m * 10_000 + d * 100 + 1
+    new.apex_node().map_err(|e| usage(e.to_string()))
 }
 
 async fn list_zones(store: &Store, a: &ListArgs, after: Option<Name>) -> Result<(), Failure> {
@@ -386,12 +366,7 @@ async fn show_zone(store: &Store, zone: &Name, dnssec: bool) -> Result<(), Failu
 }
 
 async fn create_zone(store: &Store, zone: &Name, nodes: &[NodeWrite]) -> Result<(), Failure> {
-    if store.find_zone(zone).await?.is_some() {
-        return Err(Failure::Failed(format!("zone {zone} exists already")));
-    }
-    let writer = store.begin_zone_write(zone, WriteMode::Replace).await?;
-    writer.write_nodes(nodes).await?;
-    let served = writer.finish(Duration::ZERO).await?;
+    let served = signer::create::create_zone(store, zone, nodes).await?;
     println!("created {zone}: serial {}", served.serial);
     Ok(())
 }

@@ -1,0 +1,141 @@
+//! A PowerDNS-compatible HTTP API (`/api/v1`) for zones and RRsets.
+//!
+//! ```text
+//!  --api-listen ─► http::serve_bounded (connections capped, 30 s a request)
+//!     ─► X-API-Key must match --api-key (401 otherwise)
+//!     ─► GET  /api/v1/servers, /api/v1/servers/localhost        (this file)
+//!        GET|POST /api/v1/servers/localhost/zones               (zones.rs)
+//!        GET|PATCH|DELETE /api/v1/servers/localhost/zones/{id}  (zones.rs)
+//!     ─► RRsets to and from JSON (rrsets.rs), the shapes (json.rs)
+//!  every error: {"error": "…"}
+//! ```
+//!
+//! Every record write is one change-set through `signer::edit::edit_zone`
+//! (docs/updates.md), as for DNS UPDATE and `mongodns-zone`.
+
+pub mod json;
+pub mod rrsets;
+pub mod zones;
+
+use crate::guard::{bump, GUARD};
+use crate::http::{same_bytes, serve_bounded, HttpCounters, HttpLimits};
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use backend_mongo::Store;
+use json::{ApiError, ServerJson};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Connections the API serves at once; more are closed at once.
+const MAX_CONNECTIONS: usize = 64;
+
+/// Time allowed for one API request and its response.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What the API's handlers share.
+#[derive(Clone)]
+pub struct ApiState {
+    /// The database.
+    pub store: Store,
+    /// The key every request must send as `X-API-Key`.
+    pub key: Arc<str>,
+}
+
+/// The API's routes, behind the key check.
+pub fn router(state: ApiState) -> Router {
+    let zones = "/api/v1/servers/localhost/zones";
+    Router::new()
+        .route("/api/v1/servers", get(servers))
+        .route("/api/v1/servers/{server}", get(server))
+        .route(zones, get(zones::list).post(zones::create))
+        .route(
+            &format!("{zones}/{{zone_id}}"),
+            get(zones::get).patch(zones::patch).delete(zones::delete),
+        )
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn_with_state(state.clone(), require_key))
+        .with_state(state)
+}
+
+/// Serves the API on `listener` until the task is dropped.
+pub async fn serve_api(listener: tokio::net::TcpListener, state: ApiState) {
+    if let Ok(addr) = listener.local_addr() {
+        tracing::info!(%addr, "HTTP API (PowerDNS-compatible, /api/v1)");
+    }
+    let limits = HttpLimits {
+        max_connections: MAX_CONNECTIONS,
+        request_timeout: REQUEST_TIMEOUT,
+    };
+    let counters = HttpCounters {
+        refused: &GUARD.api_refused,
+        accept_errors: &GUARD.api_accept_errors,
+    };
+    serve_bounded(listener, router(state), limits, counters).await;
+}
+
+/// Binds the API's address (a taken port is a start-up error) and starts it.
+pub fn start_api(addr: SocketAddr, state: ApiState) -> Result<(), String> {
+    let listener = std::net::TcpListener::bind(addr)
+        .and_then(|l| l.set_nonblocking(true).map(|()| l))
+        .and_then(tokio::net::TcpListener::from_std)
+        .map_err(|e| format!("cannot bind the HTTP API {addr}: {e}"))?;
+    tokio::spawn(serve_api(listener, state));
+    Ok(())
+}
+
+/// Refuses a request without the right `X-API-Key`.
+async fn require_key(State(state): State<ApiState>, request: Request, next: Next) -> Response {
+    let given = request
+        .headers()
+        .get("x-api-key")
+        .map(|v| v.as_bytes())
+        .unwrap_or_default();
+    if same_bytes(given, state.key.as_bytes()) {
+        return next.run(request).await;
+    }
+    bump(&GUARD.api_unauthorized);
+    ApiError::new(StatusCode::UNAUTHORIZED, "Unauthorized").into_response()
+}
+
+/// This server, as PowerDNS describes itself.
+fn this_server() -> ServerJson {
+    ServerJson {
+        object_type: "Server",
+        id: "localhost",
+        daemon_type: "authoritative",
+        version: concat!("mongodns ", env!("CARGO_PKG_VERSION")),
+        url: "/api/v1/servers/localhost",
+        zones_url: "/api/v1/servers/localhost/zones{/zone}",
+    }
+}
+
+/// `GET /api/v1/servers`: this one server.
+async fn servers() -> Json<Vec<ServerJson>> {
+    Json(vec![this_server()])
+}
+
+/// `GET /api/v1/servers/{server}`: only `localhost` exists.
+async fn server(
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> Result<Json<ServerJson>, ApiError> {
+    match id.as_str() {
+        "localhost" => Ok(Json(this_server())),
+        _ => Err(ApiError::not_found(format!(
+            "no server {id:?}: only localhost"
+        ))),
+    }
+}
+
+async fn not_found() -> ApiError {
+    ApiError::not_found("Not Found")
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed")
+}

@@ -1,0 +1,245 @@
+//! The zone endpoints: list, create, read, patch RRsets, delete (not yet).
+//!
+//! ```text
+//!  GET    …/zones            Store::list_zones, paged through ─► [ZoneJson]
+//!  POST   …/zones            edits checked ─► signer::create (SOA + NS apex)
+//!                            ─► the other RRsets as one change-set ─► 201
+//!  GET    …/zones/{id}       find_zone ─► read_version ─► ZoneJson + rrsets
+//!  PATCH  …/zones/{id}       edits checked ─► signer::edit::edit_zone (one
+//!                            change-set) ─► 204, or 422 for edits refused
+//!  DELETE …/zones/{id}       501: servers cannot notice a vanished zone yet
+//! ```
+
+use super::json::{parse_body, ApiError, RRsetChange, RRsetPatch, ZoneCreate, ZoneJson};
+use super::rrsets::{edits_for, refused_edits, rrsets_json};
+use super::ApiState;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use backend_mongo::dns::edit::RecordEdit;
+use backend_mongo::{Name, RType, StoreError, ZoneInfo};
+use signer::create::{create_zone, today_serial, CreateError, NewZone};
+use signer::SignError;
+
+/// Zones read from the database at a time while listing.
+const LIST_PAGE: usize = 1000;
+
+/// TTL of the SOA and NS records of a zone created without them.
+const APEX_TTL: u32 = 3600;
+
+/// `GET …/zones`: every zone, in name order.
+pub async fn list(State(state): State<ApiState>) -> Result<Json<Vec<ZoneJson>>, ApiError> {
+    let mut zones = Vec::new();
+    let mut after: Option<Name> = None;
+    loop {
+        let page = state
+            .store
+            .list_zones(after.as_ref(), LIST_PAGE)
+            .await
+            .map_err(ApiError::internal)?;
+        zones.extend(page.iter().map(zone_json));
+        match page.last() {
+            Some(last) if page.len() == LIST_PAGE => after = Some(last.apex.clone()),
+            _ => return Ok(Json(zones)),
+        }
+    }
+}
+
+/// `GET …/zones/{id}`: the zone with its RRsets.
+pub async fn get(
+    State(state): State<ApiState>,
+    Path(id): Path<String>,
+) -> Result<Json<ZoneJson>, ApiError> {
+    let zone = zone_id(&id)?;
+    Ok(Json(read_zone(&state, &zone).await?))
+}
+
+/// `POST …/zones`: a new zone, with its name servers and any RRsets.
+pub async fn create(State(state): State<ApiState>, body: Bytes) -> Result<Response, ApiError> {
+    let request: ZoneCreate = parse_body(&body)?;
+    check_kind(request.kind.as_deref())?;
+    let zone = zone_id(&request.name)?;
+    let (apex_edits, other_edits) = split_apex_edits(&zone, edits_for(&zone, &request.rrsets)?);
+    let mut apex = new_zone(&zone, &request)?
+        .apex_node()
+        .map_err(create_error)?;
+    for edit in apex_edits {
+        if let RecordEdit::ReplaceRRset { rrset, .. } = edit {
+            apex.rrsets.retain(|r| r.rtype != rrset.rtype);
+            apex.rrsets.push(rrset);
+        }
+    }
+    create_zone(&state.store, &zone, &[apex])
+        .await
+        .map_err(create_error)?;
+    apply(&state, &zone, &other_edits).await?;
+    let created = read_zone(&state, &zone).await?;
+    Ok((StatusCode::CREATED, Json(created)).into_response())
+}
+
+/// `PATCH …/zones/{id}`: the RRset changes as one change-set.
+pub async fn patch(
+    State(state): State<ApiState>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<StatusCode, ApiError> {
+    let zone = zone_id(&id)?;
+    find_zone(&state, &zone).await?;
+    let request: RRsetPatch = parse_body(&body)?;
+    let edits = edits_for(&zone, &request.rrsets)?;
+    apply(&state, &zone, &edits).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `DELETE …/zones/{id}`: not built yet.
+pub async fn delete(
+    State(state): State<ApiState>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let zone = zone_id(&id)?;
+    find_zone(&state, &zone).await?;
+    Err(ApiError::new(
+        StatusCode::NOT_IMPLEMENTED,
+        "deleting a zone is not supported yet: servers cannot notice a vanished zone document",
+    ))
+}
+
+/// A zone id or name (`example.org.` or `example.org`) as a name.
+fn zone_id(text: &str) -> Result<Name, ApiError> {
+    let absolute = match text.ends_with('.') {
+        true => text.to_string(),
+        false => format!("{text}."),
+    };
+    Name::parse(&absolute, None).map_err(|e| ApiError::invalid(format!("bad zone {text:?}: {e}")))
+}
+
+/// Only native zones: the database replicates them.
+fn check_kind(kind: Option<&str>) -> Result<(), ApiError> {
+    match kind {
+        None => Ok(()),
+        Some(k) if k.eq_ignore_ascii_case("native") || k.eq_ignore_ascii_case("master") => Ok(()),
+        Some(k) => Err(ApiError::invalid(format!(
+            "zone kind {k:?} is not supported: Native or Master"
+        ))),
+    }
+}
+
+/// The apex SOA and NS replacements (written with the new zone) apart from
+/// the other edits (one change-set after it).
+fn split_apex_edits(zone: &Name, edits: Vec<RecordEdit>) -> (Vec<RecordEdit>, Vec<RecordEdit>) {
+    edits.into_iter().partition(|e| match e {
+        RecordEdit::ReplaceRRset { name, rrset } => {
+            name == zone && matches!(rrset.rtype, RType::SOA | RType::NS)
+        }
+        _ => false,
+    })
+}
+
+/// The new zone's apex: the name servers given, else those of an apex NS
+/// RRset among the RRsets.
+fn new_zone(zone: &Name, request: &ZoneCreate) -> Result<NewZone, ApiError> {
+    let mut texts: Vec<&str> = request.nameservers.iter().map(String::as_str).collect();
+    if texts.is_empty() {
+        texts = apex_ns_contents(zone, &request.rrsets);
+    }
+    let mut nameservers = Vec::new();
+    for text in texts {
+        nameservers.push(
+            Name::parse(text, Some(zone))
+                .map_err(|e| ApiError::invalid(format!("bad name server {text:?}: {e}")))?,
+        );
+    }
+    let rname = Name::parse("hostmaster", Some(zone)).map_err(ApiError::invalid_from)?;
+    Ok(NewZone {
+        apex: zone.clone(),
+        nameservers,
+        rname,
+        ttl: APEX_TTL,
+        serial: today_serial(),
+    })
+}
+
+/// The contents of the apex NS RRset among `rrsets`, if there is one.
+fn apex_ns_contents<'a>(zone: &Name, rrsets: &'a [RRsetChange]) -> Vec<&'a str> {
+    rrsets
+        .iter()
+        .filter(|r| r.rtype.eq_ignore_ascii_case("NS"))
+        .filter(|r| Name::parse(&r.name, Some(zone)).is_ok_and(|n| &n == zone))
+        .flat_map(|r| r.records.iter().map(|rec| rec.content.as_str()))
+        .collect()
+}
+
+/// One change-set; the edits RFC 2136's rules refused make it a 422.
+async fn apply(state: &ApiState, zone: &Name, edits: &[RecordEdit]) -> Result<(), ApiError> {
+    if edits.is_empty() {
+        return Ok(());
+    }
+    let summary = signer::edit::edit_zone(&state.store, zone, edits)
+        .await
+        .map_err(|e| match e {
+            SignError::Store(StoreError::NoSuchZone(z)) => no_such_zone(&z),
+            e => ApiError::internal(e),
+        })?;
+    refused_edits(edits, &summary)
+}
+
+/// The zone as served, with its RRsets.
+async fn read_zone(state: &ApiState, zone: &Name) -> Result<ZoneJson, ApiError> {
+    let info = find_zone(state, zone).await?;
+    let nodes = state
+        .store
+        .read_version(zone, info.ver)
+        .await
+        .map_err(ApiError::internal)?;
+    let dnssec = state
+        .store
+        .dnssec_config(zone)
+        .await
+        .map_err(ApiError::internal)?
+        .secured;
+    let mut json = zone_json(&info);
+    json.dnssec = Some(dnssec);
+    json.rrsets = Some(rrsets_json(nodes));
+    Ok(json)
+}
+
+/// The zone as served; 404 when there is none.
+async fn find_zone(state: &ApiState, zone: &Name) -> Result<ZoneInfo, ApiError> {
+    state
+        .store
+        .find_zone(zone)
+        .await
+        .map_err(ApiError::internal)?
+        .ok_or_else(|| no_such_zone(&zone.to_string()))
+}
+
+fn no_such_zone(zone: &str) -> ApiError {
+    ApiError::not_found(format!("Could not find domain '{zone}'"))
+}
+
+fn create_error(e: CreateError) -> ApiError {
+    match e {
+        CreateError::ZoneExists(_) => ApiError::new(StatusCode::CONFLICT, e.to_string()),
+        CreateError::NoNameservers(_) => ApiError::invalid(e.to_string()),
+        CreateError::Store(e) => ApiError::internal(e),
+    }
+}
+
+/// A zone as listed.
+fn zone_json(info: &ZoneInfo) -> ZoneJson {
+    let name = info.apex.to_string();
+    ZoneJson {
+        id: name.clone(),
+        url: format!("/api/v1/servers/localhost/zones/{name}"),
+        name,
+        object_type: "Zone",
+        kind: "Native",
+        serial: info.serial,
+        edited_serial: info.serial,
+        masters: Vec::new(),
+        dnssec: None,
+        rrsets: None,
+    }
+}

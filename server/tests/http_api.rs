@@ -1,0 +1,242 @@
+//! The PowerDNS-compatible HTTP API against FerretDB and the real server,
+//! driven by python-powerdns (a PowerDNS API client from PyPI): what it
+//! creates and patches is answered over DNS within a second; a wrong key
+//! is a 401, an unknown zone a 404; the API does not start without a key.
+//!
+//! ```text
+//!  server --api-listen --api-key ─► tests/http_api/pdns_client.py (create
+//!  zone, REPLACE, DELETE, read back, bad content) ─► ask_udp until answered
+//!  plain HTTP: wrong key 401, unknown zone 404
+//!  secured zone: PATCH ─► signed in the change-set ─► AXFR verifies
+//! ```
+
+use hickory_proto::op::ResponseCode;
+use mongodns_testkit::*;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::Command;
+use std::time::Duration;
+
+const KEY: &str = "api-k3y-for-tests";
+
+/// The server with its API on a free port: (server, API port).
+fn serve_api(db: &TestZoneDb) -> (ServerProcess, u16) {
+    let port = free_tcp_port();
+    let listen = format!("127.0.0.1:{port}");
+    let server = ServerProcess::start(&db.name, &["--api-listen", &listen, "--api-key", KEY]);
+    (server, port)
+}
+
+/// One plain HTTP/1.1 request with `X-API-Key: key`: (status line, body).
+fn api_request(port: u16, method: &str, path: &str, key: &str) -> (String, String) {
+    api_send(port, method, path, key, "")
+}
+
+/// [`api_request`] with a JSON body.
+fn api_send(port: u16, method: &str, path: &str, key: &str, body: &str) -> (String, String) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nX-API-Key: {key}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    (head.lines().next().unwrap_or("").to_string(), body.into())
+}
+
+/// Fails with the install command when python-powerdns is missing.
+fn require_python_powerdns() {
+    let found = Command::new("python3")
+        .args(["-c", "import powerdns"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        found,
+        "python-powerdns is not installed: python3 -m pip install python-powerdns==2.1.0 (.ci/run does)"
+    );
+}
+
+#[test]
+fn python_powerdns_creates_and_patches_what_dns_answers() {
+    require_python_powerdns();
+    let db = block_on(TestZoneDb::new("http_api_client"));
+    let (server, api) = serve_api(&db);
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/http_api/pdns_client.py");
+    let mut cmd = Command::new("python3");
+    cmd.arg(script)
+        .arg(format!("http://127.0.0.1:{api}/api/v1"))
+        .args([KEY, "pyapi.test."]);
+    let out = run_bounded(cmd, "pdns_client.py", Duration::from_secs(60));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "pdns_client.py failed:\n{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("\"bad_content\": [422"), "{stdout}");
+    assert!(
+        stdout.contains("bad content"),
+        "the reason is given: {stdout}"
+    );
+
+    let p = server.port;
+    answered_within_a_second(p, "www.pyapi.test.", 1, ResponseCode::NoError, 2);
+    answered_within_a_second(p, "txt.pyapi.test.", 16, ResponseCode::NoError, 1);
+    answered_within_a_second(p, "old.pyapi.test.", 1, ResponseCode::NXDomain, 0);
+    answered_within_a_second(p, "bad.pyapi.test.", 1, ResponseCode::NXDomain, 0);
+    answered_within_a_second(p, "pyapi.test.", 2, ResponseCode::NoError, 1);
+    let www = lines(&ask_udp(p, "www.pyapi.test.", 1, None).answers);
+    assert_eq!(
+        www,
+        [
+            "www.pyapi.test. 120 A 192.0.2.10",
+            "www.pyapi.test. 120 A 192.0.2.11"
+        ]
+    );
+    drop(server);
+    block_on(db.drop_db());
+}
+
+#[test]
+fn wrong_key_is_401_and_unknown_zone_404() {
+    let db = block_on(TestZoneDb::new("http_api_errors"));
+    let (server, api) = serve_api(&db);
+    let zones = "/api/v1/servers/localhost/zones";
+    let (status, body) = api_request(api, "GET", zones, "not-the-key");
+    assert!(status.contains("401"), "{status}");
+    assert_eq!(body, r#"{"error":"Unauthorized"}"#);
+    let (status, body) = api_request(api, "GET", &format!("{zones}/nowhere.test."), KEY);
+    assert!(status.contains("404"), "{status} {body}");
+    assert!(body.starts_with(r#"{"error":"#), "{body}");
+    let (status, body) = api_request(api, "PATCH", &format!("{zones}/nowhere.test"), KEY);
+    assert!(
+        status.contains("422") || status.contains("404"),
+        "{status} {body}"
+    );
+    let (status, body) = api_request(api, "GET", "/api/v1/servers/localhost", KEY);
+    assert!(status.contains("200") && body.contains("\"daemon_type\":\"authoritative\""));
+    still_serving_dns(&server);
+    drop(server);
+    block_on(db.drop_db());
+}
+
+/// The server is still serving DNS after the API's errors.
+fn still_serving_dns(server: &ServerProcess) {
+    let m = ask_udp(server.port, "nowhere.test.", 1, None);
+    assert_eq!(m.metadata.response_code, ResponseCode::Refused);
+}
+
+#[test]
+fn the_api_does_not_start_without_a_key() {
+    let out = Command::new(binary("mongodns-server"))
+        .args(["--api-listen", "127.0.0.1:1", "--check-config"])
+        .env_remove("MONGODNS_API_KEY")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("api_listen needs api_key"), "{stderr}");
+}
+
+const SIGNED: &str = "signed.test.";
+
+/// The zone a PATCH signs into: SOA, NS, and what it replaces and deletes.
+const SIGNED_TEXT: &str =
+    "signed.test. 300 IN SOA ns.signed.test. admin.signed.test. 7 3600 600 604800 60
+signed.test. 300 IN NS ns.signed.test.
+ns.signed.test. 300 IN A 192.0.2.53
+www.signed.test. 300 IN A 192.0.2.1
+mail.signed.test. 300 IN MX 10 www.signed.test.
+";
+
+/// Secures `signed.test.` as an operator would: `mongodns-sign secure-zone`.
+fn secure(db: &TestZoneDb) {
+    let mut cmd = Command::new(binary("mongodns-sign"));
+    cmd.args([
+        "--mongodb-uri",
+        &database_uri(),
+        "--database",
+        &db.name,
+        "-q",
+    ])
+    .args(["secure-zone", SIGNED, "--grace", "0"]);
+    let out = run_bounded(cmd, "mongodns-sign secure-zone", Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "secure-zone failed: {stderr}");
+}
+
+#[test]
+fn a_patch_to_a_secured_zone_is_signed_in_its_change_set() {
+    let db = block_on(async {
+        let db = TestZoneDb::new("http_api_signed").await;
+        db.import(SIGNED, SIGNED_TEXT, true).await;
+        db
+    });
+    secure(&db);
+    let port = free_tcp_port();
+    let listen = format!("127.0.0.1:{port}");
+    let args = [
+        "--api-listen",
+        &listen,
+        "--api-key",
+        KEY,
+        "--axfr-allow",
+        "127.0.0.1/32",
+    ];
+    let server = ServerProcess::start(&db.name, &args);
+    let zone_path = "/api/v1/servers/localhost/zones/signed.test";
+    let patch = r#"{"rrsets": [
+        {"name": "www.signed.test.", "type": "A", "ttl": 120, "changetype": "REPLACE",
+         "records": [{"content": "198.51.100.7", "disabled": false}]},
+        {"name": "new.signed.test.", "type": "TXT", "ttl": 60, "changetype": "REPLACE",
+         "records": [{"content": "\"added over the API\"", "disabled": false}]},
+        {"name": "mail.signed.test.", "type": "MX", "changetype": "DELETE", "records": []}
+    ]}"#;
+    let (status, body) = api_send(port, "PATCH", zone_path, KEY, patch);
+    assert!(status.contains("204"), "{status} {body}");
+    answered_within_a_second(
+        server.port,
+        "new.signed.test.",
+        16,
+        ResponseCode::NoError,
+        1,
+    );
+    answered_within_a_second(
+        server.port,
+        "mail.signed.test.",
+        15,
+        ResponseCode::NXDomain,
+        0,
+    );
+    let text = axfr_text(server.port, SIGNED);
+    verify_signed_zone(&db.dir, SIGNED, &text);
+    assert!(
+        text.contains("198.51.100.7") && !text.contains("192.0.2.1\n"),
+        "{text}"
+    );
+    let (status, body) = api_request(port, "GET", zone_path, KEY);
+    assert!(
+        status.contains("200") && body.contains("\"dnssec\":true"),
+        "{body}"
+    );
+    assert!(
+        !body.contains("RRSIG") && !body.contains("\"NSEC\""),
+        "{body}"
+    );
+    let refused =
+        r#"{"rrsets": [{"name": "signed.test.", "type": "DNSKEY", "changetype": "DELETE"}]}"#;
+    let (status, body) = api_send(port, "PATCH", zone_path, KEY, refused);
+    assert!(
+        status.contains("422") && body.contains("mongodns-sign"),
+        "{status} {body}"
+    );
+    drop(server);
+    block_on(db.drop_db());
+}
