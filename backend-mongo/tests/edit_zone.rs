@@ -2,7 +2,7 @@
 //! added and deleted, empty non-terminals kept right, the apex protected,
 //! one generation and one change record per change-set.
 
-use backend_mongo::dns::edit::{Edited, Ignored, RecordEdit};
+use backend_mongo::dns::edit::{Edited, Ignored, RecordEdit, WhenIgnored};
 use backend_mongo::testing::{block_on, example_net, TestDb};
 use backend_mongo::{Name, RRset, RType, StoreError};
 
@@ -213,6 +213,41 @@ fn a_replaced_rrset_and_a_new_soa_serial() {
         let s = db.store.edit_zone(&zone, &[new_soa]).await.unwrap();
         assert_eq!(s.outcomes, vec![Edited::Changed]);
         assert_eq!(s.serial, 2026120100);
+        db.drop_db().await;
+    });
+}
+
+#[test]
+fn a_refused_edit_can_make_the_whole_change_set_write_nothing() {
+    block_on(async {
+        let (db, zone) = served("edit_whole").await;
+        let before = db.store.find_zone(&zone).await.unwrap().unwrap();
+        let cname = RecordEdit::add(
+            n("ns1.example.net."),
+            RType::CNAME,
+            60,
+            vec![b"\x01x\x00".to_vec().into()],
+        );
+        let edits = [a("fine.example.net.", 1), cname];
+        let whole = WhenIgnored::ApplyNothing;
+        let edit = db
+            .store
+            .begin_edit(&zone, None, &[], &edits, whole)
+            .await
+            .unwrap();
+        let s = edit.publish().await.unwrap();
+        assert_eq!(
+            s.outcomes,
+            vec![Edited::Changed, Edited::Ignored(Ignored::CnameConflict)]
+        );
+        assert_eq!(s.gen, None, "nothing published");
+        assert!(!exists(&db, "fine.example.net.").await, "nothing written");
+        let after = db.store.find_zone(&zone).await.unwrap().unwrap();
+        assert_eq!(after.serial, before.serial);
+        // Applying the rest (DNS UPDATE's way) writes the first edit.
+        let s = db.store.edit_zone(&zone, &edits).await.unwrap();
+        assert!(s.gen.is_some());
+        assert!(exists(&db, "fine.example.net.").await);
         db.drop_db().await;
     });
 }

@@ -21,7 +21,7 @@
 
 use crate::merge::MergeSigner;
 use crate::{handoff, lease, SignError};
-use backend_mongo::dns::edit::{Prerequisite, RecordEdit};
+use backend_mongo::dns::edit::{Prerequisite, RecordEdit, WhenIgnored};
 use backend_mongo::{EditSummary, Name, Store, StoreError};
 
 /// How many times a version switched under the edit is tolerated.
@@ -34,17 +34,19 @@ pub async fn edit_zone(
     zone: &Name,
     edits: &[RecordEdit],
 ) -> Result<EditSummary, SignError> {
-    edit_zone_if(store, zone, &[], edits).await
+    edit_zone_if(store, zone, &[], edits, WhenIgnored::ApplyTheRest).await
 }
 
 /// [`edit_zone`] when `prerequisites` hold (RFC 2136 §3.2), checked under
 /// the zone lock against the zone as served: unmet, nothing is written and
-/// the summary says which ([`EditSummary::unmet`]).
+/// the summary says which ([`EditSummary::unmet`]). `when_ignored` says
+/// whether an edit the rules leave out skips only itself or the whole set.
 pub async fn edit_zone_if(
     store: &Store,
     zone: &Name,
     prerequisites: &[Prerequisite],
     edits: &[RecordEdit],
+    when_ignored: WhenIgnored,
 ) -> Result<EditSummary, SignError> {
     let secured = match store.dnssec_config(zone).await {
         Ok(c) => c.secured,
@@ -52,12 +54,12 @@ pub async fn edit_zone_if(
         Err(e) => return Err(e.into()),
     };
     if !secured {
-        return Ok(unsigned(store, zone, prerequisites, edits).await?);
+        return Ok(unsigned(store, zone, prerequisites, edits, when_ignored).await?);
     }
     let Some(lease) = lease::try_take(store, zone, "edit").await? else {
-        return unsigned_edit(store, zone, prerequisites, edits).await;
+        return unsigned_edit(store, zone, prerequisites, edits, when_ignored).await;
     };
-    let r = signed_edit(store, zone, prerequisites, edits).await;
+    let r = signed_edit(store, zone, prerequisites, edits, when_ignored).await;
     lease.release_with(r).await
 }
 
@@ -67,9 +69,10 @@ async fn unsigned(
     zone: &Name,
     prerequisites: &[Prerequisite],
     edits: &[RecordEdit],
+    when_ignored: WhenIgnored,
 ) -> Result<EditSummary, StoreError> {
     store
-        .begin_edit(zone, None, prerequisites, edits)
+        .begin_edit(zone, None, prerequisites, edits, when_ignored)
         .await?
         .publish()
         .await
@@ -84,10 +87,11 @@ async fn unsigned_edit(
     zone: &Name,
     prerequisites: &[Prerequisite],
     edits: &[RecordEdit],
+    when_ignored: WhenIgnored,
 ) -> Result<EditSummary, SignError> {
     tracing::info!(%zone, "another signer holds the zone's lease: the edit is written unsigned");
     let since = store.find_zone(zone).await?.map_or(0, |z| z.gen);
-    let mut summary = unsigned(store, zone, prerequisites, edits).await?;
+    let mut summary = unsigned(store, zone, prerequisites, edits, when_ignored).await?;
     if summary.gen.is_some() {
         if let Some(r) = handoff::sign_unsigned_writes(store, zone, since, None, "edit").await? {
             summary.serial = r.serial;
@@ -103,6 +107,7 @@ async fn signed_edit(
     zone: &Name,
     prerequisites: &[Prerequisite],
     edits: &[RecordEdit],
+    when_ignored: WhenIgnored,
 ) -> Result<EditSummary, SignError> {
     let mut last = None;
     for _ in 0..ATTEMPTS {
@@ -112,10 +117,10 @@ async fn signed_edit(
             .ok_or_else(|| StoreError::NoSuchZone(zone.to_string()))?;
         let Some(mut signer) = MergeSigner::new(store, zone, served.ver).await? else {
             // Unsecured meanwhile.
-            return Ok(unsigned(store, zone, prerequisites, edits).await?);
+            return Ok(unsigned(store, zone, prerequisites, edits, when_ignored).await?);
         };
         let mut edit = match store
-            .begin_edit(zone, Some(served.ver), prerequisites, edits)
+            .begin_edit(zone, Some(served.ver), prerequisites, edits, when_ignored)
             .await
         {
             Err(StoreError::Conflict(why)) => {

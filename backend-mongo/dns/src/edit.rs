@@ -144,6 +144,15 @@ pub enum Edited {
     Ignored(Ignored),
 }
 
+/// What a change-set does when RFC 2136's rules leave one of its edits out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WhenIgnored {
+    /// Leave that edit out and apply the rest (DNS UPDATE, RFC 2136 §3.4.2).
+    ApplyTheRest,
+    /// Apply nothing (the HTTP API: PowerDNS applies a PATCH whole or not).
+    ApplyNothing,
+}
+
 /// What storage must write for one RRset.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RRsetWrite {

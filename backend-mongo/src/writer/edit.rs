@@ -30,7 +30,7 @@ use crate::schema::{self, node_id, RRset, ZoneInfo};
 use crate::store::{Store, StoreError};
 use crate::{Name, RType};
 use dns::edit::{
-    check_prerequisites, Edited, NodeEdit, Prerequisite, RRsetWrite, RecordEdit, Unmet,
+    check_prerequisites, Edited, NodeEdit, Prerequisite, RRsetWrite, RecordEdit, Unmet, WhenIgnored,
 };
 use mongodb::bson::{doc, Bson, Document};
 use std::collections::BTreeMap;
@@ -173,7 +173,7 @@ impl Store {
         zone: &Name,
         edits: &[RecordEdit],
     ) -> Result<EditSummary, StoreError> {
-        self.begin_edit(zone, None, &[], edits)
+        self.begin_edit(zone, None, &[], edits, WhenIgnored::ApplyTheRest)
             .await?
             .publish()
             .await
@@ -186,13 +186,16 @@ impl Store {
     /// nothing (servers that read the edited names from the database may
     /// already see them: the write is not undone). With `expect_ver`, fails
     /// with [`StoreError::Conflict`] before writing unless that version is
-    /// the one served (a signer that read its chain before).
+    /// the one served (a signer that read its chain before). An edit the
+    /// rules leave out ([`Edited::Ignored`]) is skipped, or with
+    /// [`WhenIgnored::ApplyNothing`] makes the whole change-set write nothing.
     pub async fn begin_edit(
         &self,
         zone: &Name,
         expect_ver: Option<i64>,
         prerequisites: &[Prerequisite],
         edits: &[RecordEdit],
+        when_ignored: WhenIgnored,
     ) -> Result<ZoneEdit, StoreError> {
         let names = edits.iter().map(|e| e.name());
         let prereq_names = prerequisites.iter().map(|p| p.name());
@@ -203,7 +206,7 @@ impl Store {
         }
         let lock = self.lock(ZONE_LOCK, zone, "edit", LOCK_WAIT).await?;
         match self
-            .edit_locked(zone, expect_ver, prerequisites, edits)
+            .edit_locked(zone, expect_ver, prerequisites, edits, when_ignored)
             .await
         {
             Ok(mut edit) => {
@@ -220,6 +223,7 @@ impl Store {
         expect_ver: Option<i64>,
         prerequisites: &[Prerequisite],
         edits: &[RecordEdit],
+        when_ignored: WhenIgnored,
     ) -> Result<ZoneEdit, StoreError> {
         let current = self.zones.find_one(doc! {"_id": zone.to_string()}).await?;
         let served = match &current {
@@ -261,7 +265,11 @@ impl Store {
             return Ok(edit);
         }
         let (names, outcomes) = self.apply_in_memory(zone, ver, edits, secured).await?;
+        let refused = outcomes.iter().any(|o| matches!(o, Edited::Ignored(_)));
         edit.outcomes = outcomes;
+        if refused && when_ignored == WhenIgnored::ApplyNothing {
+            return Ok(edit);
+        }
         // A name that did not exist and ends empty (added, then deleted) is
         // not written at all.
         let changed: Vec<&Pending> = names

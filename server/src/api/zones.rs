@@ -5,8 +5,8 @@
 //!  POST   …/zones            edits checked ─► signer::create (SOA + NS apex)
 //!                            ─► the other RRsets as one change-set ─► 201
 //!  GET    …/zones/{id}       find_zone ─► read_version ─► ZoneJson + rrsets
-//!  PATCH  …/zones/{id}       edits checked ─► signer::edit::edit_zone (one
-//!                            change-set) ─► 204, or 422 for edits refused
+//!  PATCH  …/zones/{id}       edits checked ─► signer::edit::edit_zone_if (one
+//!                            change-set, whole or nothing) ─► 204, or 422
 //!  DELETE …/zones/{id}       501: servers cannot notice a vanished zone yet
 //! ```
 
@@ -19,6 +19,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use backend_mongo::dns::edit::RecordEdit;
+use backend_mongo::dns::edit::WhenIgnored;
 use backend_mongo::{Name, RType, StoreError, ZoneInfo};
 use signer::create::{create_zone, today_serial, CreateError, NewZone};
 use signer::SignError;
@@ -176,7 +177,9 @@ async fn apply(state: &ApiState, zone: &Name, edits: &[RecordEdit]) -> Result<()
     if edits.is_empty() {
         return Ok(());
     }
-    let summary = signer::edit::edit_zone(&state.store, zone, edits)
+    // A PATCH applies whole or not at all, as PowerDNS's does.
+    let whole = WhenIgnored::ApplyNothing;
+    let summary = signer::edit::edit_zone_if(&state.store, zone, &[], edits, whole)
         .await
         .map_err(|e| match e {
             SignError::Store(StoreError::NoSuchZone(z)) => no_such_zone(&z),

@@ -24,6 +24,7 @@ pub use message::{is_update, parse_update, UpdateRequest};
 use crate::tsig::{self, TsigKey};
 use crate::wire::{Rcode, HEADER_LEN};
 use backend_mongo::Store;
+use dns::edit::WhenIgnored;
 use dns::Name;
 
 /// What an UPDATE handler needs from the server's settings.
@@ -106,7 +107,10 @@ async fn apply(store: Option<&Store>, request: &UpdateRequest, key: &Name) -> Rc
             return Rcode::SERVFAIL;
         }
     }
-    match signer::edit::edit_zone_if(store, zone, &request.prerequisites, &request.edits).await {
+    let (prerequisites, edits) = (&request.prerequisites, &request.edits);
+    let applied =
+        signer::edit::edit_zone_if(store, zone, prerequisites, edits, WhenIgnored::ApplyTheRest);
+    match applied.await {
         Ok(summary) => match summary.unmet {
             Some(unmet) => {
                 tracing::debug!(%zone, %key, %unmet, "UPDATE: a prerequisite failed");
