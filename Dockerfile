@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
 #
-# mongodns runtime image: mongodns-server and mongodns-import on Debian slim.
+# mongodns runtime image: mongodns-server and every tool (mongodns-import,
+# mongodns-sign, mongodns-zone) on Debian slim.
 #
 #   docker build -t mongodns:local .
 #   docker run --rm mongodns:local --help
@@ -17,8 +18,10 @@ COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
     cargo build --release --locked --bin mongodns-server --bin mongodns-import \
+        --bin mongodns-sign --bin mongodns-zone \
     && mkdir -p /out \
-    && cp target/release/mongodns-server target/release/mongodns-import /out/ \
+    && cp target/release/mongodns-server target/release/mongodns-import \
+        target/release/mongodns-sign target/release/mongodns-zone /out/ \
     && strip /out/*
 
 FROM debian:bookworm-slim AS runtime
@@ -28,7 +31,7 @@ RUN apt-get update \
     && useradd --system --uid 5353 --user-group --home-dir /nonexistent --shell /usr/sbin/nologin mongodns \
     && mkdir -p /etc/mongodns /var/log/mongodns /usr/share/mongodns \
     && chown mongodns:mongodns /var/log/mongodns
-COPY --from=build /out/mongodns-server /out/mongodns-import /usr/local/bin/
+COPY --from=build /out/ /usr/local/bin/
 COPY mongodns.toml /etc/mongodns/mongodns.toml
 COPY examples /usr/share/mongodns/examples
 USER mongodns
