@@ -338,3 +338,61 @@ fn updates_keep_a_secured_zone_valid() {
     drop(server);
     block_on(db.drop_db());
 }
+
+#[test]
+fn an_update_under_dnsperf_load_is_answered_within_a_second() {
+    let (db, server) = served("upd_load");
+    let port = server.port;
+    let queries = db.dir.join("queries.txt");
+    std::fs::write(
+        &queries,
+        "www.upd.test. A\nns.upd.test. A\nupd.test. SOA\nnothing.upd.test. A\n",
+    )
+    .unwrap();
+    let load = Command::new("dnsperf")
+        .args([
+            "-s",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-l",
+            "6",
+            "-c",
+            "2",
+            "-Q",
+            "5000",
+        ])
+        .arg("-d")
+        .arg(&queries)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("dnsperf is needed (Debian's dnsperf)");
+    std::thread::sleep(Duration::from_secs(2));
+    let mut took = Vec::new();
+    for i in 0..5 {
+        let add = format!("update add load{i}.upd.test. 60 A 192.0.2.{}", 10 + i);
+        let (ok, out) = nsupdate(port, false, &[&add]);
+        assert!(ok, "nsupdate under load: {out}");
+        let name = format!("load{i}.upd.test.");
+        took.push(answered_within_a_second(
+            port,
+            &name,
+            1,
+            ResponseCode::NoError,
+            1,
+        ));
+    }
+    let out = load.wait_with_output().unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    let completed = report
+        .lines()
+        .find(|l| l.contains("Queries completed:"))
+        .and_then(|l| l.split_whitespace().nth(2))
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or(0);
+    assert!(completed > 10_000, "the load ran: {report}");
+    println!("under {completed} queries of load, updates answered after {took:?}");
+    drop(server);
+    block_on(db.drop_db());
+}
