@@ -46,6 +46,6 @@ pub use rtype::RType;
 pub use schema::{ChangeRecord, Node, RRset, ZoneInfo};
 pub use store::{ReadFrom, Store, StoreError};
 pub use writer::{
-    BaselineWriter, Collected, EditSummary, NodeWrite, Switched, WriteMode, WriteStats,
-    ZoneContent, ZoneEdit, ZoneWriter,
+    BaselineWriter, Collected, DeletedZone, EditSummary, NodeWrite, Switched, WriteMode,
+    WriteStats, ZoneContent, ZoneEdit, ZoneWriter,
 };

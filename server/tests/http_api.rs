@@ -81,6 +81,11 @@ fn python_powerdns_creates_and_patches_what_dns_answers() {
         "pdns_client.py failed:\n{stdout}\n{stderr}"
     );
     assert!(stdout.contains("\"bad_content\": [422"), "{stdout}");
+    // The zone the client deleted is answered for no more.
+    assert!(
+        stdout.contains("\"deleted\": \"doomed-pyapi.test.\""),
+        "{stdout}"
+    );
     assert!(
         stdout.contains("bad content"),
         "the reason is given: {stdout}"
@@ -100,6 +105,8 @@ fn python_powerdns_creates_and_patches_what_dns_answers() {
             "www.pyapi.test. 120 A 192.0.2.11"
         ]
     );
+    let refused = ResponseCode::Refused;
+    answered_within_a_second(p, "doomed-pyapi.test.", 6, refused, 0);
     drop(server);
     block_on(db.drop_db());
 }

@@ -200,3 +200,54 @@ fn signed_edits_keep_an_nsec_zone_valid() {
 fn signed_edits_keep_an_nsec3_zone_valid() {
     signed_edits_keep_the_zone_valid("edits_nsec3", true);
 }
+
+#[test]
+fn a_deleted_zone_is_no_longer_served_and_can_be_created_again() {
+    let (db, server) = served("edits_delete");
+    let port = server.port;
+    let zone: Name = ZONE.parse().unwrap();
+    // Cached first: the deletion must displace what the server holds.
+    assert_eq!(ask_udp(port, "www.edit.test.", 1, None).answers.len(), 1);
+    let before = block_on(db.store.find_zone(&zone)).unwrap().unwrap();
+    let deleted = block_on(db.store.delete_zone(&zone)).expect("delete-zone");
+    assert!(deleted.gen > before.gen);
+    let took = answered_within_a_second(port, "www.edit.test.", 1, ResponseCode::Refused, 0);
+    assert_eq!(
+        ask_udp(port, ZONE, 6, None).metadata.response_code,
+        ResponseCode::Refused
+    );
+    assert!(block_on(db.store.find_zone(&zone)).unwrap().is_none());
+    let collected = block_on(
+        db.store
+            .collect_old_versions(&zone, Duration::ZERO, &|_| {}),
+    )
+    .unwrap();
+    assert!(
+        collected.deleted >= 4,
+        "the zone's records deleted: {collected:?}"
+    );
+    let again = block_on(db.store.delete_zone(&zone));
+    assert!(
+        matches!(again, Err(backend_mongo::StoreError::NoSuchZone(_))),
+        "{again:?}"
+    );
+    // Created again: new content only, at a version above the deleted one.
+    block_on(db.import(ZONE, "$ORIGIN edit.test.\n@ 300 IN SOA ns hm 5 7200 900 1209600 60\n@ 300 IN NS ns\nnew 300 IN A 192.0.2.99\n", true));
+    let now = block_on(db.store.find_zone(&zone)).unwrap().unwrap();
+    assert!(
+        now.ver > before.ver,
+        "version {} after {}",
+        now.ver,
+        before.ver
+    );
+    answered_within_a_second(port, "new.edit.test.", 1, ResponseCode::NoError, 1);
+    assert_eq!(
+        ask_udp(port, "www.edit.test.", 1, None)
+            .metadata
+            .response_code,
+        ResponseCode::NXDomain
+    );
+    println!("deleted zone refused after {took:?}");
+    drop(server);
+    block_on(db.drop_db());
+}

@@ -254,3 +254,27 @@ fn edits_of_a_secured_zone_keep_it_valid() {
     assert!(e.contains("maintained by the signer"), "{e}");
     cli.drop_db();
 }
+
+#[test]
+fn a_zone_is_deleted_and_created_again() {
+    let cli = Cli::new("zonecli_delete");
+    cli.ok(&["create-zone", "gone.test", "--ns", "ns1.example.net."]);
+    cli.ok(&["add-record", "gone.test", "www", "A", "192.0.2.1"]);
+    let out = cli.ok(&["delete-zone", "gone.test", "--grace", "0"]);
+    assert!(
+        out.contains("no longer served") && out.contains("records deleted"),
+        "{out}"
+    );
+    assert!(!cli.ok(&["list-zones"]).contains("gone.test."));
+    let e = cli.fails(1, &["add-record", "gone.test", "www", "A", "192.0.2.1"]);
+    assert!(e.contains("does not exist"), "{e}");
+    let e = cli.fails(1, &["delete-zone", "gone.test"]);
+    assert!(e.contains("does not exist"), "{e}");
+    cli.ok(&["create-zone", "gone.test", "--ns", "ns1.example.net."]);
+    let z = cli.ok(&["show-zone", "gone.test"]);
+    assert!(
+        !z.contains("www.gone.test."),
+        "only the new zone's records: {z}"
+    );
+    cli.drop_db();
+}

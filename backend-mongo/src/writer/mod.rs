@@ -18,6 +18,8 @@
 //!                  the version now served ─► settle again
 //!        finish(): [zone lock] serial + 1, gen = seq
 //!
+//!  Store::delete_zone ─► [zone lock] tombstone (deleted, last_ver, gen)
+//!        ─► nodes deleted after the grace                     (delete.rs)
 //!  Store::edit_zone(edits) ─► [zone lock] read, edit, write the names,
 //!        serial + 1, change record, gen = seq   (single records: edit.rs)
 //! ```
@@ -32,6 +34,7 @@
 mod baseline;
 mod bulk;
 mod collect;
+mod delete;
 mod edit;
 mod meta;
 mod publish;
@@ -41,6 +44,7 @@ pub use crate::serial::{serial_gt, soa_serial};
 pub use baseline::{BaselineWriter, BASELINE_COLLECTION};
 pub use bulk::MAX_UPDATES_PER_COMMAND;
 pub use collect::{Collected, DELETING, OLD_VERSIONS};
+pub use delete::{DeletedZone, DELETED, LAST_VER};
 pub use edit::{EditSummary, ZoneEdit};
 pub use zones::ZoneContent;
 
@@ -138,6 +142,14 @@ pub(crate) fn resume_done(zone_doc: Option<&Document>, key: Option<&str>, ver: i
     let rver = int_field(r, "ver")?;
     let done = int_field(r, "done")?;
     (r.get_str("key").ok()? == key && rver == ver).then_some(done.max(0) as u64)
+}
+
+/// The first version number of a zone created anew: above every version
+/// a deleted zone of that name listed (1 for a name never used).
+fn after_deleted(zone_doc: Option<&Document>) -> i64 {
+    let last = zone_doc.and_then(|d| int_field(d, delete::LAST_VER));
+    let old = collect::old_versions(zone_doc).into_iter().max();
+    last.into_iter().chain(old).max().map_or(1, |v| v + 1)
 }
 
 impl ZoneWriter {
@@ -259,7 +271,11 @@ impl Store {
                         + 1
                 }
             },
-            None => served.as_ref().map_or(1, |z| z.ver + 1),
+            // A zone deleted before numbers its new versions above the
+            // last one it served (their nodes may not all be gone yet).
+            None => served
+                .as_ref()
+                .map_or_else(|| after_deleted(current.as_ref()), |z| z.ver + 1),
         };
         let mut update = match key {
             Some(key) => doc! {"$set": {

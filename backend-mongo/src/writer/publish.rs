@@ -319,7 +319,10 @@ impl ZoneWriter {
         let mut old = None;
         if switching {
             set.insert("ver", ver);
-            update.insert("$unset", doc! {"pending_ver": "", "resume": ""});
+            // A zone created again after a deletion is no tombstone now.
+            let unset =
+                doc! {"pending_ver": "", "resume": "", super::DELETED: "", super::LAST_VER: ""};
+            update.insert("$unset", unset);
             if let Some(prev) = served.filter(|p| *p != ver) {
                 // Recorded in the switch itself: a writer killed right after
                 // it leaves the old version listed for a later run to delete.

@@ -7,7 +7,8 @@
 //!  GET    …/zones/{id}       find_zone ─► read_version ─► ZoneJson + rrsets
 //!  PATCH  …/zones/{id}       edits checked ─► signer::edit::edit_zone_if (one
 //!                            change-set, whole or nothing) ─► 204, or 422
-//!  DELETE …/zones/{id}       501: servers cannot notice a vanished zone yet
+//!  DELETE …/zones/{id}       Store::delete_zone (tombstone) ─► 204; nodes
+//!                            deleted in the background after 3 s
 //! ```
 
 use super::json::{parse_body, ApiError, RRsetChange, RRsetPatch, ZoneCreate, ZoneJson};
@@ -94,18 +95,35 @@ pub async fn patch(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// `DELETE …/zones/{id}`: not built yet.
+/// `DELETE …/zones/{id}`: the zone is no longer served (a tombstone at a
+/// new generation, its keys deleted); its nodes are deleted in the
+/// background after a grace of 3 s. 204.
 pub async fn delete(
     State(state): State<ApiState>,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let zone = zone_id(&id)?;
     find_zone(&state, &zone).await?;
-    Err(ApiError::new(
-        StatusCode::NOT_IMPLEMENTED,
-        "deleting a zone is not supported yet: servers cannot notice a vanished zone document",
-    ))
+    match state.store.delete_zone(&zone).await {
+        Ok(_) => {}
+        Err(StoreError::NoSuchZone(z)) => return Err(no_such_zone(&z)),
+        Err(e) => return Err(ApiError::internal(e)),
+    }
+    let store = state.store.clone();
+    tokio::spawn(async move {
+        if let Err(e) = store
+            .collect_old_versions(&zone, DELETE_GRACE, &|_| {})
+            .await
+        {
+            tracing::warn!(%zone, error = %e, "the deleted zone's nodes were not all deleted (mongodns-sign cleanup finishes)");
+        }
+    });
+    Ok(StatusCode::NO_CONTENT)
 }
+
+/// How long a deleted zone's nodes stay readable for servers finishing
+/// what they read.
+const DELETE_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// A zone id or name (`example.org.` or `example.org`) as a name.
 fn zone_id(text: &str) -> Result<Name, ApiError> {

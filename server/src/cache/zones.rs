@@ -371,6 +371,33 @@ impl ZoneRegistry {
         Ok(())
     }
 
+    /// Forgets deleted zones: their cached answers and nodes are void, and
+    /// names in them are in no zone from now on (REFUSED).
+    pub fn remove_zones(&self, deleted: &[Name]) {
+        let mut removed = Vec::new();
+        {
+            let mut zones = self.zones.write().unwrap_or_else(|p| p.into_inner());
+            for apex in deleted {
+                if let Some(state) = zones.remove(apex) {
+                    removed.push((apex.clone(), state));
+                }
+            }
+        }
+        if removed.is_empty() {
+            return;
+        }
+        for (apex, state) in &removed {
+            let g = self.purge_counter.fetch_sub(1, Ordering::AcqRel);
+            state.node_epoch.fetch_add(1, Ordering::AcqRel);
+            state.gen.store(g, Ordering::Release);
+            if let Some(purge) = self.node_purger.get() {
+                // No version is served any more: every one goes.
+                purge(apex, i64::MIN, NodePurge::OtherVersions);
+            }
+        }
+        self.zones_epoch.fetch_add(1, Ordering::AcqRel);
+    }
+
     /// Makes every cached answer of `apex` invalid.
     pub fn purge_zone(&self, apex: &Name) -> bool {
         match self.state(apex) {
@@ -432,6 +459,11 @@ impl ZoneRegistry {
             self.preload_wanted
                 .store(self.preload_max > 0, Ordering::Release);
         } else if seq > last {
+            let deleted = store.zones_deleted_since(last).await?;
+            if !deleted.is_empty() {
+                tracing::info!(zones = deleted.len(), "zones deleted: no longer served");
+                self.remove_zones(&deleted);
+            }
             let zones = store.zones_changed_since(last).await?;
             tracing::debug!(seq, last, changed = zones.len(), "zones changed");
             changed = zones.len();

@@ -4,6 +4,7 @@
     pdns_client.py ENDPOINT KEY ZONE
       servers ─► create_zone (www A, old A) ─► create again: 409
       ─► create_records (REPLACE www A ×2, txt TXT) ─► delete_records (old A)
+      ─► a second zone created and deleted (delete_zone)
       ─► details: the RRsets read back ─► bad content: 422
       prints one JSON summary line; exits 1 on any mismatch
 
@@ -74,8 +75,14 @@ def main():
         lambda: zone.create_records([powerdns.RRSet("bad", "A", ["not-an-address"])]))
     expect(bad == 422, f"bad content: {bad} {bad_message}")
 
+    doomed = "doomed-" + zone_name
+    server.create_zone(doomed, "Native", [f"ns1.{doomed}"])
+    expect(server.get_zone(doomed) is not None, "the second zone is listed")
+    server.delete_zone(doomed)
+    expect(server.get_zone(doomed) is None, "the deleted zone is not listed")
+
     print(json.dumps({"zone": zone.name, "rrsets": len(rrsets),
-                      "bad_content": [bad, bad_message]}))
+                      "bad_content": [bad, bad_message], "deleted": doomed}))
 
 
 main()

@@ -4,6 +4,7 @@
 //! ```text
 //!  list-zones / show-zone          reads (paged; records as a master file)
 //!  create-zone                     a new zone: SOA and NS, one replace write
+//!  delete-zone                     a tombstone (servers stop), then the records
 //!  add-record / delete-record / delete-rrset / delete-name / replace-rrset
 //!  increase-serial                 one change-set each: signer::edit::edit_zone
 //!                                  (RFC 2136's rules; signed when secured)
@@ -18,6 +19,7 @@ use dns::serial::{set_soa_serial, soa_serial};
 use signer::create::{today_serial, NewZone};
 use signer::export::master_file;
 use std::process::ExitCode;
+use std::time::Duration;
 
 #[derive(Parser)]
 #[command(
@@ -53,6 +55,18 @@ enum Command {
     DeleteName(NameArgs),
     /// Move the SOA serial forward by one.
     IncreaseSerial(ZoneArg),
+    /// Stop serving a zone and delete it: records, versions and keys.
+    DeleteZone(DeleteArgs),
+}
+
+#[derive(clap::Args)]
+struct DeleteArgs {
+    /// The zone.
+    zone: String,
+    /// Seconds its records stay readable for servers finishing what they
+    /// read, before they are deleted.
+    #[arg(long, default_value_t = 3)]
+    grace: u64,
 }
 
 #[derive(clap::Args)]
@@ -195,6 +209,7 @@ enum Job {
     Create(Name, Vec<NodeWrite>),
     Edit(Name, Vec<RecordEdit>),
     IncreaseSerial(Name),
+    Delete(Name, Duration),
 }
 
 impl Job {
@@ -233,6 +248,9 @@ impl Job {
                 Job::Edit(zone, vec![RecordEdit::DeleteName { name }])
             }
             Command::IncreaseSerial(a) => Job::IncreaseSerial(parse_zone(&a.zone)?),
+            Command::DeleteZone(a) => {
+                Job::Delete(parse_zone(&a.zone)?, Duration::from_secs(a.grace))
+            }
         })
     }
 
@@ -243,6 +261,7 @@ impl Job {
             Job::Create(zone, nodes) => create_zone(store, &zone, &nodes).await,
             Job::Edit(zone, edits) => edit(store, &zone, &edits).await,
             Job::IncreaseSerial(zone) => increase_serial(store, &zone).await,
+            Job::Delete(zone, grace) => delete_zone(store, &zone, grace).await,
         }
     }
 }
@@ -414,4 +433,20 @@ async fn increase_serial(store: &Store, zone: &Name) -> Result<(), Failure> {
         },
     }];
     edit(store, zone, &edits).await
+}
+
+async fn delete_zone(store: &Store, zone: &Name, grace: Duration) -> Result<(), Failure> {
+    let deleted = match store.delete_zone(zone).await {
+        Err(backend_mongo::StoreError::NoSuchZone(_)) => {
+            return Err(Failure::Failed(format!("zone {zone} does not exist")))
+        }
+        r => r?,
+    };
+    println!(
+        "zone {zone}: no longer served (generation {}); {} keys deleted",
+        deleted.gen, deleted.keys
+    );
+    let collected = store.collect_old_versions(zone, grace, &|_| {}).await?;
+    println!("zone {zone}: {} records deleted", collected.deleted);
+    Ok(())
 }
