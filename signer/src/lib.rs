@@ -19,6 +19,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod catchup;
+pub mod check;
 pub mod create;
 pub mod crypto;
 mod database_args;

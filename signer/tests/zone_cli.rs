@@ -278,3 +278,30 @@ fn a_zone_is_deleted_and_created_again() {
     );
     cli.drop_db();
 }
+
+#[test]
+fn check_zone_names_what_is_wrong() {
+    let cli = Cli::new("zonecli_check");
+    cli.ok(&["create-zone", "chk.test", "--ns", "ns1"]);
+    cli.ok(&["add-record", "chk.test", "ns1", "A", "192.0.2.53"]);
+    let out = cli.ok(&["check-zone", "chk.test"]);
+    assert!(out.contains("0 errors, 0 warnings"), "{out}");
+    // A delegation to a name server inside it, with no glue.
+    cli.ok(&["add-record", "chk.test", "sub", "NS", "ns.sub"]);
+    let out = cli.zone(&["check-zone", "chk.test"]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("error: ns.sub.chk.test.: a name server inside the zone with no A or AAAA"),
+        "{text}"
+    );
+    cli.ok(&["add-record", "chk.test", "ns.sub", "A", "192.0.2.54"]);
+    cli.ok(&["add-record", "chk.test", "www.sub", "A", "192.0.2.55"]);
+    let out = cli.ok(&["check-zone", "chk.test"]);
+    assert!(
+        out.contains("warning: www.sub.chk.test.: occluded"),
+        "{out}"
+    );
+    assert!(out.contains("0 errors, 1 warnings"), "{out}");
+    cli.drop_db();
+}

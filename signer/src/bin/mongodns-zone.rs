@@ -5,6 +5,7 @@
 //!  list-zones / show-zone          reads (paged; records as a master file)
 //!  create-zone                     a new zone: SOA and NS, one replace write
 //!  delete-zone                     a tombstone (servers stop), then the records
+//!  check-zone                      signer::check (kzonecheck's checks) on the stored zone
 //!  add-record / delete-record / delete-rrset / delete-name / replace-rrset
 //!  increase-serial                 one change-set each: signer::edit::edit_zone
 //!                                  (RFC 2136's rules; signed when secured)
@@ -57,6 +58,8 @@ enum Command {
     IncreaseSerial(ZoneArg),
     /// Stop serving a zone and delete it: records, versions and keys.
     DeleteZone(DeleteArgs),
+    /// Check the zone as stored (what kzonecheck checks): exit 1 on errors.
+    CheckZone(ZoneArg),
 }
 
 #[derive(clap::Args)]
@@ -210,6 +213,7 @@ enum Job {
     Edit(Name, Vec<RecordEdit>),
     IncreaseSerial(Name),
     Delete(Name, Duration),
+    Check(Name),
 }
 
 impl Job {
@@ -251,6 +255,7 @@ impl Job {
             Command::DeleteZone(a) => {
                 Job::Delete(parse_zone(&a.zone)?, Duration::from_secs(a.grace))
             }
+            Command::CheckZone(a) => Job::Check(parse_zone(&a.zone)?),
         })
     }
 
@@ -262,6 +267,7 @@ impl Job {
             Job::Edit(zone, edits) => edit(store, &zone, &edits).await,
             Job::IncreaseSerial(zone) => increase_serial(store, &zone).await,
             Job::Delete(zone, grace) => delete_zone(store, &zone, grace).await,
+            Job::Check(zone) => check_zone(store, &zone).await,
         }
     }
 }
@@ -449,4 +455,29 @@ async fn delete_zone(store: &Store, zone: &Name, grace: Duration) -> Result<(), 
     let collected = store.collect_old_versions(zone, grace, &|_| {}).await?;
     println!("zone {zone}: {} records deleted", collected.deleted);
     Ok(())
+}
+
+async fn check_zone(store: &Store, zone: &Name) -> Result<(), Failure> {
+    let served = store
+        .find_zone(zone)
+        .await?
+        .ok_or_else(|| Failure::Failed(format!("zone {zone} does not exist")))?;
+    let nodes = store.read_version(zone, served.ver).await?;
+    let findings = signer::check::check_zone(zone, &nodes);
+    for f in &findings {
+        println!("{f}");
+    }
+    let errors = findings
+        .iter()
+        .filter(|f| f.severity == signer::check::Severity::Error)
+        .count();
+    let warnings = findings.len() - errors;
+    println!(
+        "zone {zone}: {} names checked, {errors} errors, {warnings} warnings",
+        nodes.len()
+    );
+    match errors {
+        0 => Ok(()),
+        n => Err(Failure::Failed(format!("zone {zone}: {n} errors"))),
+    }
 }
