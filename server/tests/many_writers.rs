@@ -452,6 +452,9 @@ struct Op {
     /// Failed the documented way: another version builder (secure-zone,
     /// unsecure-zone) took its pending version over; nothing was switched.
     taken_over: bool,
+    /// Why it failed, when it did (for the assertion's message: writers'
+    /// own output is lost when their runtime thread belongs to another test).
+    error: Option<String>,
 }
 
 /// A small deterministic generator (the test prints its seed).
@@ -584,6 +587,7 @@ async fn edit_writer(
             ended: Instant::now(),
             ok: r.is_ok(),
             taken_over: false,
+            error: r.err(),
         });
     }
 }
@@ -637,6 +641,7 @@ fn randomized_many_writers_lose_nothing() {
         ended: Instant::now(),
         ok: true,
         taken_over: false,
+        error: None,
     }]));
     let deadline = Instant::now() + Duration::from_secs(secs);
     // Until one secure-zone has finished, merges and signing go on past the
@@ -688,6 +693,7 @@ fn randomized_many_writers_lose_nothing() {
                         ended: Instant::now(),
                         ok: r.is_ok(),
                         taken_over: false,
+                        error: r.err(),
                     });
                 }
             }));
@@ -724,6 +730,7 @@ fn randomized_many_writers_lose_nothing() {
                         ended: Instant::now(),
                         ok: r.is_ok(),
                         taken_over,
+                        error: r.err(),
                     });
                 }
             }));
@@ -816,11 +823,15 @@ fn randomized_many_writers_lose_nothing() {
     let (text, served) = axfr(server.port);
     let polled = poller.finish();
     let ops = ops.lock().unwrap().clone();
-    let failed: Vec<&Op> = ops.iter().filter(|o| !o.ok && !o.taken_over).collect();
+    let failed: Vec<String> = ops
+        .iter()
+        .filter(|o| !o.ok && !o.taken_over)
+        .map(|o| format!("{}: {}", o.kind, o.error.as_deref().unwrap_or("?")))
+        .collect();
     assert!(
         failed.is_empty(),
         "every writer's operation succeeds (after a re-run when it was cancelled), or a replace \
-         fails because a signer's new version took its own over: {} failed otherwise",
+         fails because a signer's new version took its own over: {} failed otherwise: {failed:?}",
         failed.len()
     );
     let last = ops
