@@ -93,8 +93,14 @@ async fn unsigned_edit(
     let since = store.find_zone(zone).await?.map_or(0, |z| z.gen);
     let mut summary = unsigned(store, zone, prerequisites, edits, when_ignored).await?;
     if summary.gen.is_some() {
-        if let Some(r) = handoff::sign_unsigned_writes(store, zone, since, None, "edit").await? {
-            summary.serial = r.serial;
+        // The change-set is in: a signing fault now does not undo it, and
+        // its change record still hands the names to the next signer.
+        match handoff::sign_unsigned_writes(store, zone, since, None, "edit").await {
+            Ok(Some(r)) => summary.serial = r.serial,
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(%zone, error = %e, "the edit is in; signing it is left to the next signer")
+            }
         }
     }
     Ok(summary)
@@ -138,7 +144,9 @@ async fn signed_edit(
             // A delegation or DNAME added or removed above existing names:
             // what is authoritative below changed; a whole re-sign follows.
             let summary = edit.publish().await?;
-            crate::sign_after_write(store, zone, summary.ver, None, true).await?;
+            if let Err(e) = crate::sign_after_write(store, zone, summary.ver, None, true).await {
+                tracing::warn!(%zone, error = %e, "the edit is in; the re-sign it needs is left to the next signer");
+            }
             return Ok(summary);
         }
         signer.sign_soa(store, edit.served_serial()).await?;
