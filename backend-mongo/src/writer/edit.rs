@@ -5,6 +5,8 @@
 //!  Store::edit_zone(zone, edits) = begin_edit, then publish
 //!  begin_edit: [zone lock] the zone served? (version V, secured?)
 //!     ─► each name edited: one point read in V ─► NodeEdit::apply, in order
+//!     ─► an intent change record: the names the writes may touch (a writer
+//!        killed before its publish leaves it for signers and servers)
 //!     ─► names gaining data: missing ancestors upserted as empty non-terminals
 //!     ─► per name: $pullAll, then $set / $unset / $addToSet of its RRsets
 //!        (a set emptied by a $pullAll is unset only while it is still empty)
@@ -276,6 +278,9 @@ impl Store {
             .values()
             .filter(|p| !p.edit.writes().is_empty() && (p.existed || !p.edit.is_empty()))
             .collect();
+        if !changed.is_empty() {
+            self.record_intent(zone, &changed).await?;
+        }
         let mut written: Vec<Name> = Vec::new();
         for p in changed.iter().filter(|p| !p.existed && !p.edit.is_empty()) {
             written.extend(self.add_ancestors(zone, ver, p.edit.name()).await?);
@@ -287,6 +292,23 @@ impl Store {
         }
         edit.written = written;
         Ok(edit)
+    }
+
+    /// Before anything is written: a change record listing every name the
+    /// writes may touch (the edited names and their ancestors), at a
+    /// generation of its own. A writer killed before its publish leaves it
+    /// behind, so whoever reads the records past it (a signer catching up, a
+    /// server) still learns of those names; a re-run finds nothing left to
+    /// do and publishes nothing.
+    async fn record_intent(&self, zone: &Name, changed: &[&Pending]) -> Result<(), StoreError> {
+        let mut names: Vec<Name> = changed
+            .iter()
+            .flat_map(|p| p.edit.name().ancestors().take_while(|a| a != zone))
+            .collect();
+        names.sort();
+        names.dedup();
+        self.take_generation_with(zone, Some(&names), false).await?;
+        Ok(())
     }
 
     /// Reads the names the prerequisites are about and checks them.
