@@ -251,3 +251,36 @@ fn a_deleted_zone_is_no_longer_served_and_can_be_created_again() {
     drop(server);
     block_on(db.drop_db());
 }
+
+/// An edit killed after deleting a name's node and before relinking the
+/// chain leaves the predecessor's NSEC pointing at nothing; the re-run of
+/// the same edit (which finds nothing left to change) repairs it.
+#[test]
+fn a_re_run_of_a_killed_signed_delete_repairs_the_chain() {
+    let (db, server) = served("edits_rerun");
+    let port = server.port;
+    secure(&db, false);
+    let zone: Name = ZONE.parse().unwrap();
+    let served = block_on(db.store.find_zone(&zone)).unwrap().unwrap();
+    // The killed run's write: the node gone, no chain change, no record.
+    let id = backend_mongo::schema::node_id(&zone, served.ver, &n("mail"));
+    let nodes = db
+        .store
+        .database()
+        .collection::<backend_mongo::bson::Document>("nodes");
+    let r = block_on(async {
+        nodes
+            .delete_one(backend_mongo::bson::doc! {"_id": id})
+            .await
+    })
+    .unwrap();
+    assert_eq!(r.deleted_count, 1);
+    let s = edit(&db, &[delete_name("mail")]);
+    assert_eq!(s.outcomes, vec![Edited::Unchanged]);
+    assert!(s.gen.is_some(), "the re-run's signing was published");
+    answered(port, "mail", ResponseCode::NXDomain, 0);
+    let text = axfr_text(port, ZONE);
+    verify_signed_zone(&db.dir, ZONE, &text);
+    drop(server);
+    block_on(db.drop_db());
+}

@@ -135,10 +135,15 @@ async fn signed_edit(
             }
             r => r?,
         };
-        if edit.names().is_empty() {
-            return Ok(edit.publish().await?);
-        }
-        let names = edit.names().to_vec();
+        // What was written, and every name the change-set is about: a
+        // killed run may have written them unsigned (a re-run then finds
+        // nothing to change, and signing them is a no-op when all is well).
+        let mut names = edit.names().to_vec();
+        names.extend(
+            edits
+                .iter()
+                .flat_map(|e| e.name().ancestors().take_while(|a| a != zone)),
+        );
         signer.resign_names(store, &names).await?;
         if signer.needs_full_resign() {
             // A delegation or DNAME added or removed above existing names:
@@ -149,8 +154,12 @@ async fn signed_edit(
             }
             return Ok(summary);
         }
-        signer.sign_soa(store, edit.served_serial()).await?;
         let touched = signer.take_touched();
+        if edit.names().is_empty() && touched.is_empty() {
+            return Ok(edit.publish().await?);
+        }
+        signer.sign_soa(store, edit.served_serial()).await?;
+        let touched = [touched, signer.take_touched()].concat();
         edit.note_signed(&touched);
         return Ok(edit.publish().await?);
     }

@@ -544,6 +544,41 @@ impl MergeSigner {
         Some(old_next)
     }
 
+    /// A name not in the chain whose predecessor still points to it (a
+    /// writer killed between deleting its node and relinking): the
+    /// predecessor is pointed at the next member after it, in memory; its
+    /// new record goes to `neighbours`. Does nothing when nothing points there.
+    fn repair_dangling(&mut self, key: &str, neighbours: &mut BTreeMap<String, Link>) {
+        let last = || self.chain.iter().next_back();
+        let Some((pred_key, pred)) = self
+            .chain
+            .range(..key.to_string())
+            .next_back()
+            .or_else(last)
+        else {
+            return;
+        };
+        let (pred_key, pred) = (pred_key.clone(), pred.clone());
+        if self.next_of(&pred.record.rrset.rdata[0]).0 != key {
+            return;
+        }
+        let first = || self.chain.iter().next();
+        let Some((next_key, next)) = self.chain.range(key.to_string()..).next().or_else(first)
+        else {
+            return;
+        };
+        let relinked = self.relink(&pred.record.rrset.rdata[0], next_key, &next.owner);
+        let mut record = pred.record.clone();
+        record.rrset.rdata = vec![relinked.into_boxed_slice()];
+        record.sd = None;
+        let link = Link {
+            owner: pred.owner.clone(),
+            record,
+        };
+        self.chain.insert(pred_key.clone(), link.clone());
+        neighbours.insert(pred_key, link);
+    }
+
     /// The owner names written since the last call (for the writer's
     /// change record: chain neighbours and NSEC3 owners included).
     pub fn take_touched(&mut self) -> Vec<Name> {

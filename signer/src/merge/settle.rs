@@ -5,6 +5,7 @@
 //!  settle(entries)
 //!   ─► classify          each node: occluded? a delegation? a chain member?
 //!   ─► unlink_leaving    names that leave the chain: their predecessors skip them
+//!                        (and a predecessor left pointing at a deleted name too)
 //!   ─► link_members      new members after their predecessor; bitmaps refreshed
 //!   ─► carry_neighbours  relinked neighbours that are in the batch carry their record
 //!   ─► sign              RRsets whose digest changed, chain records, outside neighbours
@@ -130,7 +131,11 @@ impl MergeSigner {
     fn unlink_leaving(&mut self, batch: &mut Batch, work: &mut ChainWork) {
         for (i, node) in batch.nodes.iter_mut().enumerate() {
             let key = self.chain_key(&node.name);
-            if batch.kinds[i].member || !self.chain.contains_key(&key) {
+            if batch.kinds[i].member {
+                continue;
+            }
+            if !self.chain.contains_key(&key) {
+                self.repair_dangling(&key, &mut work.neighbours);
                 continue;
             }
             if self
