@@ -532,6 +532,19 @@ impl MergeSigner {
             }
         };
         let relinked = self.relink(old_rd, &next_key, &next_owner);
+        self.put_relinked(pred_key, &pred, relinked, neighbours);
+        Some(old_next)
+    }
+
+    /// Stores `pred`'s chain record with rdata `relinked` (unsigned), in
+    /// memory and in `neighbours` (to be signed and written).
+    fn put_relinked(
+        &mut self,
+        pred_key: String,
+        pred: &Link,
+        relinked: Vec<u8>,
+        neighbours: &mut BTreeMap<String, Link>,
+    ) {
         let mut record = pred.record.clone();
         record.rrset.rdata = vec![relinked.into_boxed_slice()];
         record.sd = None;
@@ -541,7 +554,6 @@ impl MergeSigner {
         };
         self.chain.insert(pred_key.clone(), link.clone());
         neighbours.insert(pred_key, link);
-        Some(old_next)
     }
 
     /// A name not in the chain whose predecessor still points to it (a
@@ -568,15 +580,7 @@ impl MergeSigner {
             return;
         };
         let relinked = self.relink(&pred.record.rrset.rdata[0], next_key, &next.owner);
-        let mut record = pred.record.clone();
-        record.rrset.rdata = vec![relinked.into_boxed_slice()];
-        record.sd = None;
-        let link = Link {
-            owner: pred.owner.clone(),
-            record,
-        };
-        self.chain.insert(pred_key.clone(), link.clone());
-        neighbours.insert(pred_key, link);
+        self.put_relinked(pred_key, &pred, relinked, neighbours);
     }
 
     /// The owner names written since the last call (for the writer's
