@@ -323,16 +323,25 @@ impl Store {
         })
     }
 
-    /// Leaves (or refreshes) the `want` marker `want` for `zone`.
+    /// Leaves (or refreshes) the `want` marker `want` for `zone`. Two
+    /// waiters refreshing it at once can race in the upsert (both insert:
+    /// one gets a duplicate key): the marker is there either way, and the
+    /// loser refreshes it once more.
     async fn say_wanted(&self, want: &str, zone: &Name) -> Result<(), StoreError> {
-        let until = until_from_now(WANT_TTL);
-        self.locks()
-            .replace_one(
-                doc! {"_id": want},
-                doc! {"_id": want, "zone": zone.to_string(), "until": until, "at": DateTime::now()},
-            )
-            .upsert(true)
-            .await?;
+        for _ in 0..2 {
+            let until = until_from_now(WANT_TTL);
+            let marker =
+                doc! {"_id": want, "zone": zone.to_string(), "until": until, "at": DateTime::now()};
+            match self
+                .locks()
+                .replace_one(doc! {"_id": want}, marker)
+                .upsert(true)
+                .await
+            {
+                Err(e) if is_duplicate(&e) => continue,
+                r => return r.map(|_| ()).map_err(StoreError::from),
+            }
+        }
         Ok(())
     }
 

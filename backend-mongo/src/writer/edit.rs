@@ -374,9 +374,13 @@ impl Store {
                     doc! {"$setOnInsert": base_fields(zone, ver, &a, true)},
                 )
                 .upsert(true)
-                .await?;
-            if r.upserted_id.is_some() {
-                added.push(a);
+                .await;
+            match r {
+                Ok(r) if r.upserted_id.is_some() => added.push(a),
+                Ok(_) => {}
+                // Another writer inserted it at the same moment: it exists.
+                Err(e) if crate::lock::is_duplicate(&e) => {}
+                Err(e) => return Err(e.into()),
             }
         }
         Ok(added)
