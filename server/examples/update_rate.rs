@@ -6,6 +6,9 @@
 //!  update_rate updates --port P --key ALG:NAME:SECRET --zone Z --count N
 //!      [--concurrency C] [--rate R]  ─► N UPDATEs (each one add of a fresh
 //!      name) from C senders ─► updates/s, p50/p99/max
+//!  update_rate api --port P --key APIKEY --zone Z --count N [--concurrency C]
+//!      ─► N PATCHes of the HTTP API (each a REPLACE of a fresh name's A)
+//!      ─► updates/s, p50/p99/max
 //!  update_rate raw --uri URI --count N ─► N update_one on one collection,
 //!      one at a time ─► updates/s
 //! ```
@@ -14,7 +17,7 @@ use backend_mongo::Store;
 use mongodns_server::tsig::{sign_request, TsigKey};
 use std::net::UdpSocket;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 fn arg(args: &[String], name: &str) -> Option<String> {
@@ -33,8 +36,9 @@ fn main() {
     match args.get(1).map(String::as_str) {
         Some("updates") => updates(&args),
         Some("raw") => raw(&args),
+        Some("api") => api(&args),
         _ => {
-            eprintln!("usage: update_rate updates --port P --key K --zone Z --count N [--concurrency C] [--rate R]\n       update_rate raw --uri URI --count N");
+            eprintln!("usage: update_rate updates --port P --key K --zone Z --count N [--concurrency C] [--rate R]\n       update_rate api --port P --key APIKEY --zone Z --count N [--concurrency C]\n       update_rate raw --uri URI --count N");
             std::process::exit(2);
         }
     }
@@ -73,6 +77,55 @@ fn exchange(socket: &UdpSocket, port: u16, msg: &[u8]) -> Option<u8> {
     }
 }
 
+/// Runs `count` operations from `senders` threads (at most `rate` a second
+/// when not 0), `op(i)` true on success; prints the rate and latencies.
+fn drive(what: &str, count: usize, senders: usize, rate: u64, op: impl Fn(usize) -> bool + Sync) {
+    let next = AtomicUsize::new(0);
+    let latencies = Mutex::new(Vec::with_capacity(count));
+    let failed = AtomicUsize::new(0);
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        for _ in 0..senders {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= count {
+                    return;
+                }
+                if rate > 0 {
+                    let due = started + Duration::from_secs_f64(i as f64 / rate as f64);
+                    std::thread::sleep(due.saturating_duration_since(Instant::now()));
+                }
+                let sent = Instant::now();
+                match op(i) {
+                    true => latencies.lock().unwrap().push(sent.elapsed()),
+                    false => {
+                        failed.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    let took = started.elapsed();
+    let mut l = latencies.into_inner().unwrap();
+    l.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let pick = |q: f64| {
+        l.get(((l.len() as f64 * q) as usize).min(l.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or_default()
+    };
+    println!(
+        "{} {what} applied in {:.2} s: {:.0} {what}/s ({senders} senders); {} failed; latency p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        l.len(),
+        took.as_secs_f64(),
+        l.len() as f64 / took.as_secs_f64(),
+        failed.load(Ordering::Relaxed),
+        ms(pick(0.5)),
+        ms(pick(0.99)),
+        ms(l.last().copied().unwrap_or_default())
+    );
+}
+
 fn updates(args: &[String]) {
     let port = number(args, "--port", 5300) as u16;
     let key: TsigKey = arg(args, "--key")
@@ -83,63 +136,54 @@ fn updates(args: &[String]) {
     let count = number(args, "--count", 1000) as usize;
     let senders = number(args, "--concurrency", 1) as usize;
     let rate = number(args, "--rate", 0);
-    let next = Arc::new(AtomicUsize::new(0));
-    let latencies = Arc::new(Mutex::new(Vec::with_capacity(count)));
-    let failed = Arc::new(AtomicUsize::new(0));
-    let started = Instant::now();
-    let threads: Vec<_> = (0..senders)
-        .map(|_| {
-            let (key, zone, next) = (key.clone(), zone.clone(), next.clone());
-            let (latencies, failed) = (latencies.clone(), failed.clone());
-            std::thread::spawn(move || {
-                let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-                socket
-                    .set_read_timeout(Some(Duration::from_secs(10)))
-                    .unwrap();
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= count {
-                        return;
-                    }
-                    if rate > 0 {
-                        let due = started + Duration::from_secs_f64(i as f64 / rate as f64);
-                        std::thread::sleep(due.saturating_duration_since(Instant::now()));
-                    }
-                    let name = format!("u{i}-{}.{zone}", std::process::id());
-                    let msg = update_message(i as u16, &zone, &name, false, &key);
-                    let sent = Instant::now();
-                    match exchange(&socket, port, &msg) {
-                        Some(0) => latencies.lock().unwrap().push(sent.elapsed()),
-                        _ => {
-                            failed.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
-                }
-            })
-        })
-        .collect();
-    for t in threads {
-        t.join().unwrap();
-    }
-    let took = started.elapsed();
-    let mut l = latencies.lock().unwrap().clone();
-    l.sort();
-    let pick = |q: f64| {
-        l.get(((l.len() as f64 * q) as usize).min(l.len().saturating_sub(1)))
-            .copied()
-            .unwrap_or_default()
-    };
-    println!(
-        "{} updates applied in {:.2} s: {:.0} updates/s ({} senders); {} failed; latency p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
-        l.len(),
-        took.as_secs_f64(),
-        l.len() as f64 / took.as_secs_f64(),
-        senders,
-        failed.load(Ordering::Relaxed),
-        pick(0.5).as_secs_f64() * 1e3,
-        pick(0.99).as_secs_f64() * 1e3,
-        l.last().copied().unwrap_or_default().as_secs_f64() * 1e3
+    let pid = std::process::id();
+    drive("updates", count, senders, rate, |i| {
+        thread_local! {
+            static SOCKET: UdpSocket = {
+                let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                s
+            };
+        }
+        let name = format!("u{i}-{pid}.{zone}");
+        let msg = update_message(i as u16, &zone, &name, false, &key);
+        SOCKET.with(|s| exchange(s, port, &msg)) == Some(0)
+    });
+}
+
+/// One PATCH of the HTTP API over a connection of its own; true on 204.
+fn patch(port: u16, key: &str, zone: &str, name: &str) -> bool {
+    let body = format!(
+        r#"{{"rrsets": [{{"name": "{name}", "type": "A", "ttl": 60, "changetype": "REPLACE", "records": [{{"content": "192.0.2.1", "disabled": false}}]}}]}}"#
     );
+    let request = format!(
+        "PATCH /api/v1/servers/localhost/zones/{zone} HTTP/1.1\r\nHost: bench\r\nX-API-Key: {key}\r\n\
+         Content-Type: application/json\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    use std::io::{Read, Write};
+    if stream.write_all(request.as_bytes()).is_err() {
+        return false;
+    }
+    let mut reply = String::new();
+    let _ = stream.read_to_string(&mut reply);
+    reply.starts_with("HTTP/1.1 204")
+}
+
+fn api(args: &[String]) {
+    let port = number(args, "--port", 8081) as u16;
+    let key = arg(args, "--key").expect("--key");
+    let zone = arg(args, "--zone").expect("--zone");
+    let count = number(args, "--count", 1000) as usize;
+    let senders = number(args, "--concurrency", 1) as usize;
+    let pid = std::process::id();
+    drive("PATCHes", count, senders, 0, |i| {
+        patch(port, &key, &zone, &format!("a{i}-{pid}.{zone}"))
+    });
 }
 
 fn raw(args: &[String]) {
