@@ -97,6 +97,28 @@ fn python_powerdns_creates_and_patches_what_dns_answers() {
     answered_within_a_second(p, "old.pyapi.test.", 1, ResponseCode::NXDomain, 0);
     answered_within_a_second(p, "bad.pyapi.test.", 1, ResponseCode::NXDomain, 0);
     answered_within_a_second(p, "pyapi.test.", 2, ResponseCode::NoError, 1);
+    // And as an operator checks it: with dig.
+    let dig = Command::new("dig")
+        .args([
+            "+short",
+            "@127.0.0.1",
+            "-p",
+            &p.to_string(),
+            "www.pyapi.test.",
+            "A",
+        ])
+        .output()
+        .expect("dig is needed (bind9-dnsutils)");
+    let mut got: Vec<String> = String::from_utf8_lossy(&dig.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        ["192.0.2.10", "192.0.2.11"],
+        "dig +short www.pyapi.test. A"
+    );
     let www = lines(&ask_udp(p, "www.pyapi.test.", 1, None).answers);
     assert_eq!(
         www,
