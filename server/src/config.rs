@@ -307,7 +307,7 @@ options! {
         /// TSIG keys: `ALG:NAME:BASE64SECRET [zones=Z1,Z2] [from=NET1,NET2] [update]`,
         /// ALG hmac-sha256, hmac-sha384 or hmac-sha512 (repeat for several).
         /// A key opens transfers and signs replies only for its zones (all
-        /// without zones=) and, with from=, only for transfers from those
+        /// without zones=) and, with from=, only for transfers and updates from those
         /// blocks; with update, it may change its zones by DNS UPDATE (off
         /// for every key by default). Prefer tsig_keyfile: a command line is
         /// visible to local users.

@@ -234,6 +234,20 @@ impl<H: Handler> Handler for Observed<H> {
     }
 
     #[allow(clippy::manual_async_fn)] // the trait asks for a `Send` future
+    fn handle_from(
+        &self,
+        packet: &[u8],
+        transport: Transport,
+        peer: SocketAddr,
+    ) -> impl Future<Output = Option<Vec<u8>>> + Send {
+        async move {
+            self.metrics.inflight.fetch_add(1, Ordering::Relaxed);
+            let _guard = InflightGuard(&self.metrics.inflight);
+            self.inner.handle_from(packet, transport, peer).await
+        }
+    }
+
+    #[allow(clippy::manual_async_fn)] // the trait asks for a `Send` future
     fn handle_tcp(
         &self,
         packet: &[u8],

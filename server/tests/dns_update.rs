@@ -396,3 +396,44 @@ fn an_update_under_dnsperf_load_is_answered_within_a_second() {
     drop(server);
     block_on(db.drop_db());
 }
+
+#[test]
+fn a_key_bound_to_address_blocks_updates_only_from_them() {
+    let db = block_on(async {
+        let db = TestZoneDb::new("upd_from").await;
+        db.import(ZONE, ZONE_TEXT, true).await;
+        db
+    });
+    let inside = format!("hmac-sha256:upd:{SECRET} zones={ZONE} from=127.0.0.0/8 update");
+    let outside = format!("hmac-sha256:far:{READER} zones={ZONE} from=192.0.2.0/24 update");
+    let server = ServerProcess::start(&db.name, &["--tsig-key", &inside, "--tsig-key", &outside]);
+    let port = server.port;
+    for tcp in [false, true] {
+        let add = format!("update add from{}.upd.test. 60 A 192.0.2.5", u8::from(tcp));
+        let (ok, out) = nsupdate(port, tcp, &[&add]);
+        assert!(
+            ok,
+            "a key for 127.0.0.0/8 from 127.0.0.1 (tcp {tcp}): {out}"
+        );
+        let far = format!("hmac-sha256:far:{READER}");
+        let tool = if tcp { "nsupdate -v" } else { "nsupdate" };
+        let (ok, out) = run_tool(
+            tool,
+            Some(&far),
+            &script(port, &["update add far.upd.test. 60 A 192.0.2.6"]),
+        );
+        assert!(
+            !ok,
+            "a key for 192.0.2.0/24 from 127.0.0.1 (tcp {tcp}): {out}"
+        );
+    }
+    answered_within_a_second(port, "from1.upd.test.", 1, ResponseCode::NoError, 1);
+    assert_eq!(
+        ask_udp(port, "far.upd.test.", 1, None)
+            .metadata
+            .response_code,
+        ResponseCode::NXDomain
+    );
+    drop(server);
+    block_on(db.drop_db());
+}

@@ -142,6 +142,18 @@ pub trait Handler: Send + Sync + 'static {
         }
     }
 
+    /// Answers `packet` received over UDP from `peer` (the queries the
+    /// caches did not answer in the loop); the default ignores the peer.
+    fn handle_from(
+        &self,
+        packet: &[u8],
+        transport: Transport,
+        peer: SocketAddr,
+    ) -> impl Future<Output = Option<Vec<u8>>> + Send {
+        let _ = peer;
+        self.handle(packet, transport)
+    }
+
     /// Answers `packet` received over TCP on the connection `peer`: every
     /// message to send, in order (a zone transfer takes several, streamed).
     /// The default is what [`Handler::handle`] gives.
@@ -169,6 +181,15 @@ impl<B: crate::backend::Backend> Handler for crate::pipeline::Responder<B> {
 
     fn handle_now(&self, packet: &[u8], transport: Transport, out: &mut Vec<u8>) -> bool {
         self.answer_cached(packet, transport, out)
+    }
+
+    fn handle_from(
+        &self,
+        packet: &[u8],
+        transport: Transport,
+        peer: SocketAddr,
+    ) -> impl Future<Output = Option<Vec<u8>>> + Send {
+        self.respond_from(packet, transport, peer)
     }
 
     fn handle_tcp(&self, packet: &[u8], peer: &TcpPeer) -> impl Future<Output = TcpReply> + Send {

@@ -361,7 +361,7 @@ fn spawn_miss<H: Handler>(packet: &[u8], peer: SocketAddr, lanes: &Lanes<H>) {
     let rrl = lanes.rrl.clone();
     tokio::spawn(async move {
         let _permit = permit;
-        let reply = handler.handle(&packet, Transport::Udp).await;
+        let reply = handler.handle_from(&packet, Transport::Udp, peer).await;
         handler.observe(&packet, reply.as_deref(), peer, Transport::Udp);
         if let Some(mut reply) = reply {
             if !rate_limit(rrl.as_deref(), peer, &mut reply) {

@@ -184,6 +184,14 @@ impl<B: Backend> Responder<B> {
     /// Answers a message that arrived over the TCP connection `peer`; a
     /// zone transfer's messages are streamed as they are built.
     pub async fn respond_tcp_stream(&self, packet: &[u8], peer: &TcpPeer) -> TcpReply {
+        if crate::update::is_update(packet) {
+            return TcpReply::Messages(
+                self.update(packet, Some(peer.addr))
+                    .await
+                    .into_iter()
+                    .collect(),
+            );
+        }
         if let Ok(query) = parse_query(packet) {
             if matches!(query.qtype, RType::AXFR | RType::IXFR) && query.qclass == CLASS_IN {
                 return self.transfer(packet, &query, peer).await;
@@ -200,7 +208,7 @@ impl<B: Backend> Responder<B> {
     /// Answers one message; `None` means send nothing.
     pub async fn respond(&self, packet: &[u8], transport: Transport) -> Option<Vec<u8>> {
         if crate::update::is_update(packet) {
-            return self.update(packet).await;
+            return self.update(packet, None).await;
         }
         if let Some(signed) = self.respond_signed(packet, transport).await {
             return signed;
@@ -211,13 +219,29 @@ impl<B: Backend> Responder<B> {
         }
     }
 
-    /// A DNS UPDATE (crate::update), applied through the direct store.
-    async fn update(&self, packet: &[u8]) -> Option<Vec<u8>> {
+    /// Answers one message from `peer` (UDP): as [`Responder::respond`],
+    /// and an UPDATE judged with the client's address too (a key's `from=`).
+    pub async fn respond_from(
+        &self,
+        packet: &[u8],
+        transport: Transport,
+        peer: SocketAddr,
+    ) -> Option<Vec<u8>> {
+        if crate::update::is_update(packet) {
+            return self.update(packet, Some(peer)).await;
+        }
+        self.respond(packet, transport).await
+    }
+
+    /// A DNS UPDATE (crate::update), applied through the direct store;
+    /// `peer` when the path knows the client.
+    async fn update(&self, packet: &[u8], peer: Option<SocketAddr>) -> Option<Vec<u8>> {
         let settings = crate::update::UpdateSettings {
             keys: &self.config.tsig_keys,
             min_mac: self.config.tsig_min_mac,
         };
-        crate::update::answer(self.transfer_store.as_deref(), packet, &settings).await
+        let store = self.transfer_store.as_deref();
+        crate::update::answer(store, packet, &settings, peer.map(|p| p.ip())).await
     }
 
     /// Runs the pipeline; stores the reply in the packet cache under `key`.

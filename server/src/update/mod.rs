@@ -4,7 +4,8 @@
 //! ```text
 //!  opcode 5 ─► TSIG stripped ─► parse_update (message.rs)  FORMERR / NOTZONE
 //!     no key may update (the default) ─► REFUSED
-//!     TSIG: none ─► REFUSED │ bad ─► NOTAUTH + TSIG error │ malformed ─► FORMERR
+//!     TSIG: none ─► REFUSED │ bad, or a key whose zones= or from= leave this
+//!     zone or client out ─► NOTAUTH + TSIG error │ malformed ─► FORMERR
 //!     signed by a key without `update`, or not for this zone ─► REFUSED
 //!     the zone not served here ─► NOTAUTH
 //!  signer::edit::edit_zone_if(zone, prerequisites, edits): one change-set,
@@ -35,12 +36,13 @@ pub struct UpdateSettings<'a> {
     pub min_mac: usize,
 }
 
-/// Answers an UPDATE message (see the module documentation); `None`: too
-/// short to answer at all.
+/// Answers an UPDATE message from `peer` (when the path knows the client;
+/// see the module documentation); `None`: too short to answer at all.
 pub async fn answer(
     store: Option<&Store>,
     packet: &[u8],
     settings: &UpdateSettings<'_>,
+    peer: Option<std::net::IpAddr>,
 ) -> Option<Vec<u8>> {
     if packet.len() < HEADER_LEN {
         return None;
@@ -57,9 +59,11 @@ pub async fn answer(
         tracing::debug!(zone = %request.zone, "UPDATE refused: no key may update (updates are off)");
         return Some(reply(&unsigned, &request, Rcode::REFUSED));
     }
+    // A key limited to address blocks (`from=`) applies only to clients
+    // in them: from elsewhere it is unknown here (NOTAUTH, BADKEY).
     let scope = tsig::Scope {
         qname: Some(&request.zone),
-        peer: None,
+        peer,
     };
     let mut signer = match tsig::verify_request(
         packet,
