@@ -251,3 +251,49 @@ fn a_refused_edit_can_make_the_whole_change_set_write_nothing() {
         db.drop_db().await;
     });
 }
+
+#[test]
+fn a_deleted_zone_written_again_by_a_multi_zone_import_starts_above_it() {
+    block_on(async {
+        let (db, zone) = served("delete_multi").await;
+        let before = db.store.find_zone(&zone).await.unwrap().unwrap();
+        db.store.delete_zone(&zone).await.unwrap();
+        assert!(db.store.find_zone(&zone).await.unwrap().is_none());
+        assert!(db
+            .store
+            .zones_deleted_since(before.gen)
+            .await
+            .unwrap()
+            .contains(&zone));
+        let (_, nodes) = example_net();
+        let content = backend_mongo::ZoneContent {
+            apex: zone.clone(),
+            nodes,
+            resume_key: None,
+        };
+        let mode = backend_mongo::WriteMode::Replace;
+        let zero = std::time::Duration::ZERO;
+        db.store.write_zones(&[content], mode, zero).await.unwrap();
+        let again = db
+            .store
+            .find_zone(&zone)
+            .await
+            .unwrap()
+            .expect("served again");
+        assert!(
+            again.ver > before.ver,
+            "version {} after {}",
+            again.ver,
+            before.ver
+        );
+        // The deleted zone's version is still listed, and collected.
+        let collected = db
+            .store
+            .collect_old_versions(&zone, zero, &|_| {})
+            .await
+            .unwrap();
+        assert_eq!(collected.versions, vec![before.ver]);
+        assert!(exists(&db, "ns1.example.net.").await);
+        db.drop_db().await;
+    });
+}

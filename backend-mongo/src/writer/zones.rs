@@ -61,6 +61,8 @@ impl Store {
             .await?;
         // (zone, version to write, has a zone document already)
         let mut fresh: Vec<(&ZoneContent, i64, bool)> = Vec::new();
+        // Versions a deleted zone of the same name left to collect.
+        let mut leftovers: Vec<Vec<i64>> = Vec::new();
         for (zone, current) in zones.iter().zip(&docs) {
             if current.as_ref().is_some_and(|d| d.contains_key("ver")) {
                 let (writer, _) = self
@@ -83,9 +85,11 @@ impl Store {
                     }
                     p
                 }
-                None => 1,
+                // Above every version a deleted zone of this name left.
+                None => super::after_deleted(current.as_ref()),
             };
             fresh.push((zone, ver, current.is_some()));
+            leftovers.push(super::collect::old_versions(current.as_ref()));
         }
         if fresh.is_empty() {
             return Ok(stats);
@@ -192,13 +196,17 @@ impl Store {
             .zip(&serials)
             .enumerate()
             .map(|(k, ((z, ver, _), serial))| {
-                doc! {
+                let mut d = doc! {
                     "_id": z.apex.to_string(),
                     "ver": ver,
                     "serial": i64::from(*serial),
                     "gen": top - count + 1 + k as i64,
                     "updated": now,
+                };
+                if !leftovers[k].is_empty() {
+                    d.insert(super::OLD_VERSIONS, leftovers[k].clone());
                 }
+                d
             })
             .collect();
         let reply = db
