@@ -48,12 +48,7 @@ pub async fn edit_zone_if(
     edits: &[RecordEdit],
     when_ignored: WhenIgnored,
 ) -> Result<EditSummary, SignError> {
-    let secured = match store.dnssec_config(zone).await {
-        Ok(c) => c.secured,
-        Err(StoreError::NoSuchZone(_)) => false,
-        Err(e) => return Err(e.into()),
-    };
-    if !secured {
+    if !handoff::zone_secured(store, zone).await? {
         return Ok(unsigned(store, zone, prerequisites, edits, when_ignored).await?);
     }
     let Some(lease) = lease::try_take(store, zone, "edit").await? else {
