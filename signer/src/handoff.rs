@@ -63,10 +63,12 @@ pub async fn sign_unsigned_writes(
     }
     let mut r = sign_changes_since(store, zone, since).await;
     for _ in 0..3 {
-        // A replace switched the zone while we signed: sign what is served
+        // A replace switched the zone while we signed (or as we began: the
+        // version we read is gone, its apex with it): sign what is served
         // now (the records then call for a full pass).
         match &r {
-            Err(SignError::Store(StoreError::Conflict(_))) => {
+            Err(SignError::Store(StoreError::Conflict(_)))
+            | Err(SignError::Plan(crate::plan::PlanError::NoSoa(_))) => {
                 r = sign_changes_since(store, zone, since).await;
             }
             _ => break,
