@@ -12,6 +12,7 @@
 //!  http / stat: the control endpoint;  Relay: a database link to cut,
 //!  freeze, slow down or listen to;  run_bounded: a child with a time limit
 //!  axfr_text / verify_signed_zone: the served zone by dig, and both verifiers
+//!  Secondary::knot / ::nsd: real secondaries of a server (NOTIFY, AXFR)
 //! ```
 //!
 //! A dev-dependency only. It is a crate, not a module, because it needs
@@ -27,6 +28,7 @@ mod ports;
 mod process;
 mod query;
 mod relay;
+mod secondary;
 mod server;
 mod zone_check;
 
@@ -40,5 +42,6 @@ pub use query::{
     answered_within_a_second, ask_tcp, ask_udp, build_query, lines, tcp_exchange, udp_exchange,
 };
 pub use relay::Relay;
+pub use secondary::{soa_serial, Secondary, SecondaryKind, SharedKey};
 pub use server::{start_with_control, ServerProcess};
 pub use zone_check::{axfr_text, verify_signed_zone};

@@ -9,6 +9,7 @@
 //!  add-record / delete-record / delete-rrset / delete-name / replace-rrset
 //!  increase-serial                 one change-set each: signer::edit::edit_zone
 //!                                  (RFC 2136's rules; signed when secured)
+//!  set-notify                      the zone's settings document: its secondaries
 //!  exit status: 0 done, 1 refused or failed, 2 bad input
 //! ```
 
@@ -60,6 +61,21 @@ enum Command {
     DeleteZone(DeleteArgs),
     /// Check the zone as stored (what kzonecheck checks): exit 1 on errors.
     CheckZone(ZoneArg),
+    /// Where servers send NOTIFY for the zone (its settings document):
+    /// replaces the servers' --notify list for it; no address: nobody.
+    SetNotify(NotifyArgs),
+}
+
+#[derive(clap::Args)]
+struct NotifyArgs {
+    /// The zone.
+    zone: String,
+    /// Secondaries, each `ADDR[:PORT][,key=NAME]` (port 53; NAME one of
+    /// the servers' TSIG keys).
+    targets: Vec<String>,
+    /// Drop the zone's own list: the servers' --notify list applies again.
+    #[arg(long, conflicts_with = "targets")]
+    defaults: bool,
 }
 
 #[derive(clap::Args)]
@@ -214,6 +230,7 @@ enum Job {
     IncreaseSerial(Name),
     Delete(Name, Duration),
     Check(Name),
+    SetNotify(Name, Option<Vec<String>>),
 }
 
 impl Job {
@@ -256,6 +273,11 @@ impl Job {
                 Job::Delete(parse_zone(&a.zone)?, Duration::from_secs(a.grace))
             }
             Command::CheckZone(a) => Job::Check(parse_zone(&a.zone)?),
+            Command::SetNotify(a) => {
+                a.targets.iter().try_for_each(|t| check_notify_target(t))?;
+                let targets = (!a.defaults).then_some(a.targets);
+                Job::SetNotify(parse_zone(&a.zone)?, targets)
+            }
         })
     }
 
@@ -268,6 +290,7 @@ impl Job {
             Job::IncreaseSerial(zone) => increase_serial(store, &zone).await,
             Job::Delete(zone, grace) => delete_zone(store, &zone, grace).await,
             Job::Check(zone) => check_zone(store, &zone).await,
+            Job::SetNotify(zone, targets) => set_notify(store, &zone, targets).await,
         }
     }
 }
@@ -415,6 +438,39 @@ async fn edit(store: &Store, zone: &Name, edits: &[RecordEdit]) -> Result<(), Fa
         true => Ok(()),
         false => Err(Failure::Failed(refused.join("; "))),
     }
+}
+
+/// `ADDR[:PORT]` then only `key=NAME` parts (servers check the key).
+fn check_notify_target(text: &str) -> Result<(), Failure> {
+    let mut parts = text.split(',');
+    let addr = parts.next().unwrap_or_default();
+    let addr_ok =
+        addr.parse::<std::net::SocketAddr>().is_ok() || addr.parse::<std::net::IpAddr>().is_ok();
+    match addr_ok && parts.all(|p| p.starts_with("key=")) {
+        true => Ok(()),
+        false => Err(usage(format!("{text:?} is not ADDR[:PORT][,key=NAME]"))),
+    }
+}
+
+async fn set_notify(
+    store: &Store,
+    zone: &Name,
+    targets: Option<Vec<String>>,
+) -> Result<(), Failure> {
+    let gen = store.set_zone_notify(zone, targets.as_deref()).await?;
+    match targets {
+        Some(t) if t.is_empty() => {
+            println!("zone {zone}: NOTIFY goes to nobody (generation {gen})")
+        }
+        Some(t) => println!(
+            "zone {zone}: NOTIFY goes to {} (generation {gen})",
+            t.join(" ")
+        ),
+        None => {
+            println!("zone {zone}: NOTIFY goes to the servers' --notify list (generation {gen})")
+        }
+    }
+    Ok(())
 }
 
 async fn increase_serial(store: &Store, zone: &Name) -> Result<(), Failure> {
