@@ -152,6 +152,12 @@ fn edit_a(db: &TestZoneDb, label: &str, last: u8) {
     block_on(signer::edit::edit_zone(&db.store, &zone, &[add])).expect("the edit succeeds");
 }
 
+/// One kind of write, run by the test.
+type Write<'a> = Box<dyn Fn() + 'a>;
+
+/// A query: name, type and the options its OPT carries.
+type Ask<'a> = (&'a str, u16, &'a [(u16, &'a [u8])]);
+
 #[test]
 fn knot_and_nsd_follow_every_writer_by_notify() {
     let db = served_db("secondaries");
@@ -165,7 +171,7 @@ fn knot_and_nsd_follow_every_writer_by_notify() {
     let nsd = Secondary::nsd(&db.dir, nsd_port, server.port, &[ZONE], None);
     let both = [&knot, &nsd];
     let mut serial = soa_serial(server.port, ZONE).unwrap();
-    let writes: [(&str, Box<dyn Fn()>); 4] = [
+    let writes: [(&str, Write); 4] = [
         (
             "merge import",
             Box::new(|| {
@@ -293,8 +299,8 @@ fn a_zone_settings_document_chooses_the_secondaries() {
     let (server, control) = primary(&db, &[]);
     let knot = Secondary::knot(&db.dir, knot_port, server.port, &[ZONE], None);
     let zone: Name = ZONE.parse().unwrap();
-    let targets = vec![format!("127.0.0.1:{knot_port}")];
-    cli(&db, "mongodns-zone", &["set-notify", ZONE, &targets[0]]);
+    let target = format!("127.0.0.1:{knot_port}");
+    cli(&db, "mongodns-zone", &["set-notify", ZONE, &target]);
     // Without --notify the server looks for settings documents every 2 s.
     std::thread::sleep(Duration::from_millis(2500));
     let serial = soa_serial(server.port, ZONE).unwrap();
@@ -407,7 +413,7 @@ fn nsid_and_expire_are_sent_as_knot_sends_them() {
     let db = served_db("nsid-expire");
     let (server, _control) = primary(&db, &["--nsid", "ns-test-1"]);
     let knot = KnotPrimary::start(&db.dir, "ns-test-1");
-    let asks: [(&str, u16, &[(u16, &[u8])]); 5] = [
+    let asks: [Ask; 5] = [
         (ZONE, 6, &[(NSID, b""), (EXPIRE, b"")]),
         (ZONE, 6, &[(EXPIRE, b"")]),
         (ZONE, 6, &[]),

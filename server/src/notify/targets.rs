@@ -24,6 +24,9 @@ use std::time::Duration;
 /// Cached lists kept at most (zones notified recently).
 const MAX_CACHED: usize = 4096;
 
+/// Each zone's list, with the generation it was read at.
+type Cache = HashMap<Name, (i64, Arc<Vec<Target>>)>;
+
 /// The per-zone target lists.
 pub(super) struct Targets {
     store: Store,
@@ -31,7 +34,7 @@ pub(super) struct Targets {
     keys: Vec<TsigKey>,
     /// Some zone has a settings document (always true with defaults).
     any_settings: AtomicBool,
-    cache: Mutex<HashMap<Name, (i64, Arc<Vec<Target>>)>>,
+    cache: Mutex<Cache>,
 }
 
 impl Targets {
@@ -102,7 +105,7 @@ impl Targets {
             .collect()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Name, (i64, Arc<Vec<Target>>)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Cache> {
         self.cache.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
