@@ -322,9 +322,10 @@ options! {
         /// every zone without its own list (`mongodns-zone set-notify`):
         /// `ADDR[:PORT][,key=NAME]` (port 53; key: one of the TSIG keys,
         /// the NOTIFY is then signed with it); repeat for several. Empty:
-        /// only zones with their own list are notified.
+        /// only zones with their own list are notified. In the environment,
+        /// several are separated by spaces.
         notify: Vec<String> = Vec::new(),
-            [env = "MONGODNS_NOTIFY", value_name = "ADDR[:PORT][,key=NAME]"];
+            [env = "MONGODNS_NOTIFY", value_delimiter = ' ', value_name = "ADDR[:PORT][,key=NAME]"];
         /// Shortest time between two NOTIFYs of one zone, in ms: the
         /// publishes between are folded into the next (the last serial is
         /// always notified).

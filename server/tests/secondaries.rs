@@ -158,6 +158,17 @@ type Write<'a> = Box<dyn Fn() + 'a>;
 /// A query: name, type and the options its OPT carries.
 type Ask<'a> = (&'a str, u16, &'a [(u16, &'a [u8])]);
 
+/// Adds `label` A by an edit; asserts that `secondary` serves the new
+/// serial within 2 s; returns the serial.
+fn edit_and_follow(db: &TestZoneDb, primary: u16, secondary: &Secondary, label: &str) -> u32 {
+    let serial = soa_serial(primary, ZONE).unwrap();
+    edit_a(db, label, 30);
+    let written = Instant::now();
+    let serial = next_serial(primary, serial);
+    all_follow(&[secondary], serial, written, "record update");
+    serial
+}
+
 #[test]
 fn knot_and_nsd_follow_every_writer_by_notify() {
     let db = served_db("secondaries");
@@ -230,11 +241,7 @@ fn a_tsig_signed_notify_is_accepted_by_knot() {
     let target = format!("127.0.0.1:{knot_port},key={}", key.name);
     let (server, control) = primary(&db, &["--tsig-key", &key.flag(), "--notify", &target]);
     let knot = Secondary::knot(&db.dir, knot_port, server.port, &[ZONE], Some(&key));
-    let serial = soa_serial(server.port, ZONE).unwrap();
-    edit_a(&db, "signed-notify", 30);
-    let written = Instant::now();
-    let serial = next_serial(server.port, serial);
-    all_follow(&[&knot], serial, written, "record update");
+    edit_and_follow(&db, server.port, &knot, "signed-notify");
     assert!(acknowledged(control) >= 1);
     assert_eq!(stat(control, "notify_failed"), 0);
     // The same Knot, told without the key, refuses: the key is what it took.
@@ -303,11 +310,7 @@ fn a_zone_settings_document_chooses_the_secondaries() {
     cli(&db, "mongodns-zone", &["set-notify", ZONE, &target]);
     // Without --notify the server looks for settings documents every 2 s.
     std::thread::sleep(Duration::from_millis(2500));
-    let serial = soa_serial(server.port, ZONE).unwrap();
-    edit_a(&db, "per-zone", 40);
-    let written = Instant::now();
-    let serial = next_serial(server.port, serial);
-    all_follow(&[&knot], serial, written, "record update");
+    let serial = edit_and_follow(&db, server.port, &knot, "per-zone");
     assert!(acknowledged(control) >= 1);
     // An empty list: nobody is told, and the secondary stays behind.
     block_on(db.store.set_zone_notify(&zone, Some(&[]))).unwrap();

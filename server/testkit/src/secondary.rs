@@ -67,13 +67,8 @@ impl Secondary {
         zones: &[&str],
         key: Option<&SharedKey>,
     ) -> Secondary {
-        let dir = dir.join("knot");
-        std::fs::create_dir_all(&dir).unwrap();
-        let conf = knot_conf(&dir, port, primary, zones, key);
-        std::fs::write(dir.join("knot.conf"), conf).unwrap();
-        let mut cmd = Command::new("knotd");
-        cmd.args(["-c", &dir.join("knot.conf").display().to_string()]);
-        Self::spawn(SecondaryKind::Knot, cmd, &dir, port, zones)
+        let conf = |d: &Path| knot_conf(d, port, primary, zones, key);
+        Self::start(SecondaryKind::Knot, dir, port, zones, conf)
     }
 
     /// NSD on `port` as a secondary of the primary on `primary`, for `zones`.
@@ -84,13 +79,29 @@ impl Secondary {
         zones: &[&str],
         key: Option<&SharedKey>,
     ) -> Secondary {
-        let dir = dir.join("nsd");
+        let conf = |d: &Path| nsd_conf(d, port, primary, zones, key);
+        Self::start(SecondaryKind::Nsd, dir, port, zones, conf)
+    }
+
+    /// Writes `conf(DIR/kind)` as its configuration and starts it.
+    fn start(
+        kind: SecondaryKind,
+        dir: &Path,
+        port: u16,
+        zones: &[&str],
+        conf: impl Fn(&Path) -> String,
+    ) -> Secondary {
+        let (name, program, flags): (_, _, &[&str]) = match kind {
+            SecondaryKind::Knot => ("knot", "knotd", &["-c"]),
+            SecondaryKind::Nsd => ("nsd", "nsd", &["-d", "-c"]),
+        };
+        let dir = dir.join(name);
         std::fs::create_dir_all(&dir).unwrap();
-        let conf = nsd_conf(&dir, port, primary, zones, key);
-        std::fs::write(dir.join("nsd.conf"), conf).unwrap();
-        let mut cmd = Command::new("nsd");
-        cmd.args(["-d", "-c", &dir.join("nsd.conf").display().to_string()]);
-        Self::spawn(SecondaryKind::Nsd, cmd, &dir, port, zones)
+        let file = dir.join(format!("{name}.conf"));
+        std::fs::write(&file, conf(&dir)).unwrap();
+        let mut cmd = Command::new(program);
+        cmd.args(flags).arg(&file);
+        Self::spawn(kind, cmd, &dir, port, zones)
     }
 
     fn spawn(
