@@ -11,7 +11,8 @@
 //!
 //! The TSIG record, if any, is stripped before (`tsig::without_tsig`).
 
-use crate::wire::{query::read_name, Rcode, CLASS_ANY, CLASS_IN, HEADER_LEN};
+use crate::wire::walk::{records_from, u16_at, Part, RecordAt, Unwalkable};
+use crate::wire::{read_name, Rcode, CLASS_ANY, CLASS_IN, HEADER_LEN};
 use dns::edit::{Prerequisite, RecordEdit};
 use dns::{Name, RType};
 
@@ -58,10 +59,6 @@ pub fn is_update(packet: &[u8]) -> bool {
     packet.len() >= HEADER_LEN && packet[2] & 0x80 == 0 && (packet[2] >> 3) & 0xF == OPCODE_UPDATE
 }
 
-fn u16_at(p: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_be_bytes([*p.get(at)?, *p.get(at + 1)?]))
-}
-
 /// One resource record of the message.
 struct Rr {
     owner: Name,
@@ -71,27 +68,18 @@ struct Rr {
     rdata: Vec<u8>,
 }
 
-/// Reads the record at `at`; returns it and where the next one starts.
-fn read_rr(p: &[u8], at: usize) -> Result<(Rr, usize), Refusal> {
-    let (owner, after) = read_name(p, at).ok_or_else(|| formerr("a record's owner"))?;
-    let field = |off: usize| u16_at(p, after + off).ok_or_else(|| formerr("a truncated record"));
-    let (rtype, class) = (RType(field(0)?), field(2)?);
-    let ttl = (u32::from(field(4)?) << 16) | u32::from(field(6)?);
-    let rdlen = usize::from(field(8)?);
-    let start = after + 10;
-    let end = start + rdlen;
-    if end > p.len() {
-        return Err(formerr("rdata past the end of the message"));
-    }
-    let rdata = decompress_rdata(p, rtype, start, end)?;
-    let rr = Rr {
+/// Reads the record the walk found at `at`.
+fn read_rr(p: &[u8], at: Result<RecordAt, Unwalkable>) -> Result<Rr, Refusal> {
+    let at = at.map_err(|_| formerr("a truncated record"))?;
+    let (owner, _) = read_name(p, at.start).ok_or_else(|| formerr("a record's owner"))?;
+    let rtype = RType(at.rtype);
+    Ok(Rr {
         owner,
         rtype,
-        class,
-        ttl,
-        rdata,
-    };
-    Ok((rr, end))
+        class: at.class,
+        ttl: at.ttl,
+        rdata: decompress_rdata(p, rtype, at.rdata.start, at.rdata.end)?,
+    })
 }
 
 /// The rdata at `start..end`, with the names RFC 1035 types may compress
@@ -146,25 +134,20 @@ pub fn parse_update(p: &[u8]) -> Result<UpdateRequest, Refusal> {
         ));
     }
     let zone_section = HEADER_LEN..after + 4;
-    let mut at = after + 4;
+    let counts = [prcount, upcount, adcount].map(u32::from);
+    let mut walk = records_from(p, after + 4, counts);
     let mut prerequisites = Vec::with_capacity(usize::from(prcount));
-    for _ in 0..prcount {
-        let (rr, next) = read_rr(p, at)?;
-        in_zone(&rr, &zone)?;
-        prerequisites.push(prerequisite(rr)?);
-        at = next;
-    }
     let mut edits = Vec::with_capacity(usize::from(upcount));
-    for _ in 0..upcount {
-        let (rr, next) = read_rr(p, at)?;
-        in_zone(&rr, &zone)?;
-        edits.push(edit(rr)?);
-        at = next;
+    for at in walk.by_ref() {
+        let part = at.as_ref().ok().map(|r| r.part);
+        let rr = read_rr(p, at)?;
+        match part {
+            Some(Part::Answer) => prerequisites.push(prerequisite(in_zone(rr, &zone)?)?),
+            Some(Part::Authority) => edits.push(edit(in_zone(rr, &zone)?)?),
+            _ => {}
+        }
     }
-    for _ in 0..adcount {
-        at = read_rr(p, at)?.1;
-    }
-    if at != p.len() {
+    if walk.end() != p.len() {
         return Err(formerr("bytes after the last record"));
     }
     Ok(UpdateRequest {
@@ -176,9 +159,10 @@ pub fn parse_update(p: &[u8]) -> Result<UpdateRequest, Refusal> {
     })
 }
 
-fn in_zone(rr: &Rr, zone: &Name) -> Result<(), Refusal> {
+/// `rr`, when its owner is in `zone`; NOTZONE otherwise.
+fn in_zone(rr: Rr, zone: &Name) -> Result<Rr, Refusal> {
     match rr.owner.is_subdomain_of(zone) {
-        true => Ok(()),
+        true => Ok(rr),
         false => Err(Refusal {
             rcode: Rcode::NOTZONE,
             why: format!("{} is outside zone {zone}", rr.owner),

@@ -2,6 +2,7 @@
 //!
 //! ```text
 //!  bytes ──parse_query──► Ok(Query) | Err(QueryError::{Drop, Reply(rcode)})
+//!  received messages ──walk::{read_name, records}──► names, RecordAt
 //!  Query + sections ──MessageWriter──► bytes (compressed, truncated by RRset)
 //! ```
 //!
@@ -9,9 +10,11 @@
 //! record, and replies built RRset by RRset within a size limit.
 
 pub mod query;
+pub mod walk;
 pub mod writer;
 
 pub use query::{parse_query, Edns, Query, QueryError};
+pub use walk::read_name;
 pub use writer::{MessageWriter, Section};
 
 /// Response codes: the model's one table (`dns::rcode`).
