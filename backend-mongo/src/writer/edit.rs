@@ -2,7 +2,7 @@
 //! generation, one change record and one serial bump.
 //!
 //! ```text
-//!  Store::edit_zone(zone, edits) = begin_edit, then publish
+//!  Store::edit_zone(zone, edits) = begin_edit(ChangeSet), then publish
 //!  begin_edit: [zone lock] the zone served? (version V, secured?)
 //!     ─► each name edited: one point read in V ─► NodeEdit::apply, in order
 //!     ─► an intent change record: the names the writes may touch (a writer
@@ -32,7 +32,8 @@ use crate::schema::{self, node_id, RRset, ZoneInfo};
 use crate::store::{Store, StoreError};
 use crate::{Name, RType};
 use dns::edit::{
-    check_prerequisites, Edited, NodeEdit, Prerequisite, RRsetWrite, RecordEdit, Unmet, WhenIgnored,
+    check_prerequisites, ChangeSet, Edited, NodeEdit, Prerequisite, RRsetWrite, RecordEdit, Unmet,
+    WhenIgnored,
 };
 use mongodb::bson::{doc, Bson, Document};
 use std::collections::BTreeMap;
@@ -175,10 +176,8 @@ impl Store {
         zone: &Name,
         edits: &[RecordEdit],
     ) -> Result<EditSummary, StoreError> {
-        self.begin_edit(zone, None, &[], edits, WhenIgnored::ApplyTheRest)
-            .await?
-            .publish()
-            .await
+        let change = ChangeSet::new(zone.clone(), edits.to_vec());
+        self.begin_edit(&change, None).await?.publish().await
     }
 
     /// The first half of [`Store::edit_zone`]: takes the zone lock, reads
@@ -193,24 +192,17 @@ impl Store {
     /// [`WhenIgnored::ApplyNothing`] makes the whole change-set write nothing.
     pub async fn begin_edit(
         &self,
-        zone: &Name,
+        change: &ChangeSet,
         expect_ver: Option<i64>,
-        prerequisites: &[Prerequisite],
-        edits: &[RecordEdit],
-        when_ignored: WhenIgnored,
     ) -> Result<ZoneEdit, StoreError> {
-        let names = edits.iter().map(|e| e.name());
-        let prereq_names = prerequisites.iter().map(|p| p.name());
-        if let Some(n) = names.chain(prereq_names).find(|n| !n.is_subdomain_of(zone)) {
+        let zone = &change.zone;
+        if let Some(n) = change.outside_zone() {
             return Err(StoreError::Conflict(format!(
                 "{n} is not in zone {zone}; nothing was changed"
             )));
         }
         let lock = self.lock(ZONE_LOCK, zone, "edit", LOCK_WAIT).await?;
-        match self
-            .edit_locked(zone, expect_ver, prerequisites, edits, when_ignored)
-            .await
-        {
+        match self.edit_locked(change, expect_ver).await {
             Ok(mut edit) => {
                 edit.lock = Some(lock);
                 Ok(edit)
@@ -221,12 +213,10 @@ impl Store {
 
     async fn edit_locked(
         &self,
-        zone: &Name,
+        change: &ChangeSet,
         expect_ver: Option<i64>,
-        prerequisites: &[Prerequisite],
-        edits: &[RecordEdit],
-        when_ignored: WhenIgnored,
     ) -> Result<ZoneEdit, StoreError> {
+        let zone = &change.zone;
         let current = self.zones.find_one(doc! {"_id": zone.to_string()}).await?;
         let served = match &current {
             Some(d) if d.contains_key("ver") => schema::zone_from_doc(d)?,
@@ -262,14 +252,19 @@ impl Store {
             secured,
             unmet: None,
         };
-        if let Err(unmet) = self.check_prerequisites(zone, ver, prerequisites).await? {
+        if let Err(unmet) = self
+            .check_prerequisites(zone, ver, &change.prerequisites)
+            .await?
+        {
             edit.unmet = Some(unmet);
             return Ok(edit);
         }
-        let (names, outcomes) = self.apply_in_memory(zone, ver, edits, secured).await?;
+        let (names, outcomes) = self
+            .apply_in_memory(zone, ver, &change.edits, secured)
+            .await?;
         let refused = outcomes.iter().any(|o| matches!(o, Edited::Ignored(_)));
         edit.outcomes = outcomes;
-        if refused && when_ignored == WhenIgnored::ApplyNothing {
+        if refused && change.when_ignored == WhenIgnored::ApplyNothing {
             return Ok(edit);
         }
         // A name that did not exist and ends empty (added, then deleted) is

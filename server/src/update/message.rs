@@ -13,7 +13,7 @@
 
 use crate::wire::walk::{records_from, u16_at, Part, RecordAt, Unwalkable};
 use crate::wire::{read_name, Rcode, CLASS_ANY, CLASS_IN, HEADER_LEN};
-use dns::edit::{Prerequisite, RecordEdit};
+use dns::edit::{ChangeSet, Prerequisite, RecordEdit};
 use dns::{Name, RType};
 
 /// Class NONE (RFC 2136 §1.3).
@@ -27,14 +27,11 @@ pub const OPCODE_UPDATE: u8 = 5;
 pub struct UpdateRequest {
     /// The message ID.
     pub id: u16,
-    /// The zone to update.
-    pub zone: Name,
     /// The zone section as it came (echoed in the reply).
     pub zone_section: std::ops::Range<usize>,
-    /// Prerequisites, in order.
-    pub prerequisites: Vec<Prerequisite>,
-    /// Edits, in order.
-    pub edits: Vec<RecordEdit>,
+    /// The zone, the prerequisites and the edits, in order; an edit the
+    /// rules leave out skips only itself (RFC 2136 §3.4.2).
+    pub change: ChangeSet,
 }
 
 /// Why an UPDATE cannot be read: the reply's rcode, and the zone section
@@ -152,10 +149,8 @@ pub fn parse_update(p: &[u8]) -> Result<UpdateRequest, Refusal> {
     }
     Ok(UpdateRequest {
         id,
-        zone,
         zone_section,
-        prerequisites,
-        edits,
+        change: ChangeSet::new(zone, edits).when(prerequisites),
     })
 }
 
@@ -256,25 +251,34 @@ mod tests {
             rr("a.upd.test.", 255, CLASS_ANY, 0, &[]),
         ];
         let r = parse_update(&message(&prereqs, &updates)).unwrap();
-        assert_eq!(r.zone, "upd.test.".parse::<Name>().unwrap());
-        assert!(matches!(r.prerequisites[0], Prerequisite::NameNotInUse(_)));
-        assert!(matches!(r.prerequisites[1], Prerequisite::NameInUse(_)));
+        assert_eq!(r.change.zone, "upd.test.".parse::<Name>().unwrap());
         assert!(matches!(
-            r.prerequisites[2],
+            r.change.prerequisites[0],
+            Prerequisite::NameNotInUse(_)
+        ));
+        assert!(matches!(
+            r.change.prerequisites[1],
+            Prerequisite::NameInUse(_)
+        ));
+        assert!(matches!(
+            r.change.prerequisites[2],
             Prerequisite::RRsetExists(_, RType::A)
         ));
         assert!(matches!(
-            r.prerequisites[3],
+            r.change.prerequisites[3],
             Prerequisite::RRsetAbsent(_, RType::MX)
         ));
         assert!(matches!(
-            r.prerequisites[4],
+            r.change.prerequisites[4],
             Prerequisite::RRsetIs(_, RType::A, _)
         ));
-        assert!(matches!(r.edits[0], RecordEdit::Add { .. }));
-        assert!(matches!(r.edits[1], RecordEdit::DeleteRecords { .. }));
-        assert!(matches!(r.edits[2], RecordEdit::DeleteRRset { .. }));
-        assert!(matches!(r.edits[3], RecordEdit::DeleteName { .. }));
+        assert!(matches!(r.change.edits[0], RecordEdit::Add { .. }));
+        assert!(matches!(
+            r.change.edits[1],
+            RecordEdit::DeleteRecords { .. }
+        ));
+        assert!(matches!(r.change.edits[2], RecordEdit::DeleteRRset { .. }));
+        assert!(matches!(r.change.edits[3], RecordEdit::DeleteName { .. }));
     }
 
     #[test]
@@ -305,7 +309,7 @@ mod tests {
         m[9] = 1;
         m.extend_from_slice(&[0xC0, 12, 0, 15, 0, 1, 0, 0, 1, 44, 0, 4, 0, 10, 0xC0, 12]);
         let r = parse_update(&m).unwrap();
-        match &r.edits[0] {
+        match &r.change.edits[0] {
             RecordEdit::Add { rrset, .. } => assert_eq!(
                 &rrset.rdata[0][..],
                 &[&[0u8, 10][..], &name("upd.test.")].concat()[..]
