@@ -32,14 +32,7 @@ const CLASS_IN: u16 = 1;
 const CLASS_NONE: u16 = 254;
 const CLASS_ANY: u16 = 255;
 
-/// One record of an UPDATE message.
-struct Rr {
-    owner: String,
-    rtype: u16,
-    class: u16,
-    ttl: u32,
-    rdata: Vec<u8>,
-}
+type Rr = UpdateRr;
 
 /// A small deterministic generator.
 struct Rng(u64);
@@ -145,21 +138,7 @@ fn random_prerequisite(rng: &mut Rng) -> Rr {
 
 /// An UPDATE message of `prereqs` and `updates`, TSIG-signed.
 fn message(id: u16, prereqs: &[Rr], updates: &[Rr], key: &TsigKey) -> Vec<u8> {
-    let mut m = id.to_be_bytes().to_vec();
-    m.extend_from_slice(&[0x28, 0, 0, 1]);
-    m.extend_from_slice(&(prereqs.len() as u16).to_be_bytes());
-    m.extend_from_slice(&(updates.len() as u16).to_be_bytes());
-    m.extend_from_slice(&[0, 0]);
-    m.extend(wire_name(ZONE));
-    m.extend_from_slice(&[0, 6, 0, 1]);
-    for r in prereqs.iter().chain(updates) {
-        m.extend(wire_name(&r.owner));
-        m.extend_from_slice(&r.rtype.to_be_bytes());
-        m.extend_from_slice(&r.class.to_be_bytes());
-        m.extend_from_slice(&r.ttl.to_be_bytes());
-        m.extend_from_slice(&(r.rdata.len() as u16).to_be_bytes());
-        m.extend_from_slice(&r.rdata);
-    }
+    let mut m = update_message(id, ZONE, prereqs, updates);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()

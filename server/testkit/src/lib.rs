@@ -12,6 +12,7 @@
 //!  http / stat: the control endpoint;  Relay: a database link to cut,
 //!  freeze, slow down or listen to;  run_bounded: a child with a time limit
 //!  axfr_text / verify_signed_zone: the served zone by dig, and both verifiers
+//!  update_message: a DNS UPDATE built by hand (the caller signs it)
 //! ```
 //!
 //! A dev-dependency only. It is a crate, not a module, because it needs
@@ -28,6 +29,7 @@ mod process;
 mod query;
 mod relay;
 mod server;
+mod update;
 mod zone_check;
 
 pub use backend_mongo::testing::*;
@@ -41,4 +43,5 @@ pub use query::{
 };
 pub use relay::Relay;
 pub use server::{start_with_control, ServerProcess};
+pub use update::{update_message, UpdateRr};
 pub use zone_check::{axfr_text, verify_signed_zone};
