@@ -34,18 +34,6 @@ const CLASS_ANY: u16 = 255;
 
 type Rr = UpdateRr;
 
-/// A small deterministic generator.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
-
 fn wire_name(name: &str) -> Vec<u8> {
     let n: backend_mongo::Name = name.parse().unwrap();
     n.as_wire().to_vec()
@@ -161,16 +149,7 @@ fn rcode(port: u16, msg: &[u8]) -> u8 {
 /// The zone's records by AXFR, normalised: one line each, sorted, the
 /// SOA once.
 fn records(port: u16) -> BTreeSet<String> {
-    axfr_text(port, ZONE)
-        .lines()
-        .filter(|l| !l.starts_with(';') && !l.trim().is_empty())
-        .map(|l| {
-            l.split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" ")
-                .to_lowercase()
-        })
-        .collect()
+    record_lines(&axfr_text(port, ZONE)).into_iter().collect()
 }
 
 fn start_knot(dir: &Path, port: u16) -> Child {
@@ -217,13 +196,7 @@ fn ask_udp_ok(port: u16) -> Option<()> {
 
 #[test]
 fn random_updates_give_the_same_rcodes_and_zones_as_knot() {
-    let seed: u64 = std::env::var("UPDATE_DIFF_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| {
-            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-            now.unwrap().as_nanos() as u64 | 1
-        });
+    let seed = seed("UPDATE_DIFF_SEED");
     let messages: usize = std::env::var("UPDATE_DIFF_MESSAGES")
         .ok()
         .and_then(|v| v.parse().ok())

@@ -255,6 +255,11 @@ impl NodeEdit {
         &self.name
     }
 
+    /// The name's RRsets as stored, before any edit.
+    pub fn before(&self) -> &[RRset] {
+        &self.before
+    }
+
     /// The name's RRsets with every edit so far applied.
     pub fn after(&self) -> &[RRset] {
         &self.after

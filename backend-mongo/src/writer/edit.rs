@@ -35,6 +35,7 @@ use dns::edit::{
     check_prerequisites, ChangeSet, Edited, NodeEdit, Prerequisite, RRsetWrite, RecordEdit, Unmet,
     WhenIgnored,
 };
+use dns::journal::{record_changes, JournalEntry, JournalRecord};
 use mongodb::bson::{doc, Bson, Document};
 use std::collections::BTreeMap;
 
@@ -67,6 +68,10 @@ pub struct ZoneEdit {
     written: Vec<Name>,
     secured: bool,
     unmet: Option<Unmet>,
+    /// What the edits removed and added, for the journal (unsigned zones).
+    changes: Option<(Vec<JournalRecord>, Vec<JournalRecord>)>,
+    /// The generation the zone's serial last moved at, as read.
+    serial_gen: Option<i64>,
 }
 
 impl ZoneEdit {
@@ -128,10 +133,15 @@ impl ZoneEdit {
             return Ok(self.summary(self.served.serial, None));
         }
         self.writer.note_changed(self.written.iter());
+        let from_soa = self.apex_soa().await?;
         let published = self
             .writer
             .publish_locked(false, Some(ver), Document::new())
             .await?;
+        if let Err(e) = self.journal(from_soa, published.gen).await {
+            // The change is in; a secondary behind it gets the whole zone.
+            tracing::warn!(%zone, error = %e, "the change could not be journaled");
+        }
         if published.serial != self.served.serial {
             // The SOA moved: the publish listed the apex too.
             self.written.push(zone.clone());
@@ -142,6 +152,49 @@ impl ZoneEdit {
             }
         }
         Ok(self.summary(published.serial, Some(published.gen)))
+    }
+
+    /// The apex SOA as stored now.
+    async fn apex_soa(&self) -> Result<Option<JournalRecord>, StoreError> {
+        let apex = &self.served.apex;
+        let node = self
+            .store
+            .read_full_node(apex, self.served.ver, apex)
+            .await?;
+        let soa = node.and_then(|n| n.rrsets.into_iter().find(|s| s.rrset.rtype == RType::SOA));
+        Ok(soa.and_then(|s| {
+            Some(JournalRecord {
+                owner: apex.clone(),
+                rtype: RType::SOA,
+                ttl: s.rrset.ttl,
+                rdata: s.rrset.rdata.into_iter().next()?,
+            })
+        }))
+    }
+
+    /// Journals the published change (generation `gen`) for IXFR, unless
+    /// the zone is secured (its signer's writes are not journaled).
+    async fn journal(
+        &mut self,
+        from_soa: Option<JournalRecord>,
+        gen: i64,
+    ) -> Result<(), StoreError> {
+        let (Some((removed, added)), Some(from_soa)) = (self.changes.take(), from_soa) else {
+            return Ok(());
+        };
+        let Some(to_soa) = self.apex_soa().await? else {
+            return Ok(());
+        };
+        let entry = JournalEntry {
+            gen,
+            base_gen: self.served.gen,
+            exact: self.serial_gen == Some(self.served.gen),
+            from_soa,
+            to_soa,
+            removed,
+            added,
+        };
+        self.store.append_journal(&self.served.apex, &entry).await
     }
 
     fn summary(&mut self, serial: u32, gen: Option<i64>) -> EditSummary {
@@ -157,6 +210,17 @@ impl ZoneEdit {
             unmet: self.unmet.take(),
         }
     }
+}
+
+/// Every record the changed names lost and gained.
+fn journal_changes(changed: &[&Pending]) -> (Vec<JournalRecord>, Vec<JournalRecord>) {
+    let (mut removed, mut added) = (Vec::new(), Vec::new());
+    for p in changed {
+        let (r, a) = record_changes(p.edit.name(), p.edit.before(), p.edit.after());
+        removed.extend(r);
+        added.extend(a);
+    }
+    (removed, added)
 }
 
 /// One name being edited: what was stored, and the edit in memory.
@@ -251,6 +315,10 @@ impl Store {
             written: Vec::new(),
             secured,
             unmet: None,
+            changes: None,
+            serial_gen: current
+                .as_ref()
+                .and_then(|d| schema::int_field(d, super::SERIAL_GEN)),
         };
         if let Err(unmet) = self
             .check_prerequisites(zone, ver, &change.prerequisites)
@@ -275,6 +343,9 @@ impl Store {
             .collect();
         if !changed.is_empty() {
             self.record_intent(zone, &changed).await?;
+        }
+        if !secured {
+            edit.changes = Some(journal_changes(&changed));
         }
         let mut written: Vec<Name> = Vec::new();
         for p in changed.iter().filter(|p| !p.existed && !p.edit.is_empty()) {

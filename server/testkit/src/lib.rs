@@ -13,6 +13,8 @@
 //!  freeze, slow down or listen to;  run_bounded: a child with a time limit
 //!  axfr_text / verify_signed_zone: the served zone by dig, and both verifiers
 //!  update_message: a DNS UPDATE built by hand (the caller signs it)
+//!  seed / Rng: seeded randomness that a printed seed replays
+//!  dig_transfer: AXFR/IXFR/SOA by dig, one text block
 //! ```
 //!
 //! A dev-dependency only. It is a crate, not a module, because it needs
@@ -28,6 +30,7 @@ mod ports;
 mod process;
 mod query;
 mod relay;
+mod seeded;
 mod server;
 mod update;
 mod zone_check;
@@ -42,6 +45,7 @@ pub use query::{
     answered_within_a_second, ask_tcp, ask_udp, build_query, lines, tcp_exchange, udp_exchange,
 };
 pub use relay::Relay;
+pub use seeded::{seed, Rng};
 pub use server::{start_with_control, ServerProcess};
 pub use update::{update_message, UpdateRr};
-pub use zone_check::{axfr_text, verify_signed_zone};
+pub use zone_check::{axfr_text, dig_transfer, record_lines, verify_signed_zone};
