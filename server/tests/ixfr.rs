@@ -1,7 +1,7 @@
 //! IXFR from the zone journal (RFC 1995): what mongodns sends, applied to
 //! the zone a secondary held, must give the zone as it is now; a serial the
-//! journal does not reach gets the whole zone; Knot DNS as a secondary
-//! follows record edits by IXFR.
+//! journal does not reach gets the whole zone; Knot DNS and NSD as
+//! secondaries follow record edits by IXFR.
 //!
 //! ```text
 //!  import ─► AXFR (the old zone, serial S) ─► seeded record edits through
@@ -11,7 +11,8 @@
 //!     serial seen> ─► applied to that zone == AXFR now
 //!  a merge import (no journal) ─► IXFR=S ─► the whole zone, == AXFR
 //!  knotd secondary (refresh every 2 s) ─► an edit ─► Knot serves it, and
-//!     its log says IXFR
+//!     its log says IXFR; nsd the same, its refreshes answered from the
+//!     journal (ixfr_incremental)
 //! ```
 
 use backend_mongo::dns::edit::{ChangeSet, RecordEdit};
@@ -265,7 +266,8 @@ fn start_knot(dir: &Path, port: u16, primary: u16) -> Child {
         .expect("knotd is needed (Debian's knot)")
 }
 
-fn knot_serial(port: u16) -> Option<u32> {
+/// The SOA serial a secondary on `port` serves.
+fn secondary_serial(port: u16) -> Option<u32> {
     let q = build_query(3, ZONE, 6, None, false);
     let reply = udp_exchange(port, &q, Duration::from_millis(300))?;
     let m = hickory_proto::op::Message::from_vec(&reply).ok()?;
@@ -290,7 +292,7 @@ fn knot_follows_record_edits_by_ixfr() {
     let log = || std::fs::read_to_string(dir.join("knotd.log")).unwrap_or_default();
     let wait = |serial: u32| {
         let started = Instant::now();
-        while knot_serial(knot_port) != Some(serial) {
+        while secondary_serial(knot_port) != Some(serial) {
             assert!(
                 started.elapsed() < Duration::from_secs(20),
                 "Knot never reached serial {serial}:\n{}",
@@ -330,4 +332,78 @@ fn knot_follows_record_edits_by_ixfr() {
     eprintln!("ixfr: Knot's transfers: {incoming:#?}");
     knot.kill().ok();
     knot.wait().ok();
+}
+
+/// NSD as a secondary of `primary`, its refresh capped at 2 s.
+fn start_nsd(dir: &Path, port: u16, primary: u16) -> Child {
+    let d = dir.display();
+    let conf = format!(
+        "server:\n    ip-address: 127.0.0.1@{port}\n    server-count: 1\n    username: \"\"\n    chroot: \"\"\n    zonesdir: \"{d}\"\n    database: \"\"\n    pidfile: \"{d}/nsd.pid\"\n    xfrdfile: \"{d}/xfrd.state\"\n    zonelistfile: \"{d}/zone.list\"\n    verbosity: 2\n\
+remote-control:\n    control-enable: no\n\
+zone:\n    name: {ZONE}\n    zonefile: ixfr.zone\n    request-xfr: 127.0.0.1@{primary} NOKEY\n    max-refresh-time: 2\n    min-refresh-time: 1\n"
+    );
+    std::fs::write(dir.join("nsd.conf"), conf).unwrap();
+    let log = std::fs::File::create(dir.join("nsd.log")).unwrap();
+    Command::new("nsd")
+        .args(["-d", "-c"])
+        .arg(dir.join("nsd.conf"))
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("nsd is needed (Debian's nsd)")
+}
+
+#[test]
+fn nsd_follows_record_edits_by_ixfr() {
+    let db = block_on(async {
+        let db = TestZoneDb::new("ixfr_nsd").await;
+        db.import(ZONE, ZONE_TEXT, true).await;
+        db
+    });
+    let (ours, control) = start_with_control(&db.name, &["--axfr-allow", "127.0.0.1/32"]);
+    let dir = db.dir.join("nsd");
+    std::fs::create_dir_all(&dir).unwrap();
+    let nsd_port = free_port();
+    let mut nsd = start_nsd(&dir, nsd_port, ours.port);
+    let log = || std::fs::read_to_string(dir.join("nsd.log")).unwrap_or_default();
+    let wait = |serial: u32| {
+        let started = Instant::now();
+        while secondary_serial(nsd_port) != Some(serial) {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "NSD never reached serial {serial}:\n{}",
+                log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        started.elapsed()
+    };
+    let mut serial = serial_of(&transfer(ours.port, "SOA")[0]);
+    wait(serial);
+    for i in 0..3u8 {
+        let owner = name(&format!("s{i}.ixfr.test."));
+        apply(
+            &db,
+            vec![RecordEdit::add(
+                owner,
+                RType::A,
+                60,
+                vec![vec![192, 0, 2, i].into()],
+            )],
+        );
+        serial = until_serial_after(ours.port, serial);
+        let took = wait(serial);
+        eprintln!("ixfr: NSD at serial {serial} {took:?} after mongodns served it");
+    }
+    assert!(
+        stat(control, "ixfr_incremental") >= 3,
+        "NSD's refreshes were answered from the journal:\n{}",
+        log()
+    );
+    let q = build_query(9, "s2.ixfr.test.", 1, None, false);
+    let reply = udp_exchange(nsd_port, &q, Duration::from_secs(1)).expect("NSD answers");
+    let m = hickory_proto::op::Message::from_vec(&reply).unwrap();
+    assert_eq!(m.answers.len(), 1, "NSD serves the edited name");
+    nsd.kill().ok();
+    nsd.wait().ok();
 }
