@@ -277,6 +277,39 @@ fn secondary_serial(port: u16) -> Option<u32> {
     }
 }
 
+/// Three edits, one at a time: `secondary` (on `port`) must serve each
+/// new serial within 20 s of mongodns serving it; the delays are printed.
+fn follow_three_edits(
+    db: &TestZoneDb,
+    ours: u16,
+    port: u16,
+    secondary: &str,
+    log: &dyn Fn() -> String,
+) {
+    let wait = |serial: u32| {
+        let started = Instant::now();
+        while secondary_serial(port) != Some(serial) {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "{secondary} never reached serial {serial}:\n{}",
+                log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        started.elapsed()
+    };
+    let mut serial = serial_of(&transfer(ours, "SOA")[0]);
+    wait(serial);
+    for i in 0..3u8 {
+        let owner = name(&format!("s{i}.ixfr.test."));
+        let rdata = vec![vec![192, 0, 2, i].into()];
+        apply(db, vec![RecordEdit::add(owner, RType::A, 60, rdata)]);
+        serial = until_serial_after(ours, serial);
+        let took = wait(serial);
+        eprintln!("ixfr: {secondary} at serial {serial} {took:?} after mongodns served it");
+    }
+}
+
 #[test]
 fn knot_follows_record_edits_by_ixfr() {
     let db = block_on(async {
@@ -290,35 +323,7 @@ fn knot_follows_record_edits_by_ixfr() {
     let knot_port = free_port();
     let mut knot = start_knot(&dir, knot_port, ours.port);
     let log = || std::fs::read_to_string(dir.join("knotd.log")).unwrap_or_default();
-    let wait = |serial: u32| {
-        let started = Instant::now();
-        while secondary_serial(knot_port) != Some(serial) {
-            assert!(
-                started.elapsed() < Duration::from_secs(20),
-                "Knot never reached serial {serial}:\n{}",
-                log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        started.elapsed()
-    };
-    let mut serial = serial_of(&transfer(ours.port, "SOA")[0]);
-    wait(serial);
-    for i in 0..3u8 {
-        let owner = name(&format!("k{i}.ixfr.test."));
-        apply(
-            &db,
-            vec![RecordEdit::add(
-                owner,
-                RType::A,
-                60,
-                vec![vec![192, 0, 2, i].into()],
-            )],
-        );
-        serial = until_serial_after(ours.port, serial);
-        let took = wait(serial);
-        eprintln!("ixfr: Knot at serial {serial} {took:?} after mongodns served it");
-    }
+    follow_three_edits(&db, ours.port, knot_port, "Knot", &log);
     let text = log();
     let incoming: Vec<&str> = text
         .lines()
@@ -366,35 +371,7 @@ fn nsd_follows_record_edits_by_ixfr() {
     let nsd_port = free_port();
     let mut nsd = start_nsd(&dir, nsd_port, ours.port);
     let log = || std::fs::read_to_string(dir.join("nsd.log")).unwrap_or_default();
-    let wait = |serial: u32| {
-        let started = Instant::now();
-        while secondary_serial(nsd_port) != Some(serial) {
-            assert!(
-                started.elapsed() < Duration::from_secs(30),
-                "NSD never reached serial {serial}:\n{}",
-                log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        started.elapsed()
-    };
-    let mut serial = serial_of(&transfer(ours.port, "SOA")[0]);
-    wait(serial);
-    for i in 0..3u8 {
-        let owner = name(&format!("s{i}.ixfr.test."));
-        apply(
-            &db,
-            vec![RecordEdit::add(
-                owner,
-                RType::A,
-                60,
-                vec![vec![192, 0, 2, i].into()],
-            )],
-        );
-        serial = until_serial_after(ours.port, serial);
-        let took = wait(serial);
-        eprintln!("ixfr: NSD at serial {serial} {took:?} after mongodns served it");
-    }
+    follow_three_edits(&db, ours.port, nsd_port, "NSD", &log);
     assert!(
         stat(control, "ixfr_incremental") >= 3,
         "NSD's refreshes were answered from the journal:\n{}",
