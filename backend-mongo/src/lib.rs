@@ -47,5 +47,5 @@ pub use schema::{ChangeRecord, Node, RRset, ZoneInfo};
 pub use store::{ReadFrom, Store, StoreError};
 pub use writer::{
     BaselineWriter, Collected, DeletedZone, EditSummary, NodeWrite, Switched, WriteMode,
-    WriteStats, ZoneContent, ZoneEdit, ZoneWriter,
+    WriteStats, ZoneContent, ZoneEdit, ZoneSettings, ZoneWriter,
 };

@@ -318,6 +318,24 @@ options! {
         /// (RFC 8945's floor for hmac-sha256) is FORMERR whatever this says.
         tsig_min_mac_bytes: usize = 16,
             [env = "MONGODNS_TSIG_MIN_MAC_BYTES", value_name = "BYTES"];
+        /// Secondaries to NOTIFY (RFC 1996) when a zone's serial moves, for
+        /// every zone without its own list (`mongodns-zone set-notify`):
+        /// `ADDR[:PORT][,key=NAME]` (port 53; key: one of the TSIG keys,
+        /// the NOTIFY is then signed with it); repeat for several. Empty:
+        /// only zones with their own list are notified. In the environment,
+        /// several are separated by spaces.
+        notify: Vec<String> = Vec::new(),
+            [env = "MONGODNS_NOTIFY", value_delimiter = ' ', value_name = "ADDR[:PORT][,key=NAME]"];
+        /// Shortest time between two NOTIFYs of one zone, in ms: the
+        /// publishes between are folded into the next (the last serial is
+        /// always notified).
+        notify_interval_ms: u64 = 1000, [env = "MONGODNS_NOTIFY_INTERVAL_MS", value_name = "MS"];
+        /// NOTIFY datagrams sent to one secondary at most (the first and the
+        /// retries) before it is given up on.
+        notify_retries: u32 = 5, [env = "MONGODNS_NOTIFY_RETRIES", value_name = "N"];
+        /// Milliseconds to wait for a NOTIFY's reply; each retry waits twice
+        /// as long as the one before.
+        notify_timeout_ms: u64 = 1000, [env = "MONGODNS_NOTIFY_TIMEOUT_MS", value_name = "MS"];
         /// On SIGTERM, milliseconds to wait for queries in flight before exiting.
         shutdown_grace_ms: u64 = 5000, [env = "MONGODNS_SHUTDOWN_GRACE_MS", value_name = "MS"];
         /// MongoDB connection string.
@@ -418,6 +436,9 @@ options! {
         /// Key every HTTP API request must send as `X-API-Key`; required
         /// with api_listen.
         api_key: String, [env = "MONGODNS_API_KEY", value_name = "KEY"];
+        /// The server's identity for NSID (RFC 5001), sent to queries that ask
+        /// with an empty NSID option: text, or `hex:` and hex digits; off if unset.
+        nsid: String, [env = "MONGODNS_NSID", value_name = "TEXT"];
         /// Query log: a file path, `syslog` (/dev/log) or `syslog:SOCKET`; off
         /// if unset.
         query_log: String, [env = "MONGODNS_QUERY_LOG", value_name = "DEST"];
@@ -547,6 +568,21 @@ impl Config {
             if let Err(e) = net.parse::<Cidr>() {
                 p.push(format!("axfr_allow: {e}"));
             }
+        }
+        for target in &self.notify {
+            if let Err(e) = crate::notify::check_syntax(target) {
+                p.push(format!("notify: {e}"));
+            }
+        }
+        if self.notify_retries == 0 || self.notify_timeout_ms == 0 {
+            p.push("notify_retries, notify_timeout_ms: must be above 0".into());
+        }
+        if let Some(Err(e)) = self
+            .nsid
+            .as_deref()
+            .map(crate::pipeline::edns_options::parse_nsid)
+        {
+            p.push(format!("nsid: {e}"));
         }
         if !(self.mongodb_uri.starts_with("mongodb://")
             || self.mongodb_uri.starts_with("mongodb+srv://"))

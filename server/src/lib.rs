@@ -18,6 +18,7 @@ pub mod control;
 pub mod frontend;
 pub mod guard;
 pub mod http;
+pub mod notify;
 pub mod observe;
 pub mod pipeline;
 pub mod querylog;

@@ -5,7 +5,8 @@
 //!  flags > env > --config file > defaults (config.rs) ─► --check-config: print, exit
 //!     ─► init_logging (text|json, reloadable filter)
 //!  run: connect (MongoDB, read preference, ensure indexes) ─► pipeline_config
-//!     (TSIG keys) ─► rate_limiter ─► Caches::start (registry poller) ─► responder
+//!     (TSIG keys, NSID) ─► rate_limiter ─► Caches::start (registry poller)
+//!     ─► start_notify (NOTIFY out, told by the poller) ─► responder
 //!     ─► open_query_log ─► metrics ─► start_control ─► start_api ─► Signals::install
 //!     ─► serve_dns (UDP: one socket per worker per address; TCP) ─► Signals::wait
 //!     ─► drain ─► close the query log
@@ -20,7 +21,9 @@ use mongodns_server::catalog::keep_catalog;
 use mongodns_server::config::{canonical_read_preference, Cli, Config, LogFormat, Resolved};
 use mongodns_server::control::{serve_control, Control, ControlLimits};
 use mongodns_server::frontend::{tcp, udp, Handler};
+use mongodns_server::notify;
 use mongodns_server::observe::{Observed, QueryMetrics};
+use mongodns_server::pipeline::edns_options::parse_nsid;
 use mongodns_server::pipeline::{PipelineConfig, ReplyCache, Responder};
 use mongodns_server::querylog::{Destination, QueryLog, QueryLogConfig};
 use mongodns_server::rrl::{Rrl, RrlConfig};
@@ -105,6 +108,7 @@ async fn run(
     let config = pipeline_config(&args)?;
     let rrl = rate_limiter(&args);
     let caches = Caches::start(&args, &store);
+    start_notify(&args, &config, &store, &caches.registry)?;
     let responder = responder(&args, &caches, config, &store);
     let query_log = open_query_log(&args)?;
     let metrics = Arc::new(QueryMetrics::default());
@@ -211,7 +215,40 @@ fn pipeline_config(args: &Config) -> Result<PipelineConfig, String> {
     for key in config.tsig_keys.iter().filter(|k| k.zones.is_empty()) {
         tracing::warn!(key = %key.name, "TSIG key valid for every zone; scope it with zones=");
     }
+    config.nsid = args.nsid.as_deref().map(parse_nsid).transpose()?;
     Ok(config)
+}
+
+/// NOTIFY out: the default secondaries (`--notify`, keys among the TSIG
+/// keys), told of every serial the registry's poll sees move.
+fn start_notify(
+    args: &Config,
+    pipeline: &PipelineConfig,
+    store: &Store,
+    registry: &ZoneRegistry,
+) -> Result<(), String> {
+    let keys = pipeline.tsig_keys.clone();
+    let defaults = args
+        .notify
+        .iter()
+        .map(|t| notify::parse_target(t, &keys))
+        .collect::<Result<Vec<_>, _>>()?;
+    if !defaults.is_empty() {
+        let list: Vec<String> = defaults.iter().map(|t| t.addr.to_string()).collect();
+        tracing::info!(secondaries = ?list, "NOTIFY on: default secondaries");
+    }
+    let config = notify::NotifyConfig {
+        defaults,
+        keys,
+        interval: Duration::from_millis(args.notify_interval_ms),
+        retry: notify::Retry {
+            attempts: args.notify_retries,
+            first_wait: Duration::from_millis(args.notify_timeout_ms),
+        },
+        ..notify::NotifyConfig::default()
+    };
+    notify::Notifier::new(config, store.clone()).watch(registry);
+    Ok(())
 }
 
 /// Response rate limiting, if a rate is set.

@@ -22,6 +22,8 @@
 //!        ─► nodes deleted after the grace                     (delete.rs)
 //!  Store::edit_zone(edits) ─► [zone lock] read, edit, write the names,
 //!        serial + 1, change record, gen = seq   (single records: edit.rs)
+//!  Store::set_zone_notify ─► [zone lock] zone_settings{_id}, change record
+//!        with no names, gen = seq                             (settings.rs)
 //! ```
 //!
 //! Every write of a zone document happens under the zone lock
@@ -39,6 +41,7 @@ mod edit;
 mod journal;
 mod meta;
 mod publish;
+mod settings;
 mod zones;
 
 pub use crate::serial::{serial_gt, soa_serial};
@@ -48,6 +51,7 @@ pub use collect::{Collected, DELETING, OLD_VERSIONS};
 pub use delete::{DeletedZone, DELETED, LAST_VER};
 pub use edit::{EditSummary, ZoneEdit};
 pub use journal::{JOURNAL, JOURNAL_KEPT, MAX_JOURNAL_RECORDS, SERIAL_GEN};
+pub use settings::{ZoneSettings, ZONE_SETTINGS};
 pub use zones::ZoneContent;
 
 use crate::lock::ZONE_LOCK;

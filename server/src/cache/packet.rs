@@ -407,6 +407,8 @@ fn normalise(p: &[u8], tcp: bool, max_udp: u16, hasher: &impl BuildHasher) -> Op
         let size = u16::from_be_bytes([opt[3], opt[4]]);
         let dnssec_ok = opt[7] & 0x80 != 0;
         flags |= 1 | (u8::from(dnssec_ok) << 1);
+        // NSID / EXPIRE asked: their replies carry more (edns_options.rs).
+        flags |= crate::wire::options::asked_in(&p[pos + 11..]).bits() << 3;
         if tcp {
             65535
         } else {

@@ -96,6 +96,10 @@ pub enum NodePurge<'a> {
 /// Drops nodes of (zone apex, current version) from a record cache.
 pub type NodePurger = Box<dyn Fn(&Name, i64, NodePurge<'_>) + Send + Sync>;
 
+/// Told of every zone whose SOA serial a poll saw move, or that appeared
+/// (NOTIFY out, `crate::notify`); must not block.
+pub type SerialWatcher = Box<dyn Fn(&ZoneInfo) + Send + Sync>;
+
 /// The names `apex` changed from generation `from` (held) to `to`, when the
 /// change records account for it: the record of `to` is this zone's, and
 /// no record of this zone in between says "all". `None`: drop everything.
@@ -145,6 +149,8 @@ pub struct ZoneRegistry {
     purges: AtomicU64,
     /// Drops nodes from the record cache (see `apply_logged_changes`).
     node_purger: std::sync::OnceLock<NodePurger>,
+    /// Told of serial changes (see `set_serial_watcher`).
+    serial_watcher: std::sync::OnceLock<SerialWatcher>,
     /// The first generation above `last_seq` that no change record or zone
     /// accounts for yet, and since when.
     hole: std::sync::Mutex<Option<(i64, Instant)>>,
@@ -177,6 +183,7 @@ impl ZoneRegistry {
             preload_wanted: AtomicBool::new(false),
             purges: AtomicU64::new(0),
             node_purger: std::sync::OnceLock::new(),
+            serial_watcher: std::sync::OnceLock::new(),
             hole: std::sync::Mutex::new(None),
         }
     }
@@ -309,11 +316,15 @@ impl ZoneRegistry {
                 }
                 *state.info.write().unwrap_or_else(|p| p.into_inner()) = info.clone();
                 state.gen.store(info.gen, Ordering::Release);
+                if held.serial != info.serial {
+                    self.tell_serial(info);
+                }
             }
         }
         if appeared.is_empty() {
             return;
         }
+        appeared.iter().for_each(|info| self.tell_serial(info));
         if self.complete.load(Ordering::Acquire) {
             self.add_zones(appeared.into_iter());
         }
@@ -324,6 +335,17 @@ impl ZoneRegistry {
     /// cache registers itself; once).
     pub fn set_node_purger(&self, purge: NodePurger) {
         let _ = self.node_purger.set(purge);
+    }
+
+    /// Sets who is told of moved serials (the notifier registers itself; once).
+    pub fn set_serial_watcher(&self, watch: SerialWatcher) {
+        let _ = self.serial_watcher.set(watch);
+    }
+
+    fn tell_serial(&self, info: &ZoneInfo) {
+        if let Some(watch) = self.serial_watcher.get() {
+            watch(info);
+        }
     }
 
     /// The node epoch of `apex`, if it is a known zone.

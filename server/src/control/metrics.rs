@@ -94,6 +94,7 @@ impl Control {
         all.extend(self.query_log_metrics());
         all.extend(self.serving_metrics());
         all.extend(guard_metrics());
+        all.extend(notify_metrics());
         all
     }
 
@@ -440,6 +441,14 @@ impl Control {
 /// every one a count of events.
 fn guard_metrics() -> impl Iterator<Item = Metric> {
     crate::guard::GUARD
+        .snapshot()
+        .into_iter()
+        .map(|(name, help, value)| counter(name, help, value))
+}
+
+/// The NOTIFY counters (crate::notify).
+fn notify_metrics() -> impl Iterator<Item = Metric> {
+    crate::notify::NOTIFY
         .snapshot()
         .into_iter()
         .map(|(name, help, value)| counter(name, help, value))

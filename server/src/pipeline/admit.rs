@@ -78,7 +78,12 @@ impl<B: Backend> Responder<B> {
             return only(Rcode::REFUSED);
         };
         let (tx, mut rx) = mpsc::channel(TRANSFER_QUEUE);
-        let sink = transfer::Sink::new(tx, signer);
+        let first = transfer::FirstOptions {
+            asked: super::edns_options::asked(packet),
+            nsid: self.config.nsid.clone(),
+            expire: None,
+        };
+        let sink = transfer::Sink::new(tx, signer).with_first_options(first);
         let (packet, query) = (packet.to_vec(), query.clone());
         match &self.transfer_store {
             Some(store) => spawn_run(store.clone(), packet, query, max_udp, sink, (claim, slot)),

@@ -19,6 +19,7 @@ mod admit;
 pub mod answer;
 mod cached;
 pub mod dnssec;
+pub mod edns_options;
 mod failure;
 pub mod lookup;
 pub mod render;
@@ -69,6 +70,8 @@ pub struct PipelineConfig {
     /// Zone transfers running at once, server-wide (each holds one
     /// database cursor); more get REFUSED.
     pub max_transfers: usize,
+    /// The server's NSID (RFC 5001), sent when a query asks (`--nsid`).
+    pub nsid: Option<Vec<u8>>,
 }
 
 impl Default for PipelineConfig {
@@ -80,6 +83,7 @@ impl Default for PipelineConfig {
             tsig_keys: Vec::new(),
             tsig_min_mac: tsig::MIN_MAC_LEN,
             max_transfers: 4,
+            nsid: None,
         }
     }
 }
@@ -345,6 +349,7 @@ impl<B: Backend> Responder<B> {
                 return self.servfail(packet, query);
             }
         };
+        self.add_edns_options(packet, query, &solved, &mut reply, limit);
         if solved.used_stale {
             // Built (perhaps) from expired records while the database
             // failed: short TTLs, and not kept (RFC 8767 §4). Another
@@ -361,15 +366,38 @@ impl<B: Backend> Responder<B> {
     /// Not in any zone we serve: REFUSED, with the Extended DNS Error "Not
     /// Authoritative" as Knot and NSD send.
     fn refused(&self, packet: &[u8], query: &Query, key: Option<PacketKey>) -> Vec<u8> {
-        let reply = render::rcode_with_ede(
+        let mut reply = render::rcode_with_ede(
             packet,
             query,
             Rcode::REFUSED,
             Some(render::EDE_NOT_AUTHORITATIVE),
             self.config.max_udp_size,
         );
+        // A REFUSED reply is small; the UDP limit holds for TCP too.
+        let limit = render::size_limit(query, Transport::Udp, self.config.max_udp_size);
+        let asked = edns_options::asked(packet);
+        edns_options::decorate(&mut reply, asked, self.config.nsid.as_deref(), None, limit);
         self.remember_refused(key, &reply);
         reply
+    }
+
+    /// NSID and EXPIRE (for an SOA at the apex) when the query asks.
+    fn add_edns_options(
+        &self,
+        packet: &[u8],
+        query: &Query,
+        solved: &Solved,
+        reply: &mut Vec<u8>,
+        limit: usize,
+    ) {
+        let asked = edns_options::asked(packet);
+        let expire = (query.qtype == RType::SOA && query.qname == solved.first_zone.apex)
+            .then(|| solved.answer.answer.first())
+            .flatten()
+            .filter(|p| p.rrset.rtype == RType::SOA)
+            .and_then(|p| edns_options::soa_expire(p.rrset.rdata.first()?));
+        let nsid = self.config.nsid.as_deref();
+        edns_options::decorate(reply, asked, nsid, expire, limit);
     }
 }
 

@@ -179,7 +179,7 @@ pub fn add_ede(reply: &mut Vec<u8>, code: u16, limit: usize) -> bool {
 
 /// Offset of the RDLENGTH field of the OPT record in `msg`'s additional
 /// section, if there is one.
-fn opt_rdlength_at(msg: &[u8]) -> Option<usize> {
+pub(crate) fn opt_rdlength_at(msg: &[u8]) -> Option<usize> {
     let opt = crate::wire::walk::records(msg)
         .ok()?
         .map_while(Result::ok)

@@ -77,6 +77,19 @@ pub struct Sink {
     tx: mpsc::Sender<Result<Vec<u8>, Aborted>>,
     signer: Option<TsigSigner>,
     sent: usize,
+    /// NSID / EXPIRE for the first message (edns_options.rs).
+    first: FirstOptions,
+}
+
+/// What the first message of a transfer carries in its OPT, if asked.
+#[derive(Clone, Debug, Default)]
+pub struct FirstOptions {
+    /// What the request asked for.
+    pub asked: crate::wire::options::Asked,
+    /// The server's NSID.
+    pub nsid: Option<Vec<u8>>,
+    /// The zone's SOA EXPIRE (set once the SOA is read).
+    pub expire: Option<u32>,
 }
 
 impl Sink {
@@ -86,10 +99,22 @@ impl Sink {
             tx,
             signer,
             sent: 0,
+            first: FirstOptions::default(),
         }
     }
 
+    /// The first message carries `first`'s options (as asked).
+    pub fn with_first_options(mut self, first: FirstOptions) -> Sink {
+        self.first = first;
+        self
+    }
+
     async fn send(&mut self, mut message: Vec<u8>) -> Result<(), TransferError> {
+        if self.sent == 0 {
+            let f = &self.first;
+            let nsid = f.nsid.as_deref();
+            super::edns_options::decorate(&mut message, f.asked, nsid, f.expire, MAX_MESSAGE_SIZE);
+        }
         if let Some(signer) = self.signer.as_mut() {
             signer.sign(&mut message);
         }
@@ -159,6 +184,7 @@ async fn transfer<B: Backend>(
         let reply = render::rcode_only(packet, query, Rcode::SERVFAIL, max_udp);
         return sink.send(reply).await;
     };
+    sink.first.expire = super::edns_options::soa_expire(&soa.rdata[0]);
     if query.qtype == RType::IXFR {
         // Up to date? Then the SOA is all we need (RFC 1995 §2).
         let current = soa_serial(&soa.rdata[0]);

@@ -4,11 +4,13 @@
 //!  bytes ──parse_query──► Ok(Query) | Err(QueryError::{Drop, Reply(rcode)})
 //!  received messages ──walk::{read_name, records}──► names, RecordAt
 //!  Query + sections ──MessageWriter──► bytes (compressed, truncated by RRset)
+//!  OPT rdata ──options::asked_in──► NSID / EXPIRE asked for
 //! ```
 //!
 //! Only what an authoritative server needs: one question, an optional OPT
 //! record, and replies built RRset by RRset within a size limit.
 
+pub mod options;
 pub mod query;
 pub mod walk;
 pub mod writer;

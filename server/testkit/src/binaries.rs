@@ -36,7 +36,7 @@ pub fn binary(name: &str) -> PathBuf {
 fn package_of(name: &str) -> &'static str {
     match name {
         "mongodns-server" => "mongodns-server",
-        "mongodns-sign" => "signer",
+        "mongodns-sign" | "mongodns-zone" => "signer",
         "mongodns-import" | "mongodns-perf" | "mongodns-zonegen" => "loadtools",
         other => panic!("{other} is not a binary of the workspace"),
     }

@@ -15,6 +15,7 @@
 //!  update_message: a DNS UPDATE built by hand (the caller signs it)
 //!  seed / Rng: seeded randomness that a printed seed replays
 //!  dig_transfer: AXFR/IXFR/SOA by dig, one text block
+//!  Secondary::knot / ::nsd: real secondaries of a server (NOTIFY, AXFR)
 //! ```
 //!
 //! A dev-dependency only. It is a crate, not a module, because it needs
@@ -30,6 +31,7 @@ mod ports;
 mod process;
 mod query;
 mod relay;
+mod secondary;
 mod seeded;
 mod server;
 mod update;
@@ -45,6 +47,7 @@ pub use query::{
     answered_within_a_second, ask_tcp, ask_udp, build_query, lines, tcp_exchange, udp_exchange,
 };
 pub use relay::Relay;
+pub use secondary::{soa_serial, Secondary, SecondaryKind, SharedKey};
 pub use seeded::{seed, Rng};
 pub use server::{start_with_control, ServerProcess};
 pub use update::{update_message, UpdateRr};

@@ -11,6 +11,7 @@
 //!                                  (RFC 2136's rules; signed when secured)
 //!  sync-catalog [--follow S]      signer::catalog::sync: a catalog zone
 //!                                  (RFC 9432) listing every served zone
+//!  set-notify                      the zone's settings document: its secondaries
 //!  exit status: 0 done, 1 refused or failed, 2 bad input
 //! ```
 
@@ -65,6 +66,9 @@ enum Command {
     /// Make a catalog zone (RFC 9432, version 2) list every served zone:
     /// created if missing, members added and removed.
     SyncCatalog(CatalogArgs),
+    /// Where servers send NOTIFY for the zone (its settings document):
+    /// replaces the servers' --notify list for it; no address: nobody.
+    SetNotify(NotifyArgs),
 }
 
 #[derive(clap::Args)]
@@ -74,6 +78,18 @@ struct CatalogArgs {
     /// Sync again every this many seconds, until stopped.
     #[arg(long)]
     follow: Option<u64>,
+}
+
+#[derive(clap::Args)]
+struct NotifyArgs {
+    /// The zone.
+    zone: String,
+    /// Secondaries, each `ADDR[:PORT][,key=NAME]` (port 53; NAME one of
+    /// the servers' TSIG keys).
+    targets: Vec<String>,
+    /// Drop the zone's own list: the servers' --notify list applies again.
+    #[arg(long, conflicts_with = "targets")]
+    defaults: bool,
 }
 
 #[derive(clap::Args)]
@@ -229,6 +245,7 @@ enum Job {
     Delete(Name, Duration),
     Check(Name),
     SyncCatalog(Name, Option<Duration>),
+    SetNotify(Name, Option<Vec<String>>),
 }
 
 impl Job {
@@ -275,6 +292,11 @@ impl Job {
                 let every = a.follow.map(|s| Duration::from_secs(s.max(1)));
                 Job::SyncCatalog(parse_zone(&a.catalog)?, every)
             }
+            Command::SetNotify(a) => {
+                a.targets.iter().try_for_each(|t| check_notify_target(t))?;
+                let targets = (!a.defaults).then_some(a.targets);
+                Job::SetNotify(parse_zone(&a.zone)?, targets)
+            }
         })
     }
 
@@ -288,6 +310,7 @@ impl Job {
             Job::Delete(zone, grace) => delete_zone(store, &zone, grace).await,
             Job::Check(zone) => check_zone(store, &zone).await,
             Job::SyncCatalog(catalog, every) => sync_catalog(store, &catalog, every).await,
+            Job::SetNotify(zone, targets) => set_notify(store, &zone, targets).await,
         }
     }
 }
@@ -435,6 +458,39 @@ async fn edit(store: &Store, zone: &Name, edits: &[RecordEdit]) -> Result<(), Fa
         true => Ok(()),
         false => Err(Failure::Failed(refused.join("; "))),
     }
+}
+
+/// `ADDR[:PORT]` then only `key=NAME` parts (servers check the key).
+fn check_notify_target(text: &str) -> Result<(), Failure> {
+    let mut parts = text.split(',');
+    let addr = parts.next().unwrap_or_default();
+    let addr_ok =
+        addr.parse::<std::net::SocketAddr>().is_ok() || addr.parse::<std::net::IpAddr>().is_ok();
+    match addr_ok && parts.all(|p| p.starts_with("key=")) {
+        true => Ok(()),
+        false => Err(usage(format!("{text:?} is not ADDR[:PORT][,key=NAME]"))),
+    }
+}
+
+async fn set_notify(
+    store: &Store,
+    zone: &Name,
+    targets: Option<Vec<String>>,
+) -> Result<(), Failure> {
+    let gen = store.set_zone_notify(zone, targets.as_deref()).await?;
+    match targets {
+        Some(t) if t.is_empty() => {
+            println!("zone {zone}: NOTIFY goes to nobody (generation {gen})")
+        }
+        Some(t) => println!(
+            "zone {zone}: NOTIFY goes to {} (generation {gen})",
+            t.join(" ")
+        ),
+        None => {
+            println!("zone {zone}: NOTIFY goes to the servers' --notify list (generation {gen})")
+        }
+    }
+    Ok(())
 }
 
 async fn increase_serial(store: &Store, zone: &Name) -> Result<(), Failure> {

@@ -1,0 +1,127 @@
+//! One NOTIFY delivered to one secondary over UDP, with retries.
+//!
+//! ```text
+//!  deliver(target, apex, soa, retry):
+//!     socket (same family, ephemeral port, connected to the target)
+//!     message: fresh random ID, TSIG-signed when the target has a key
+//!     attempt 1..=retry.attempts: send ─► wait (first_wait, doubling)
+//!        matching NOERROR reply ─► Acknowledged
+//!        matching error reply    ─► Rejected(rcode) (no more tries)
+//!        anything else           ─► ignored, keep waiting
+//!     no reply after the last ─► NoReply
+//! ```
+//!
+//! Replies are matched by ID, QR and opcode (RFC 1996 §4.7); a reply's own
+//! TSIG is not checked: an acknowledgement only stops the retries.
+
+use super::counters::{bump, NOTIFY};
+use super::message::{judge_reply, notify_message, Judged, SoaHint};
+use super::target::Target;
+use crate::tsig;
+use backend_mongo::Name;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::time::{Duration, Instant};
+use tokio::net::UdpSocket;
+
+/// How often and how patiently a NOTIFY is sent.
+#[derive(Clone, Copy, Debug)]
+pub struct Retry {
+    /// Datagrams sent at most (the first and the retries).
+    pub attempts: u32,
+    /// Wait for a reply after the first; each retry waits twice as long.
+    pub first_wait: Duration,
+}
+
+/// How a delivery ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Delivery {
+    /// Acknowledged after this many datagrams.
+    Acknowledged(u32),
+    /// The secondary answered this error rcode.
+    Rejected(u8),
+    /// No reply to any attempt (or no socket).
+    NoReply,
+}
+
+/// Sends the NOTIFY for `apex` to `target` until it is answered or the
+/// retries run out; counts what happened in [`NOTIFY`].
+pub async fn deliver(
+    target: &Target,
+    apex: &Name,
+    soa: Option<&SoaHint>,
+    retry: Retry,
+) -> Delivery {
+    let outcome = match connect(target.addr).await {
+        Ok(socket) => attempts(&socket, target, apex, soa, retry).await,
+        Err(e) => {
+            tracing::warn!(target = %target.addr, zone = %apex, error = %e, "NOTIFY: no socket");
+            Delivery::NoReply
+        }
+    };
+    match outcome {
+        Delivery::Acknowledged(_) => bump(&NOTIFY.acknowledged),
+        _ => bump(&NOTIFY.failed),
+    }
+    outcome
+}
+
+async fn connect(addr: SocketAddr) -> std::io::Result<UdpSocket> {
+    let local: SocketAddr = match addr {
+        SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
+        SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
+    };
+    let socket = UdpSocket::bind(local).await?;
+    socket.connect(addr).await?;
+    Ok(socket)
+}
+
+async fn attempts(
+    socket: &UdpSocket,
+    target: &Target,
+    apex: &Name,
+    soa: Option<&SoaHint>,
+    retry: Retry,
+) -> Delivery {
+    let id = random_id();
+    let mut message = notify_message(id, apex, soa);
+    if let Some(key) = &target.key {
+        tsig::sign_request(&mut message, key, tsig::unix_now());
+    }
+    let mut wait = retry.first_wait;
+    for attempt in 1..=retry.attempts.max(1) {
+        if socket.send(&message).await.is_ok() {
+            bump(&NOTIFY.sent);
+        }
+        match await_reply(socket, id, wait).await {
+            Some(Judged::Acknowledged) => return Delivery::Acknowledged(attempt),
+            Some(Judged::Rejected(rcode)) => return Delivery::Rejected(rcode),
+            _ => wait = wait.saturating_mul(2),
+        }
+    }
+    Delivery::NoReply
+}
+
+/// The first reply to our NOTIFY within `wait`, other datagrams skipped.
+async fn await_reply(socket: &UdpSocket, id: u16, wait: Duration) -> Option<Judged> {
+    let deadline = Instant::now() + wait;
+    let mut buf = [0u8; 4096];
+    loop {
+        let left = deadline.checked_duration_since(Instant::now())?;
+        // A refused port (ICMP) is an error here: wait out the attempt.
+        match tokio::time::timeout(left, socket.recv(&mut buf)).await {
+            Ok(Ok(n)) => match judge_reply(&buf[..n], id) {
+                Judged::NotOurs => continue,
+                judged => return Some(judged),
+            },
+            Ok(Err(_)) => tokio::time::sleep(left.min(Duration::from_millis(50))).await,
+            Err(_) => return None,
+        }
+    }
+}
+
+fn random_id() -> u16 {
+    use ring::rand::SecureRandom;
+    let mut bytes = [0u8; 2];
+    let _ = ring::rand::SystemRandom::new().fill(&mut bytes);
+    u16::from_be_bytes(bytes)
+}
