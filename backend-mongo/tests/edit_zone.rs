@@ -2,7 +2,7 @@
 //! added and deleted, empty non-terminals kept right, the apex protected,
 //! one generation and one change record per change-set.
 
-use backend_mongo::dns::edit::{Edited, Ignored, RecordEdit, WhenIgnored};
+use backend_mongo::dns::edit::{ChangeSet, Edited, Ignored, RecordEdit};
 use backend_mongo::testing::{block_on, example_net, TestDb};
 use backend_mongo::{Name, RRset, RType, StoreError};
 
@@ -228,13 +228,9 @@ fn a_refused_edit_can_make_the_whole_change_set_write_nothing() {
             60,
             vec![b"\x01x\x00".to_vec().into()],
         );
-        let edits = [a("fine.example.net.", 1), cname];
-        let whole = WhenIgnored::ApplyNothing;
-        let edit = db
-            .store
-            .begin_edit(&zone, None, &[], &edits, whole)
-            .await
-            .unwrap();
+        let edits = vec![a("fine.example.net.", 1), cname];
+        let whole = ChangeSet::new(zone.clone(), edits.clone()).whole();
+        let edit = db.store.begin_edit(&whole, None).await.unwrap();
         let s = edit.publish().await.unwrap();
         assert_eq!(
             s.outcomes,

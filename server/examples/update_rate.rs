@@ -15,6 +15,7 @@
 
 use backend_mongo::Store;
 use mongodns_server::tsig::{sign_request, TsigKey};
+use mongodns_testkit::UpdateRr;
 use std::net::UdpSocket;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -46,17 +47,15 @@ fn main() {
 
 /// One UPDATE: add (or, `delete`, remove) `name` A 192.0.2.1 in `zone`, signed.
 fn update_message(id: u16, zone: &str, name: &str, delete: bool, key: &TsigKey) -> Vec<u8> {
-    let wire = |n: &str| n.parse::<backend_mongo::Name>().unwrap().as_wire().to_vec();
-    let mut m = id.to_be_bytes().to_vec();
-    m.extend_from_slice(&[0x28, 0, 0, 1, 0, 0, 0, 1, 0, 0]);
-    m.extend(wire(zone));
-    m.extend_from_slice(&[0, 6, 0, 1]);
-    m.extend(wire(name));
     let (class, ttl): (u16, u32) = if delete { (254, 0) } else { (1, 60) };
-    m.extend_from_slice(&1u16.to_be_bytes());
-    m.extend_from_slice(&class.to_be_bytes());
-    m.extend_from_slice(&ttl.to_be_bytes());
-    m.extend_from_slice(&[0, 4, 192, 0, 2, 1]);
+    let rr = UpdateRr {
+        owner: name.to_string(),
+        rtype: 1,
+        class,
+        ttl,
+        rdata: vec![192, 0, 2, 1],
+    };
+    let mut m = mongodns_testkit::update_message(id, zone, &[], &[rr]);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()

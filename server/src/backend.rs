@@ -4,8 +4,9 @@
 //!  pipeline ──Backend::{find_zone, get_node, zone_nodes, denial}──► Store (MongoDB)
 //!            (through cache::RecordCache, which caches all but zone_nodes)
 //!  cached_node: what the cache knows already, never a read (the name walk)
-//!  transfers ──Backend::{zone_stream, version_deleting}──► Store directly
-//!            (defaults for other backends: zone_nodes, never deleting)
+//!  transfers ──Backend::{zone_stream, version_deleting, journal_chain}──►
+//!            Store directly (defaults for other backends: zone_nodes,
+//!            never deleting, no journal)
 //! ```
 //!
 //! Four questions are all the answer path ever asks of storage, two more
@@ -64,6 +65,19 @@ pub trait Backend: Send + Sync + 'static {
         }
     }
 
+    /// The journal entries that take `zone` (as served now) from serial
+    /// `theirs` to its content now, oldest first; `None` when the journal
+    /// does not reach back that far (IXFR then sends the whole zone). The
+    /// default: no journal.
+    fn journal_chain(
+        &self,
+        zone: &ZoneInfo,
+        theirs: u32,
+    ) -> impl Future<Output = Result<JournalChain, StoreError>> + Send {
+        let _ = (zone, theirs);
+        async { Ok(None) }
+    }
+
     /// True when the version of `zone` began to be deleted (or the zone is
     /// gone): a transfer that read it may have missed nodes. The default:
     /// never.
@@ -75,6 +89,9 @@ pub trait Backend: Send + Sync + 'static {
         async { Ok(false) }
     }
 }
+
+/// The journal's changes that take a zone from one serial to now (IXFR).
+pub type JournalChain = Option<Vec<dns::journal::JournalEntry>>;
 
 /// What a cache knows of one node, without a read.
 #[derive(Clone, Debug)]
@@ -111,6 +128,14 @@ impl Backend for Store {
 
     async fn version_deleting(&self, zone: &ZoneInfo) -> Result<bool, StoreError> {
         Store::version_deleting(self, zone).await
+    }
+
+    async fn journal_chain(
+        &self,
+        zone: &ZoneInfo,
+        theirs: u32,
+    ) -> Result<JournalChain, StoreError> {
+        Store::journal_chain(self, zone, theirs).await
     }
 
     async fn denial(

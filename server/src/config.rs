@@ -442,6 +442,9 @@ options! {
         /// Query log: a file path, `syslog` (/dev/log) or `syslog:SOCKET`; off
         /// if unset.
         query_log: String, [env = "MONGODNS_QUERY_LOG", value_name = "DEST"];
+        /// Catalog zone (RFC 9432, version 2) this server keeps listing every
+        /// served zone, created if missing (e.g. catalog.invalid.); off if unset.
+        catalog_zone: String, [env = "MONGODNS_CATALOG_ZONE", value_name = "ZONE"];
     }
 }
 
@@ -659,11 +662,28 @@ impl Config {
             }
         }
         p.extend(self.api_problems());
+        if self.catalog().is_err() {
+            p.push(format!(
+                "catalog_zone: {:?} is not a domain name",
+                self.catalog_zone.as_deref().unwrap_or_default()
+            ));
+        }
         if p.is_empty() {
             Ok(())
         } else {
             Err(p)
         }
+    }
+
+    /// The catalog zone to keep, if one is set (absolute, a final dot or not).
+    pub fn catalog(&self) -> Result<Option<backend_mongo::Name>, String> {
+        let Some(text) = self.catalog_zone.as_deref() else {
+            return Ok(None);
+        };
+        let absolute = format!("{}.", text.trim_end_matches('.'));
+        backend_mongo::Name::parse(&absolute, None)
+            .map(Some)
+            .map_err(|e| e.to_string())
     }
 
     /// What is wrong with the HTTP API's options.
@@ -838,6 +858,19 @@ mod tests {
             "{e}"
         );
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn the_catalog_zone_must_be_a_name() {
+        let set = cli(&["--catalog-zone", "catalog.invalid"])
+            .resolve()
+            .unwrap();
+        let name = set.config.catalog().unwrap().unwrap();
+        assert_eq!(name.to_string(), "catalog.invalid.");
+        assert_eq!(cli(&[]).resolve().unwrap().config.catalog(), Ok(None));
+        let long = format!("{}.invalid", "a".repeat(64));
+        let e = cli(&["--catalog-zone", &long]).resolve().unwrap_err();
+        assert!(e.contains("catalog_zone"), "{e}");
     }
 
     #[test]

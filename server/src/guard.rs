@@ -1,4 +1,5 @@
-//! Counters of what the abuse limits refused or cut, for `/metrics`.
+//! Counters of what the abuse limits refused or cut (and how IXFR was
+//! answered), for `/metrics`.
 //!
 //! ```text
 //!  frontend (TCP slots, UDP miss tasks, worker restarts) ─┐
@@ -56,6 +57,10 @@ guard_counters! {
     axfr_aborted,
     /// zone transfers failed on a record too large for a message
     axfr_oversized,
+    /// IXFR requests answered with the journal's changes only
+    ixfr_incremental,
+    /// IXFR requests answered with the whole zone (the journal did not reach their serial)
+    ixfr_full,
     /// control connections refused at the connection cap
     control_refused,
     /// control requests refused for a missing or wrong token

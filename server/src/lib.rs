@@ -11,6 +11,7 @@
 pub mod api;
 pub mod backend;
 pub mod cache;
+pub mod catalog;
 pub mod cidr;
 pub mod config;
 pub mod control;

@@ -17,6 +17,7 @@
 use backend_mongo::{ReadFrom, Store};
 use mongodns_server::api::ApiState;
 use mongodns_server::cache::{Counters, PacketCache, RecordCache, RecordCacheConfig, ZoneRegistry};
+use mongodns_server::catalog::keep_catalog;
 use mongodns_server::config::{canonical_read_preference, Cli, Config, LogFormat, Resolved};
 use mongodns_server::control::{serve_control, Control, ControlLimits};
 use mongodns_server::frontend::{tcp, udp, Handler};
@@ -303,6 +304,10 @@ impl Caches {
             Duration::from_millis(args.freshness_ms.max(10)),
             counters.clone(),
         ));
+        if let Ok(Some(catalog)) = args.catalog() {
+            let keeper = keep_catalog(store.clone(), registry.clone(), catalog);
+            tokio::spawn(keeper);
+        }
         let packets = Arc::new(
             PacketCache::new(
                 args.packet_cache_entries.max(1),

@@ -28,7 +28,8 @@ mod key;
 
 pub use key::{read_key_file, Algorithm, Scope, TsigKey};
 
-use crate::wire::query::read_name;
+use crate::wire::read_name;
+use crate::wire::walk::{self, u16_at, Part, RecordAt};
 use backend_mongo::Name;
 use ring::hmac;
 
@@ -75,10 +76,6 @@ struct TsigRecord {
     other: Vec<u8>,
 }
 
-fn u16_at(p: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_be_bytes([*p.get(at)?, *p.get(at + 1)?]))
-}
-
 /// Where a message's TSIG record is.
 enum Found {
     /// No TSIG record (or a message too broken to tell: the query parser
@@ -93,62 +90,35 @@ enum Found {
 
 /// Walks every record of `p` and finds its TSIG record.
 fn find_tsig(p: &[u8]) -> Found {
-    let Some(walk) = walk_records(p) else {
+    let Some(records) = whole_records(p) else {
         return Found::None;
     };
-    let tsigs = walk.records.iter().filter(|r| r.2 == TYPE_TSIG).count();
-    let Some(&(start, ref key_name, rtype, rdata, end)) = walk.records.last() else {
+    let tsigs = records.iter().filter(|r| r.rtype == TYPE_TSIG).count();
+    let Some(last) = records.last() else {
         return Found::None;
     };
     if tsigs == 0 {
         return Found::None;
     }
-    if tsigs > 1 || rtype != TYPE_TSIG || start < walk.additional_start || end != p.len() {
+    if tsigs > 1
+        || last.rtype != TYPE_TSIG
+        || last.part != Part::Additional
+        || last.rdata.end != p.len()
+    {
         return Found::Misplaced;
     }
-    match parse_tsig_rdata(p, start, key_name.clone(), rdata, end) {
+    let Some((key_name, _)) = read_name(p, last.start) else {
+        return Found::None;
+    };
+    match parse_tsig_rdata(p, last.start, key_name, last.rdata.start, last.rdata.end) {
         Some(record) => Found::Last(record),
         None => Found::Misplaced,
     }
 }
 
-/// The records of a message: (start, owner, type, rdata offset, end).
-struct Records {
-    records: Vec<(usize, Name, u16, usize, usize)>,
-    /// Offset where the additional section starts.
-    additional_start: usize,
-}
-
-fn walk_records(p: &[u8]) -> Option<Records> {
-    let qd = u16_at(p, 4)?;
-    let (an, ns, ar) = (u16_at(p, 6)?, u16_at(p, 8)?, u16_at(p, 10)?);
-    let before_additional = u32::from(an) + u32::from(ns);
-    let total = before_additional + u32::from(ar);
-    let mut pos = 12;
-    for _ in 0..qd {
-        pos = read_name(p, pos)?.1 + 4;
-    }
-    let mut records = Vec::new();
-    let mut additional_start = usize::MAX;
-    for index in 0..total {
-        if index == before_additional {
-            additional_start = pos;
-        }
-        let start = pos;
-        let (owner, after) = read_name(p, pos)?;
-        let rtype = u16_at(p, after)?;
-        let rdlen = usize::from(u16_at(p, after + 8)?);
-        let rdata = after + 10;
-        pos = rdata + rdlen;
-        if pos > p.len() {
-            return None;
-        }
-        records.push((start, owner, rtype, rdata, pos));
-    }
-    Some(Records {
-        records,
-        additional_start,
-    })
+/// Every record of `p`, when all of them can be walked.
+fn whole_records(p: &[u8]) -> Option<Vec<RecordAt>> {
+    walk::records(p).ok()?.collect::<Result<_, _>>().ok()
 }
 
 fn parse_tsig_rdata(

@@ -222,7 +222,7 @@ fn rcode_slot(query: &[u8], reply: &[u8], seed: u64) -> usize {
 /// The header's counts match the records that follow, each with a name
 /// that reads, and nothing is left over.
 fn well_framed(msg: &[u8]) -> bool {
-    use mongodns_server::wire::query::read_name;
+    use mongodns_server::wire::read_name;
     let count = |at: usize| {
         msg.get(at..at + 2)
             .map(|b| usize::from(u16::from_be_bytes([b[0], b[1]])))

@@ -457,21 +457,6 @@ struct Op {
     error: Option<String>,
 }
 
-/// A small deterministic generator (the test prints its seed).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 /// Runs `fut`, cancelled after a random delay one time in `cancel_one_in`
 /// (the writer dies mid-way, as if killed); the same operation is then
 /// run again to completion. Returns the last run's result.
@@ -613,16 +598,7 @@ fn randomized_many_writers_lose_nothing() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(40);
-    let seed: u64 = std::env::var("MANY_WRITERS_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-                | 1
-        });
+    let seed = seed("MANY_WRITERS_SEED");
     eprintln!("randomized many-writers: MANY_WRITERS_SEED={seed} MANY_WRITERS_SECS={secs}");
     let rt = runtime();
     let first = labels("r0", 100);

@@ -287,7 +287,10 @@ fn a_burst_of_publishes_makes_few_notifies_and_ends_on_the_last_serial() {
         sent <= 8,
         "{sent} NOTIFYs for 20 publishes: not rate-bounded"
     );
-    assert!(stat(control, "notify_coalesced") >= 10);
+    // How many publishes were folded depends on how many the poll saw
+    // apart (several may fall between two polls on a loaded machine):
+    // printed, not judged; the bound on NOTIFYs above is the property.
+    eprintln!("coalesced: {}", stat(control, "notify_coalesced"));
     assert_eq!(knot.serial(ZONE), Some(last));
     drop((knot, server));
     block_on(db.drop_db());

@@ -2,7 +2,8 @@
 //! before it is published, under the zone's signing lease.
 //!
 //! ```text
-//!  edit_zone(zone, edits)
+//!  edit_zone(zone, edits) = apply(ChangeSet: zone, prerequisites, edits,
+//!                                 when_ignored)
 //!    not secured ─► Store::edit_zone
 //!    secured ─► lease::try_take ─ held by another signer ─► Store::edit_zone
 //!       │        unsigned (its change record hands the names to the holder),
@@ -21,7 +22,7 @@
 
 use crate::merge::MergeSigner;
 use crate::{handoff, lease, SignError};
-use backend_mongo::dns::edit::{Prerequisite, RecordEdit, WhenIgnored};
+use backend_mongo::dns::edit::{ChangeSet, RecordEdit};
 use backend_mongo::{EditSummary, Name, Store, StoreError};
 
 /// How many times a version switched under the edit is tolerated.
@@ -34,59 +35,39 @@ pub async fn edit_zone(
     zone: &Name,
     edits: &[RecordEdit],
 ) -> Result<EditSummary, SignError> {
-    edit_zone_if(store, zone, &[], edits, WhenIgnored::ApplyTheRest).await
+    apply(store, &ChangeSet::new(zone.clone(), edits.to_vec())).await
 }
 
-/// [`edit_zone`] when `prerequisites` hold (RFC 2136 §3.2), checked under
-/// the zone lock against the zone as served: unmet, nothing is written and
-/// the summary says which ([`EditSummary::unmet`]). `when_ignored` says
-/// whether an edit the rules leave out skips only itself or the whole set.
-pub async fn edit_zone_if(
-    store: &Store,
-    zone: &Name,
-    prerequisites: &[Prerequisite],
-    edits: &[RecordEdit],
-    when_ignored: WhenIgnored,
-) -> Result<EditSummary, SignError> {
+/// Applies `change` as [`edit_zone`] does, when its prerequisites hold
+/// (RFC 2136 §3.2), checked under the zone lock against the zone as
+/// served: unmet, nothing is written and the summary says which
+/// ([`EditSummary::unmet`]).
+pub async fn apply(store: &Store, change: &ChangeSet) -> Result<EditSummary, SignError> {
+    let zone = &change.zone;
     if !handoff::zone_secured(store, zone).await? {
-        return Ok(unsigned(store, zone, prerequisites, edits, when_ignored).await?);
+        return Ok(unsigned(store, change).await?);
     }
     let Some(lease) = lease::try_take(store, zone, "edit").await? else {
-        return unsigned_edit(store, zone, prerequisites, edits, when_ignored).await;
+        return unsigned_edit(store, change).await;
     };
-    let r = signed_edit(store, zone, prerequisites, edits, when_ignored).await;
+    let r = signed_edit(store, change).await;
     lease.release_with(r).await
 }
 
 /// The change-set written and published, nothing signed.
-async fn unsigned(
-    store: &Store,
-    zone: &Name,
-    prerequisites: &[Prerequisite],
-    edits: &[RecordEdit],
-    when_ignored: WhenIgnored,
-) -> Result<EditSummary, StoreError> {
-    store
-        .begin_edit(zone, None, prerequisites, edits, when_ignored)
-        .await?
-        .publish()
-        .await
+async fn unsigned(store: &Store, change: &ChangeSet) -> Result<EditSummary, StoreError> {
+    store.begin_edit(change, None).await?.publish().await
 }
 
 /// Another signer holds the lease: the change-set is written unsigned
 /// (its change record hands the names to the holder), then signed here
 /// once the lease is free, unless the holder keeps it (`resign --follow`,
 /// which signs them itself).
-async fn unsigned_edit(
-    store: &Store,
-    zone: &Name,
-    prerequisites: &[Prerequisite],
-    edits: &[RecordEdit],
-    when_ignored: WhenIgnored,
-) -> Result<EditSummary, SignError> {
+async fn unsigned_edit(store: &Store, change: &ChangeSet) -> Result<EditSummary, SignError> {
+    let zone = &change.zone;
     tracing::info!(%zone, "another signer holds the zone's lease: the edit is written unsigned");
     let since = store.find_zone(zone).await?.map_or(0, |z| z.gen);
-    let mut summary = unsigned(store, zone, prerequisites, edits, when_ignored).await?;
+    let mut summary = unsigned(store, change).await?;
     if summary.gen.is_some() {
         // The change-set is in: a signing fault now does not undo it, and
         // its change record still hands the names to the next signer.
@@ -103,13 +84,8 @@ async fn unsigned_edit(
 
 /// The secured path, the lease held: retried when a replace switched the
 /// zone between reading the chain and taking the zone lock.
-async fn signed_edit(
-    store: &Store,
-    zone: &Name,
-    prerequisites: &[Prerequisite],
-    edits: &[RecordEdit],
-    when_ignored: WhenIgnored,
-) -> Result<EditSummary, SignError> {
+async fn signed_edit(store: &Store, change: &ChangeSet) -> Result<EditSummary, SignError> {
+    let zone = &change.zone;
     let mut last = None;
     for _ in 0..ATTEMPTS {
         let served = store
@@ -118,12 +94,9 @@ async fn signed_edit(
             .ok_or_else(|| StoreError::NoSuchZone(zone.to_string()))?;
         let Some(mut signer) = MergeSigner::new(store, zone, served.ver).await? else {
             // Unsecured meanwhile.
-            return Ok(unsigned(store, zone, prerequisites, edits, when_ignored).await?);
+            return Ok(unsigned(store, change).await?);
         };
-        let mut edit = match store
-            .begin_edit(zone, Some(served.ver), prerequisites, edits, when_ignored)
-            .await
-        {
+        let mut edit = match store.begin_edit(change, Some(served.ver)).await {
             Err(StoreError::Conflict(why)) => {
                 last = Some(why);
                 continue;
@@ -135,7 +108,8 @@ async fn signed_edit(
         // nothing to change, and signing them is a no-op when all is well).
         let mut names = edit.names().to_vec();
         names.extend(
-            edits
+            change
+                .edits
                 .iter()
                 .flat_map(|e| e.name().ancestors().take_while(|a| a != zone)),
         );

@@ -18,6 +18,7 @@
 //! Record edits ([`edit::edit_zone`]) are signed in their change-set.
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod catalog;
 mod catchup;
 pub mod check;
 pub mod create;

@@ -153,6 +153,55 @@ pub enum WhenIgnored {
     ApplyNothing,
 }
 
+/// One change-set: the edits applied to one zone together (one
+/// generation, one serial), the prerequisites they wait on (RFC 2136 §3.2)
+/// and what an edit the rules leave out does to the rest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChangeSet {
+    /// The zone's apex.
+    pub zone: Name,
+    /// Checked first, against the zone as served; unmet, nothing is written.
+    pub prerequisites: Vec<Prerequisite>,
+    /// The edits, in order.
+    pub edits: Vec<RecordEdit>,
+    /// Whether an ignored edit skips only itself or the whole set.
+    pub when_ignored: WhenIgnored,
+}
+
+impl ChangeSet {
+    /// `edits` to `zone`, without prerequisites, an ignored edit skipped.
+    pub fn new(zone: Name, edits: Vec<RecordEdit>) -> Self {
+        ChangeSet {
+            zone,
+            prerequisites: Vec::new(),
+            edits,
+            when_ignored: WhenIgnored::ApplyTheRest,
+        }
+    }
+
+    /// The same, applied only when `prerequisites` hold.
+    pub fn when(mut self, prerequisites: Vec<Prerequisite>) -> Self {
+        self.prerequisites = prerequisites;
+        self
+    }
+
+    /// The same, applied whole or not at all.
+    pub fn whole(mut self) -> Self {
+        self.when_ignored = WhenIgnored::ApplyNothing;
+        self
+    }
+
+    /// The first name an edit or a prerequisite is about that lies
+    /// outside the zone, if any.
+    pub fn outside_zone(&self) -> Option<&Name> {
+        let edited = self.edits.iter().map(RecordEdit::name);
+        let wanted = self.prerequisites.iter().map(Prerequisite::name);
+        edited
+            .chain(wanted)
+            .find(|n| !n.is_subdomain_of(&self.zone))
+    }
+}
+
 /// What storage must write for one RRset.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RRsetWrite {
@@ -204,6 +253,11 @@ impl NodeEdit {
     /// The owner name.
     pub fn name(&self) -> &Name {
         &self.name
+    }
+
+    /// The name's RRsets as stored, before any edit.
+    pub fn before(&self) -> &[RRset] {
+        &self.before
     }
 
     /// The name's RRsets with every edit so far applied.

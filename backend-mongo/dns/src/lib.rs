@@ -22,6 +22,7 @@ pub mod civil;
 pub mod dnssec;
 pub mod edit;
 pub mod encoding;
+pub mod journal;
 pub mod name;
 pub mod presentation;
 pub mod rcode;

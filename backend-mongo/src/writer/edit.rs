@@ -2,7 +2,7 @@
 //! generation, one change record and one serial bump.
 //!
 //! ```text
-//!  Store::edit_zone(zone, edits) = begin_edit, then publish
+//!  Store::edit_zone(zone, edits) = begin_edit(ChangeSet), then publish
 //!  begin_edit: [zone lock] the zone served? (version V, secured?)
 //!     ─► each name edited: one point read in V ─► NodeEdit::apply, in order
 //!     ─► an intent change record: the names the writes may touch (a writer
@@ -32,8 +32,10 @@ use crate::schema::{self, node_id, RRset, ZoneInfo};
 use crate::store::{Store, StoreError};
 use crate::{Name, RType};
 use dns::edit::{
-    check_prerequisites, Edited, NodeEdit, Prerequisite, RRsetWrite, RecordEdit, Unmet, WhenIgnored,
+    check_prerequisites, ChangeSet, Edited, NodeEdit, Prerequisite, RRsetWrite, RecordEdit, Unmet,
+    WhenIgnored,
 };
+use dns::journal::{record_changes, JournalEntry, JournalRecord};
 use mongodb::bson::{doc, Bson, Document};
 use std::collections::BTreeMap;
 
@@ -66,6 +68,10 @@ pub struct ZoneEdit {
     written: Vec<Name>,
     secured: bool,
     unmet: Option<Unmet>,
+    /// What the edits removed and added, for the journal (unsigned zones).
+    changes: Option<(Vec<JournalRecord>, Vec<JournalRecord>)>,
+    /// The generation the zone's serial last moved at, as read.
+    serial_gen: Option<i64>,
 }
 
 impl ZoneEdit {
@@ -127,10 +133,15 @@ impl ZoneEdit {
             return Ok(self.summary(self.served.serial, None));
         }
         self.writer.note_changed(self.written.iter());
+        let from_soa = self.apex_soa().await?;
         let published = self
             .writer
             .publish_locked(false, Some(ver), Document::new())
             .await?;
+        if let Err(e) = self.journal(from_soa, published.gen).await {
+            // The change is in; a secondary behind it gets the whole zone.
+            tracing::warn!(%zone, error = %e, "the change could not be journaled");
+        }
         if published.serial != self.served.serial {
             // The SOA moved: the publish listed the apex too.
             self.written.push(zone.clone());
@@ -141,6 +152,49 @@ impl ZoneEdit {
             }
         }
         Ok(self.summary(published.serial, Some(published.gen)))
+    }
+
+    /// The apex SOA as stored now.
+    async fn apex_soa(&self) -> Result<Option<JournalRecord>, StoreError> {
+        let apex = &self.served.apex;
+        let node = self
+            .store
+            .read_full_node(apex, self.served.ver, apex)
+            .await?;
+        let soa = node.and_then(|n| n.rrsets.into_iter().find(|s| s.rrset.rtype == RType::SOA));
+        Ok(soa.and_then(|s| {
+            Some(JournalRecord {
+                owner: apex.clone(),
+                rtype: RType::SOA,
+                ttl: s.rrset.ttl,
+                rdata: s.rrset.rdata.into_iter().next()?,
+            })
+        }))
+    }
+
+    /// Journals the published change (generation `gen`) for IXFR, unless
+    /// the zone is secured (its signer's writes are not journaled).
+    async fn journal(
+        &mut self,
+        from_soa: Option<JournalRecord>,
+        gen: i64,
+    ) -> Result<(), StoreError> {
+        let (Some((removed, added)), Some(from_soa)) = (self.changes.take(), from_soa) else {
+            return Ok(());
+        };
+        let Some(to_soa) = self.apex_soa().await? else {
+            return Ok(());
+        };
+        let entry = JournalEntry {
+            gen,
+            base_gen: self.served.gen,
+            exact: self.serial_gen == Some(self.served.gen),
+            from_soa,
+            to_soa,
+            removed,
+            added,
+        };
+        self.store.append_journal(&self.served.apex, &entry).await
     }
 
     fn summary(&mut self, serial: u32, gen: Option<i64>) -> EditSummary {
@@ -156,6 +210,17 @@ impl ZoneEdit {
             unmet: self.unmet.take(),
         }
     }
+}
+
+/// Every record the changed names lost and gained.
+fn journal_changes(changed: &[&Pending]) -> (Vec<JournalRecord>, Vec<JournalRecord>) {
+    let (mut removed, mut added) = (Vec::new(), Vec::new());
+    for p in changed {
+        let (r, a) = record_changes(p.edit.name(), p.edit.before(), p.edit.after());
+        removed.extend(r);
+        added.extend(a);
+    }
+    (removed, added)
 }
 
 /// One name being edited: what was stored, and the edit in memory.
@@ -175,10 +240,8 @@ impl Store {
         zone: &Name,
         edits: &[RecordEdit],
     ) -> Result<EditSummary, StoreError> {
-        self.begin_edit(zone, None, &[], edits, WhenIgnored::ApplyTheRest)
-            .await?
-            .publish()
-            .await
+        let change = ChangeSet::new(zone.clone(), edits.to_vec());
+        self.begin_edit(&change, None).await?.publish().await
     }
 
     /// The first half of [`Store::edit_zone`]: takes the zone lock, reads
@@ -193,24 +256,17 @@ impl Store {
     /// [`WhenIgnored::ApplyNothing`] makes the whole change-set write nothing.
     pub async fn begin_edit(
         &self,
-        zone: &Name,
+        change: &ChangeSet,
         expect_ver: Option<i64>,
-        prerequisites: &[Prerequisite],
-        edits: &[RecordEdit],
-        when_ignored: WhenIgnored,
     ) -> Result<ZoneEdit, StoreError> {
-        let names = edits.iter().map(|e| e.name());
-        let prereq_names = prerequisites.iter().map(|p| p.name());
-        if let Some(n) = names.chain(prereq_names).find(|n| !n.is_subdomain_of(zone)) {
+        let zone = &change.zone;
+        if let Some(n) = change.outside_zone() {
             return Err(StoreError::Conflict(format!(
                 "{n} is not in zone {zone}; nothing was changed"
             )));
         }
         let lock = self.lock(ZONE_LOCK, zone, "edit", LOCK_WAIT).await?;
-        match self
-            .edit_locked(zone, expect_ver, prerequisites, edits, when_ignored)
-            .await
-        {
+        match self.edit_locked(change, expect_ver).await {
             Ok(mut edit) => {
                 edit.lock = Some(lock);
                 Ok(edit)
@@ -221,12 +277,10 @@ impl Store {
 
     async fn edit_locked(
         &self,
-        zone: &Name,
+        change: &ChangeSet,
         expect_ver: Option<i64>,
-        prerequisites: &[Prerequisite],
-        edits: &[RecordEdit],
-        when_ignored: WhenIgnored,
     ) -> Result<ZoneEdit, StoreError> {
+        let zone = &change.zone;
         let current = self.zones.find_one(doc! {"_id": zone.to_string()}).await?;
         let served = match &current {
             Some(d) if d.contains_key("ver") => schema::zone_from_doc(d)?,
@@ -261,15 +315,24 @@ impl Store {
             written: Vec::new(),
             secured,
             unmet: None,
+            changes: None,
+            serial_gen: current
+                .as_ref()
+                .and_then(|d| schema::int_field(d, super::SERIAL_GEN)),
         };
-        if let Err(unmet) = self.check_prerequisites(zone, ver, prerequisites).await? {
+        if let Err(unmet) = self
+            .check_prerequisites(zone, ver, &change.prerequisites)
+            .await?
+        {
             edit.unmet = Some(unmet);
             return Ok(edit);
         }
-        let (names, outcomes) = self.apply_in_memory(zone, ver, edits, secured).await?;
+        let (names, outcomes) = self
+            .apply_in_memory(zone, ver, &change.edits, secured)
+            .await?;
         let refused = outcomes.iter().any(|o| matches!(o, Edited::Ignored(_)));
         edit.outcomes = outcomes;
-        if refused && when_ignored == WhenIgnored::ApplyNothing {
+        if refused && change.when_ignored == WhenIgnored::ApplyNothing {
             return Ok(edit);
         }
         // A name that did not exist and ends empty (added, then deleted) is
@@ -280,6 +343,9 @@ impl Store {
             .collect();
         if !changed.is_empty() {
             self.record_intent(zone, &changed).await?;
+        }
+        if !secured {
+            edit.changes = Some(journal_changes(&changed));
         }
         let mut written: Vec<Name> = Vec::new();
         for p in changed.iter().filter(|p| !p.existed && !p.edit.is_empty()) {

@@ -38,6 +38,7 @@ mod bulk;
 mod collect;
 mod delete;
 mod edit;
+mod journal;
 mod meta;
 mod publish;
 mod settings;
@@ -49,6 +50,7 @@ pub use bulk::MAX_UPDATES_PER_COMMAND;
 pub use collect::{Collected, DELETING, OLD_VERSIONS};
 pub use delete::{DeletedZone, DELETED, LAST_VER};
 pub use edit::{EditSummary, ZoneEdit};
+pub use journal::{JOURNAL, JOURNAL_KEPT, MAX_JOURNAL_RECORDS, SERIAL_GEN};
 pub use settings::{ZoneSettings, ZONE_SETTINGS};
 pub use zones::ZoneContent;
 

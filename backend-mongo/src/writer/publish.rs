@@ -314,6 +314,11 @@ impl ZoneWriter {
         };
         let gen = self.record_change().await?;
         let mut set = doc! {"serial": i64::from(serial), "updated": DateTime::now()};
+        if before != Some(serial) {
+            // The content at this serial is the content at this generation
+            // (a journal entry starting here is exact: writer/journal.rs).
+            set.insert(super::SERIAL_GEN, gen);
+        }
         set.extend(extra);
         let mut update = doc! {"$max": {"gen": gen}};
         let mut old = None;

@@ -5,7 +5,7 @@
 //!  POST   …/zones            edits checked ─► signer::create (SOA + NS apex)
 //!                            ─► the other RRsets as one change-set ─► 201
 //!  GET    …/zones/{id}       find_zone ─► read_version ─► ZoneJson + rrsets
-//!  PATCH  …/zones/{id}       edits checked ─► signer::edit::edit_zone_if (one
+//!  PATCH  …/zones/{id}       edits checked ─► signer::edit::apply (one
 //!                            change-set, whole or nothing) ─► 204, or 422
 //!  DELETE …/zones/{id}       Store::delete_zone (tombstone) ─► 204; nodes
 //!                            deleted in the background after 3 s
@@ -19,8 +19,8 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use backend_mongo::dns::edit::ChangeSet;
 use backend_mongo::dns::edit::RecordEdit;
-use backend_mongo::dns::edit::WhenIgnored;
 use backend_mongo::{Name, RType, StoreError, ZoneInfo};
 use signer::create::{create_zone, today_serial, CreateError, NewZone};
 use signer::SignError;
@@ -196,8 +196,8 @@ async fn apply(state: &ApiState, zone: &Name, edits: &[RecordEdit]) -> Result<()
         return Ok(());
     }
     // A PATCH applies whole or not at all, as PowerDNS's does.
-    let whole = WhenIgnored::ApplyNothing;
-    let summary = signer::edit::edit_zone_if(&state.store, zone, &[], edits, whole)
+    let whole = ChangeSet::new(zone.clone(), edits.to_vec()).whole();
+    let summary = signer::edit::apply(&state.store, &whole)
         .await
         .map_err(|e| match e {
             SignError::Store(StoreError::NoSuchZone(z)) => no_such_zone(&z),

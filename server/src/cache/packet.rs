@@ -433,33 +433,24 @@ fn normalise(p: &[u8], tcp: bool, max_udp: u16, hasher: &impl BuildHasher) -> Op
 /// Caps the TTL of every record of `reply` (OPT aside) at `max`; false if
 /// the reply cannot be walked.
 pub fn cap_ttls(reply: &mut [u8], max: u32) -> bool {
-    if reply.len() < 12 {
+    let Ok(mut walk) = crate::wire::walk::records(reply) else {
+        return false;
+    };
+    let mut ttls = Vec::new();
+    for record in walk.by_ref() {
+        match record {
+            Ok(r) if r.rtype != 41 && r.ttl > max => ttls.push(r.ttl_at()),
+            Ok(_) => {}
+            Err(_) => return false,
+        }
+    }
+    if walk.end() != reply.len() {
         return false;
     }
-    let count = |i: usize| usize::from(u16::from_be_bytes([reply[i], reply[i + 1]]));
-    let (qd, records) = (count(4), count(6) + count(8) + count(10));
-    let mut pos = 12;
-    for _ in 0..qd {
-        match crate::wire::query::read_name(reply, pos) {
-            Some((_, end)) => pos = end + 4,
-            None => return false,
-        }
+    for at in ttls {
+        reply[at..at + 4].copy_from_slice(&max.to_be_bytes());
     }
-    for _ in 0..records {
-        let Some((_, end)) = crate::wire::query::read_name(reply, pos) else {
-            return false;
-        };
-        let Some(fixed) = reply.get_mut(end..end + 10) else {
-            return false;
-        };
-        let rtype = u16::from_be_bytes([fixed[0], fixed[1]]);
-        let ttl = u32::from_be_bytes([fixed[4], fixed[5], fixed[6], fixed[7]]);
-        if rtype != 41 && ttl > max {
-            fixed[4..8].copy_from_slice(&max.to_be_bytes());
-        }
-        pos = end + 10 + usize::from(u16::from_be_bytes([fixed[8], fixed[9]]));
-    }
-    pos == reply.len()
+    true
 }
 
 /// True when EDNS option rdata is made of whole options; a malformed one

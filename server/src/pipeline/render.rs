@@ -180,27 +180,11 @@ pub fn add_ede(reply: &mut Vec<u8>, code: u16, limit: usize) -> bool {
 /// Offset of the RDLENGTH field of the OPT record in `msg`'s additional
 /// section, if there is one.
 pub(crate) fn opt_rdlength_at(msg: &[u8]) -> Option<usize> {
-    let count = |at: usize| {
-        Some(usize::from(u16::from_be_bytes([
-            *msg.get(at)?,
-            *msg.get(at + 1)?,
-        ])))
-    };
-    let (qd, an, ns, ar) = (count(4)?, count(6)?, count(8)?, count(10)?);
-    let mut pos = crate::wire::HEADER_LEN;
-    for _ in 0..qd {
-        pos = crate::wire::query::read_name(msg, pos)?.1 + 4;
-    }
-    for index in 0..an + ns + ar {
-        let after = crate::wire::query::read_name(msg, pos)?.1;
-        let rtype = count(after)?;
-        let rdlen = count(after + 8)?;
-        if index >= an + ns && rtype == 41 {
-            return Some(after + 8);
-        }
-        pos = after + 10 + rdlen;
-    }
-    None
+    let opt = crate::wire::walk::records(msg)
+        .ok()?
+        .map_while(Result::ok)
+        .find(|r| r.part == crate::wire::walk::Part::Additional && r.rtype == 41)?;
+    Some(opt.rdlength_at())
 }
 
 /// Signs the `reply` to a TSIG-signed query (`packet` is the query without
@@ -269,7 +253,7 @@ pub fn error_reply(packet: &[u8], error: QueryError, max_udp: u16) -> Option<Vec
         f |= flags::RD;
     }
     let w = match question.and_then(|q| {
-        let (name, _) = crate::wire::query::read_name(packet, q.start)?;
+        let (name, _) = crate::wire::read_name(packet, q.start)?;
         Some((q, name))
     }) {
         Some((q, name)) => MessageWriter::new(&packet[q], &name, 65535, edns.is_some()),

@@ -1,10 +1,13 @@
-//! Zone transfer over TCP: AXFR (RFC 5936), and IXFR (RFC 1995) answered
-//! with the whole zone, streamed as the database cursor delivers the nodes.
+//! Zone transfer over TCP: AXFR (RFC 5936), and IXFR (RFC 1995) from the
+//! zone's journal when it reaches back to the client's serial, else with
+//! the whole zone, streamed as the database cursor delivers the nodes.
 //!
 //! ```text
 //!  (access list, TSIG, one transfer per connection, the global cap: admit.rs)
 //!  qname the apex of a served zone? ── no ──► NOTAUTH
 //!  IXFR with a serial not older than ours ──► one message: our SOA
+//!  IXFR from a serial the journal reaches (Backend::journal_chain) ──►
+//!     SOA, per change: old SOA, removed, new SOA, added; SOA (send_journal)
 //!  (IXFR over UDP: ixfr_over_udp, our SOA alone: "use TCP")
 //!  apex SOA (point read) ─► Sink: SOA
 //!    ─► zone_stream (one stored version) node by node ─► messages of up to
@@ -30,6 +33,7 @@ use crate::guard::{bump, GUARD};
 use crate::tsig::TsigSigner;
 use crate::wire::{flags, MessageWriter, Query, Rcode, Section};
 use backend_mongo::{Name, Node, RRset, RType, StoreError, ZoneInfo};
+use dns::journal::JournalEntry;
 use dns::serial::{serial_gt, soa_serial};
 use futures::StreamExt;
 use tokio::sync::mpsc;
@@ -190,6 +194,10 @@ async fn transfer<B: Backend>(
                     .await?;
                 return sink.send_opt(pack.finish()).await;
             }
+            if let Some(chain) = backend.journal_chain(&zone, theirs).await? {
+                return send_journal(&zone, &soa, &chain, &mut pack, sink).await;
+            }
+            bump(&GUARD.ixfr_full);
         }
     }
     let records = stream_zone(backend, &zone, &soa, &mut pack, sink).await?;
@@ -219,6 +227,37 @@ async fn zone_and_soa<B: Backend>(
         }
         tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     }
+}
+
+/// An incremental IXFR (RFC 1995 §4): our SOA, then each change of the
+/// journal as its old SOA, the records removed, its new SOA, the records
+/// added; our SOA again. Streamed like a whole zone.
+async fn send_journal(
+    zone: &ZoneInfo,
+    soa: &RRset,
+    chain: &[JournalEntry],
+    pack: &mut Packer<'_>,
+    sink: &mut Sink,
+) -> Result<(), TransferError> {
+    let apex = &zone.apex;
+    sink.send_opt(pack.push(apex, RType::SOA, soa.ttl, &soa.rdata[0])?)
+        .await?;
+    let mut records = 2;
+    for entry in chain {
+        let removed = std::iter::once(&entry.from_soa).chain(&entry.removed);
+        let added = std::iter::once(&entry.to_soa).chain(&entry.added);
+        for r in removed.chain(added) {
+            sink.send_opt(pack.push(&r.owner, r.rtype, r.ttl, &r.rdata)?)
+                .await?;
+            records += 1;
+        }
+    }
+    sink.send_opt(pack.push(apex, RType::SOA, soa.ttl, &soa.rdata[0])?)
+        .await?;
+    sink.send_opt(pack.finish()).await?;
+    bump(&GUARD.ixfr_incremental);
+    tracing::info!(zone = %apex, changes = chain.len(), records, messages = sink.sent, "incremental zone transfer");
+    Ok(())
 }
 
 /// SOA, every node as the cursor delivers it, then — unless the version

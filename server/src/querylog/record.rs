@@ -177,15 +177,5 @@ pub(super) fn whole_records(bytes: &[u8]) -> usize {
 
 /// The end of the question name (offset after its root label), if well formed.
 pub fn question_name_end(query: &[u8]) -> Option<usize> {
-    let mut at = 12;
-    loop {
-        let len = *query.get(at)? as usize;
-        if len == 0 {
-            return Some(at + 1);
-        }
-        if len > 63 {
-            return None;
-        }
-        at += 1 + len;
-    }
+    crate::wire::walk::plain_name_end(query, crate::wire::HEADER_LEN)
 }

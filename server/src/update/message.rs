@@ -11,8 +11,9 @@
 //!
 //! The TSIG record, if any, is stripped before (`tsig::without_tsig`).
 
-use crate::wire::{query::read_name, Rcode, CLASS_ANY, CLASS_IN, HEADER_LEN};
-use dns::edit::{Prerequisite, RecordEdit};
+use crate::wire::walk::{records_from, u16_at, Part, RecordAt, Unwalkable};
+use crate::wire::{read_name, Rcode, CLASS_ANY, CLASS_IN, HEADER_LEN};
+use dns::edit::{ChangeSet, Prerequisite, RecordEdit};
 use dns::{Name, RType};
 
 /// Class NONE (RFC 2136 §1.3).
@@ -26,14 +27,11 @@ pub const OPCODE_UPDATE: u8 = 5;
 pub struct UpdateRequest {
     /// The message ID.
     pub id: u16,
-    /// The zone to update.
-    pub zone: Name,
     /// The zone section as it came (echoed in the reply).
     pub zone_section: std::ops::Range<usize>,
-    /// Prerequisites, in order.
-    pub prerequisites: Vec<Prerequisite>,
-    /// Edits, in order.
-    pub edits: Vec<RecordEdit>,
+    /// The zone, the prerequisites and the edits, in order; an edit the
+    /// rules leave out skips only itself (RFC 2136 §3.4.2).
+    pub change: ChangeSet,
 }
 
 /// Why an UPDATE cannot be read: the reply's rcode, and the zone section
@@ -58,10 +56,6 @@ pub fn is_update(packet: &[u8]) -> bool {
     packet.len() >= HEADER_LEN && packet[2] & 0x80 == 0 && (packet[2] >> 3) & 0xF == OPCODE_UPDATE
 }
 
-fn u16_at(p: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_be_bytes([*p.get(at)?, *p.get(at + 1)?]))
-}
-
 /// One resource record of the message.
 struct Rr {
     owner: Name,
@@ -71,27 +65,18 @@ struct Rr {
     rdata: Vec<u8>,
 }
 
-/// Reads the record at `at`; returns it and where the next one starts.
-fn read_rr(p: &[u8], at: usize) -> Result<(Rr, usize), Refusal> {
-    let (owner, after) = read_name(p, at).ok_or_else(|| formerr("a record's owner"))?;
-    let field = |off: usize| u16_at(p, after + off).ok_or_else(|| formerr("a truncated record"));
-    let (rtype, class) = (RType(field(0)?), field(2)?);
-    let ttl = (u32::from(field(4)?) << 16) | u32::from(field(6)?);
-    let rdlen = usize::from(field(8)?);
-    let start = after + 10;
-    let end = start + rdlen;
-    if end > p.len() {
-        return Err(formerr("rdata past the end of the message"));
-    }
-    let rdata = decompress_rdata(p, rtype, start, end)?;
-    let rr = Rr {
+/// Reads the record the walk found at `at`.
+fn read_rr(p: &[u8], at: Result<RecordAt, Unwalkable>) -> Result<Rr, Refusal> {
+    let at = at.map_err(|_| formerr("a truncated record"))?;
+    let (owner, _) = read_name(p, at.start).ok_or_else(|| formerr("a record's owner"))?;
+    let rtype = RType(at.rtype);
+    Ok(Rr {
         owner,
         rtype,
-        class,
-        ttl,
-        rdata,
-    };
-    Ok((rr, end))
+        class: at.class,
+        ttl: at.ttl,
+        rdata: decompress_rdata(p, rtype, at.rdata.start, at.rdata.end)?,
+    })
 }
 
 /// The rdata at `start..end`, with the names RFC 1035 types may compress
@@ -146,39 +131,33 @@ pub fn parse_update(p: &[u8]) -> Result<UpdateRequest, Refusal> {
         ));
     }
     let zone_section = HEADER_LEN..after + 4;
-    let mut at = after + 4;
+    let counts = [prcount, upcount, adcount].map(u32::from);
+    let mut walk = records_from(p, after + 4, counts);
     let mut prerequisites = Vec::with_capacity(usize::from(prcount));
-    for _ in 0..prcount {
-        let (rr, next) = read_rr(p, at)?;
-        in_zone(&rr, &zone)?;
-        prerequisites.push(prerequisite(rr)?);
-        at = next;
-    }
     let mut edits = Vec::with_capacity(usize::from(upcount));
-    for _ in 0..upcount {
-        let (rr, next) = read_rr(p, at)?;
-        in_zone(&rr, &zone)?;
-        edits.push(edit(rr)?);
-        at = next;
+    for at in walk.by_ref() {
+        let part = at.as_ref().ok().map(|r| r.part);
+        let rr = read_rr(p, at)?;
+        match part {
+            Some(Part::Answer) => prerequisites.push(prerequisite(in_zone(rr, &zone)?)?),
+            Some(Part::Authority) => edits.push(edit(in_zone(rr, &zone)?)?),
+            _ => {}
+        }
     }
-    for _ in 0..adcount {
-        at = read_rr(p, at)?.1;
-    }
-    if at != p.len() {
+    if walk.end() != p.len() {
         return Err(formerr("bytes after the last record"));
     }
     Ok(UpdateRequest {
         id,
-        zone,
         zone_section,
-        prerequisites,
-        edits,
+        change: ChangeSet::new(zone, edits).when(prerequisites),
     })
 }
 
-fn in_zone(rr: &Rr, zone: &Name) -> Result<(), Refusal> {
+/// `rr`, when its owner is in `zone`; NOTZONE otherwise.
+fn in_zone(rr: Rr, zone: &Name) -> Result<Rr, Refusal> {
     match rr.owner.is_subdomain_of(zone) {
-        true => Ok(()),
+        true => Ok(rr),
         false => Err(Refusal {
             rcode: Rcode::NOTZONE,
             why: format!("{} is outside zone {zone}", rr.owner),
@@ -272,25 +251,34 @@ mod tests {
             rr("a.upd.test.", 255, CLASS_ANY, 0, &[]),
         ];
         let r = parse_update(&message(&prereqs, &updates)).unwrap();
-        assert_eq!(r.zone, "upd.test.".parse::<Name>().unwrap());
-        assert!(matches!(r.prerequisites[0], Prerequisite::NameNotInUse(_)));
-        assert!(matches!(r.prerequisites[1], Prerequisite::NameInUse(_)));
+        assert_eq!(r.change.zone, "upd.test.".parse::<Name>().unwrap());
         assert!(matches!(
-            r.prerequisites[2],
+            r.change.prerequisites[0],
+            Prerequisite::NameNotInUse(_)
+        ));
+        assert!(matches!(
+            r.change.prerequisites[1],
+            Prerequisite::NameInUse(_)
+        ));
+        assert!(matches!(
+            r.change.prerequisites[2],
             Prerequisite::RRsetExists(_, RType::A)
         ));
         assert!(matches!(
-            r.prerequisites[3],
+            r.change.prerequisites[3],
             Prerequisite::RRsetAbsent(_, RType::MX)
         ));
         assert!(matches!(
-            r.prerequisites[4],
+            r.change.prerequisites[4],
             Prerequisite::RRsetIs(_, RType::A, _)
         ));
-        assert!(matches!(r.edits[0], RecordEdit::Add { .. }));
-        assert!(matches!(r.edits[1], RecordEdit::DeleteRecords { .. }));
-        assert!(matches!(r.edits[2], RecordEdit::DeleteRRset { .. }));
-        assert!(matches!(r.edits[3], RecordEdit::DeleteName { .. }));
+        assert!(matches!(r.change.edits[0], RecordEdit::Add { .. }));
+        assert!(matches!(
+            r.change.edits[1],
+            RecordEdit::DeleteRecords { .. }
+        ));
+        assert!(matches!(r.change.edits[2], RecordEdit::DeleteRRset { .. }));
+        assert!(matches!(r.change.edits[3], RecordEdit::DeleteName { .. }));
     }
 
     #[test]
@@ -321,7 +309,7 @@ mod tests {
         m[9] = 1;
         m.extend_from_slice(&[0xC0, 12, 0, 15, 0, 1, 0, 0, 1, 44, 0, 4, 0, 10, 0xC0, 12]);
         let r = parse_update(&m).unwrap();
-        match &r.edits[0] {
+        match &r.change.edits[0] {
             RecordEdit::Add { rrset, .. } => assert_eq!(
                 &rrset.rdata[0][..],
                 &[&[0u8, 10][..], &name("upd.test.")].concat()[..]

@@ -8,7 +8,7 @@
 //!     zone or client out ─► NOTAUTH + TSIG error │ malformed ─► FORMERR
 //!     signed by a key without `update`, or not for this zone ─► REFUSED
 //!     the zone not served here ─► NOTAUTH
-//!  signer::edit::edit_zone_if(zone, prerequisites, edits): one change-set,
+//!  signer::edit::apply(ChangeSet): one change-set,
 //!     prerequisites checked under the zone lock (NXDOMAIN, YXDOMAIN,
 //!     NXRRSET, YXRRSET), signed in it when the zone is secured
 //!  reply: header + zone section, TSIG-signed ─► NOERROR
@@ -25,7 +25,6 @@ pub use message::{is_update, parse_update, UpdateRequest};
 use crate::tsig::{self, TsigKey};
 use crate::wire::{Rcode, HEADER_LEN};
 use backend_mongo::Store;
-use dns::edit::WhenIgnored;
 use dns::Name;
 
 /// What an UPDATE handler needs from the server's settings.
@@ -56,13 +55,13 @@ pub async fn answer(
         }
     };
     if !settings.keys.iter().any(|k| k.update) {
-        tracing::debug!(zone = %request.zone, "UPDATE refused: no key may update (updates are off)");
+        tracing::debug!(zone = %request.change.zone, "UPDATE refused: no key may update (updates are off)");
         return Some(reply(&unsigned, &request, Rcode::REFUSED));
     }
     // A key limited to address blocks (`from=`) applies only to clients
     // in them: from elsewhere it is unknown here (NOTAUTH, BADKEY).
     let scope = tsig::Scope {
-        qname: Some(&request.zone),
+        qname: Some(&request.change.zone),
         peer,
     };
     let mut signer = match tsig::verify_request(
@@ -74,12 +73,12 @@ pub async fn answer(
     ) {
         tsig::Verified::Signed(signer) => signer,
         tsig::Verified::Unsigned => {
-            tracing::debug!(zone = %request.zone, "UPDATE refused: not signed");
+            tracing::debug!(zone = %request.change.zone, "UPDATE refused: not signed");
             return Some(reply(&unsigned, &request, Rcode::REFUSED));
         }
         tsig::Verified::Malformed => return Some(reply(&unsigned, &request, Rcode::FORMERR)),
         tsig::Verified::Failed(failure) => {
-            tracing::debug!(zone = %request.zone, error = failure.error, "UPDATE with a bad TSIG: NOTAUTH");
+            tracing::debug!(zone = %request.change.zone, error = failure.error, "UPDATE with a bad TSIG: NOTAUTH");
             let mut out = reply(&unsigned, &request, Rcode::NOTAUTH);
             failure.append_to(&mut out);
             return Some(out);
@@ -87,7 +86,7 @@ pub async fn answer(
     };
     let rcode = match signer.key().update {
         false => {
-            tracing::info!(zone = %request.zone, key = %signer.key().name, "UPDATE refused: the key may not update");
+            tracing::info!(zone = %request.change.zone, key = %signer.key().name, "UPDATE refused: the key may not update");
             Rcode::REFUSED
         }
         true => apply(store, &request, &signer.key().name).await,
@@ -102,7 +101,7 @@ async fn apply(store: Option<&Store>, request: &UpdateRequest, key: &Name) -> Rc
     let Some(store) = store else {
         return Rcode::SERVFAIL;
     };
-    let zone = &request.zone;
+    let zone = &request.change.zone;
     match store.find_zone(zone).await {
         Ok(Some(_)) => {}
         Ok(None) => return Rcode::NOTAUTH,
@@ -111,17 +110,14 @@ async fn apply(store: Option<&Store>, request: &UpdateRequest, key: &Name) -> Rc
             return Rcode::SERVFAIL;
         }
     }
-    let (prerequisites, edits) = (&request.prerequisites, &request.edits);
-    let applied =
-        signer::edit::edit_zone_if(store, zone, prerequisites, edits, WhenIgnored::ApplyTheRest);
-    match applied.await {
+    match signer::edit::apply(store, &request.change).await {
         Ok(summary) => match summary.unmet {
             Some(unmet) => {
                 tracing::debug!(%zone, %key, %unmet, "UPDATE: a prerequisite failed");
                 Rcode(u16::from(unmet.rcode()))
             }
             None => {
-                tracing::info!(%zone, %key, edits = request.edits.len(), serial = summary.serial, "UPDATE applied");
+                tracing::info!(%zone, %key, edits = request.change.edits.len(), serial = summary.serial, "UPDATE applied");
                 Rcode::NOERROR
             }
         },

@@ -2,6 +2,7 @@
 //!
 //! ```text
 //!  bytes ──parse_query──► Ok(Query) | Err(QueryError::{Drop, Reply(rcode)})
+//!  received messages ──walk::{read_name, records}──► names, RecordAt
 //!  Query + sections ──MessageWriter──► bytes (compressed, truncated by RRset)
 //!  OPT rdata ──options::asked_in──► NSID / EXPIRE asked for
 //! ```
@@ -11,9 +12,11 @@
 
 pub mod options;
 pub mod query;
+pub mod walk;
 pub mod writer;
 
 pub use query::{parse_query, Edns, Query, QueryError};
+pub use walk::read_name;
 pub use writer::{MessageWriter, Section};
 
 /// Response codes: the model's one table (`dns::rcode`).

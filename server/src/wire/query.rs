@@ -8,6 +8,7 @@
 //!  trailing bytes → FORMERR
 //! ```
 
+use super::walk::{name_end, plain_name_end, read_name, records_from, u16_at, Part};
 use super::{Rcode, HEADER_LEN};
 use backend_mongo::{Name, RType};
 
@@ -70,71 +71,6 @@ pub enum QueryError {
     },
 }
 
-fn u16_at(p: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_be_bytes([*p.get(at)?, *p.get(at + 1)?]))
-}
-
-/// Reads a possibly compressed name at `at`; returns it and the offset after it.
-pub fn read_name(packet: &[u8], at: usize) -> Option<(Name, usize)> {
-    let mut labels: Vec<&[u8]> = Vec::with_capacity(8);
-    let mut pos = at;
-    let mut end = None;
-    let mut hops = 0;
-    let mut total = 1;
-    loop {
-        let len = *packet.get(pos)? as usize;
-        match len & 0xC0 {
-            0x00 => {
-                if len == 0 {
-                    pos += 1;
-                    break;
-                }
-                let label = packet.get(pos + 1..pos + 1 + len)?;
-                total += 1 + len;
-                if total > backend_mongo::name::MAX_NAME_LEN {
-                    return None;
-                }
-                labels.push(label);
-                pos += 1 + len;
-            }
-            0xC0 => {
-                let target = (u16_at(packet, pos)? & 0x3FFF) as usize;
-                if end.is_none() {
-                    end = Some(pos + 2);
-                }
-                // Pointers must go backwards; a hop limit stops loops anyway.
-                hops += 1;
-                if hops > 64 || target >= pos {
-                    return None;
-                }
-                pos = target;
-            }
-            _ => return None,
-        }
-    }
-    let name = Name::from_labels(labels).ok()?;
-    Some((name, end.unwrap_or(pos)))
-}
-
-/// End of an uncompressed name at `at`: labels only, no pointer.
-fn plain_name_end(packet: &[u8], mut at: usize) -> Option<usize> {
-    loop {
-        let len = usize::from(*packet.get(at)?);
-        if len > 63 {
-            return None;
-        }
-        at += 1 + len;
-        if len == 0 {
-            return Some(at);
-        }
-    }
-}
-
-/// Skips a name (compressed or not) and returns the offset after it.
-fn skip_name(packet: &[u8], at: usize) -> Option<usize> {
-    read_name(packet, at).map(|(_, end)| end)
-}
-
 /// Parses a query; anything that is not a well-formed query is an error
 /// value saying how to reply (or not to).
 pub fn parse_query(packet: &[u8]) -> Result<Query, QueryError> {
@@ -185,48 +121,34 @@ pub fn parse_query(packet: &[u8]) -> Result<Query, QueryError> {
         None
     };
     // Skip answer and authority records; parse the additional section for OPT.
-    let mut pos = question_end;
+    let counts = [ancount, nscount, arcount].map(u32::from);
+    let mut walk = records_from(packet, question_end, counts);
     let mut edns: Option<Edns> = None;
     let mut ixfr_serial = None;
-    let total = u32::from(ancount) + u32::from(nscount) + u32::from(arcount);
-    for index in 0..total {
-        let in_additional = index >= u32::from(ancount) + u32::from(nscount);
-        let owner_root = packet.get(pos) == Some(&0);
-        let Some(after) = skip_name(packet, pos) else {
+    for record in walk.by_ref() {
+        let Ok(record) = record else {
             return Err(reply(Rcode::FORMERR, question, edns));
         };
-        let (Some(rtype), Some(class), Some(rdlen)) = (
-            u16_at(packet, after),
-            u16_at(packet, after + 2),
-            u16_at(packet, after + 8),
-        ) else {
-            return Err(reply(Rcode::FORMERR, question, edns));
-        };
-        let ttl_hi = u16_at(packet, after + 4).unwrap_or(0);
-        let ttl_lo = u16_at(packet, after + 6).unwrap_or(0);
-        let end = after + 10 + rdlen as usize;
-        if end > packet.len() {
-            return Err(reply(Rcode::FORMERR, question, edns));
+        let rtype = RType(record.rtype);
+        if record.part == Part::Authority && rtype == RType::SOA {
+            ixfr_serial = soa_serial(packet, record.rdata.start, record.rdata.end);
         }
-        let in_authority = !in_additional && index >= u32::from(ancount);
-        if in_authority && RType(rtype) == RType::SOA {
-            ixfr_serial = soa_serial(packet, after + 10, end);
-        }
-        if RType(rtype) == RType::OPT {
-            if !in_additional || edns.is_some() || !owner_root {
+        if rtype == RType::OPT {
+            let owner_root = packet[record.start] == 0;
+            if record.part != Part::Additional || edns.is_some() || !owner_root {
                 return Err(reply(Rcode::FORMERR, question, None));
             }
-            if !options_well_formed(&packet[after + 10..end]) {
+            if !options_well_formed(&packet[record.rdata.clone()]) {
                 return Err(reply(Rcode::FORMERR, question, None));
             }
             edns = Some(Edns {
-                udp_size: class.max(512),
-                version: (ttl_hi & 0xFF) as u8,
-                dnssec_ok: ttl_lo & 0x8000 != 0,
+                udp_size: record.class.max(512),
+                version: (record.ttl >> 16) as u8,
+                dnssec_ok: record.ttl & 0x8000 != 0,
             });
         }
-        pos = end;
     }
+    let pos = walk.end();
     if pos != packet.len() {
         return Err(reply(Rcode::FORMERR, question, edns));
     }
@@ -273,8 +195,8 @@ fn options_well_formed(mut rdata: &[u8]) -> bool {
 
 /// The SERIAL field of SOA rdata at `start..end` (names may be compressed).
 fn soa_serial(packet: &[u8], start: usize, end: usize) -> Option<u32> {
-    let after_mname = skip_name(packet, start)?;
-    let after_rname = skip_name(packet, after_mname)?;
+    let after_mname = name_end(packet, start)?;
+    let after_rname = name_end(packet, after_mname)?;
     dns::serial::serial_at(packet, after_rname, end)
 }
 

@@ -12,6 +12,9 @@
 //!  http / stat: the control endpoint;  Relay: a database link to cut,
 //!  freeze, slow down or listen to;  run_bounded: a child with a time limit
 //!  axfr_text / verify_signed_zone: the served zone by dig, and both verifiers
+//!  update_message: a DNS UPDATE built by hand (the caller signs it)
+//!  seed / Rng: seeded randomness that a printed seed replays
+//!  dig_transfer: AXFR/IXFR/SOA by dig, one text block
 //!  Secondary::knot / ::nsd: real secondaries of a server (NOTIFY, AXFR)
 //! ```
 //!
@@ -29,7 +32,9 @@ mod process;
 mod query;
 mod relay;
 mod secondary;
+mod seeded;
 mod server;
+mod update;
 mod zone_check;
 
 pub use backend_mongo::testing::*;
@@ -43,5 +48,7 @@ pub use query::{
 };
 pub use relay::Relay;
 pub use secondary::{soa_serial, Secondary, SecondaryKind, SharedKey};
+pub use seeded::{seed, Rng};
 pub use server::{start_with_control, ServerProcess};
-pub use zone_check::{axfr_text, verify_signed_zone};
+pub use update::{update_message, UpdateRr};
+pub use zone_check::{axfr_text, dig_transfer, record_lines, verify_signed_zone};

@@ -2,6 +2,7 @@
 //! `dig`, and DNSSEC validity by BIND's and ldns's verifiers.
 //!
 //! ```text
+//!  dig_transfer(port, zone, kind) ─► dig's records (AXFR, IXFR=N, SOA)
 //!  axfr_text(port, zone) ─► dig AXFR ─► the zone file text (two SOAs, or panic)
 //!  verify_signed_zone(dir, zone, text) ─► dnssec-verify -o zone ─► ldns-verify-zone
 //! ```
@@ -9,11 +10,11 @@
 use std::path::Path;
 use std::process::Command;
 
-/// The zone `zone` as the server on `port` serves it, by AXFR (`dig`);
-/// panics unless the transfer is whole (it starts and ends with the SOA).
-pub fn axfr_text(port: u16, zone: &str) -> String {
+/// What `dig` prints for `kind` (`AXFR`, `IXFR=<serial>`, `SOA`, …) of
+/// `zone` asked of the server on `port`: records only, no comments.
+pub fn dig_transfer(port: u16, zone: &str, kind: &str) -> String {
     let out = Command::new("dig")
-        .args(["@127.0.0.1", "-p", &port.to_string(), zone, "AXFR"])
+        .args(["@127.0.0.1", "-p", &port.to_string(), zone, kind])
         .args([
             "+nocmd",
             "+nostats",
@@ -23,11 +24,28 @@ pub fn axfr_text(port: u16, zone: &str) -> String {
         ])
         .output()
         .expect("dig is needed (bind9-dnsutils)");
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(
-        out.status.success() && text.matches("\tSOA\t").count() >= 2,
-        "AXFR failed: {text}"
-    );
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+/// The records of dig's `text`, one a line, comments and blank lines
+/// left out, spacing made single and letters lower case (comparable).
+pub fn record_lines(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| !l.starts_with(';') && !l.trim().is_empty())
+        .map(|l| {
+            l.split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .to_lowercase()
+        })
+        .collect()
+}
+
+/// The zone `zone` as the server on `port` serves it, by AXFR (`dig`);
+/// panics unless the transfer is whole (it starts and ends with the SOA).
+pub fn axfr_text(port: u16, zone: &str) -> String {
+    let text = dig_transfer(port, zone, "AXFR");
+    assert!(text.matches("\tSOA\t").count() >= 2, "AXFR failed: {text}");
     text
 }
 

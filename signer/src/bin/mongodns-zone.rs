@@ -9,6 +9,8 @@
 //!  add-record / delete-record / delete-rrset / delete-name / replace-rrset
 //!  increase-serial                 one change-set each: signer::edit::edit_zone
 //!                                  (RFC 2136's rules; signed when secured)
+//!  sync-catalog [--follow S]      signer::catalog::sync: a catalog zone
+//!                                  (RFC 9432) listing every served zone
 //!  set-notify                      the zone's settings document: its secondaries
 //!  exit status: 0 done, 1 refused or failed, 2 bad input
 //! ```
@@ -61,9 +63,21 @@ enum Command {
     DeleteZone(DeleteArgs),
     /// Check the zone as stored (what kzonecheck checks): exit 1 on errors.
     CheckZone(ZoneArg),
+    /// Make a catalog zone (RFC 9432, version 2) list every served zone:
+    /// created if missing, members added and removed.
+    SyncCatalog(CatalogArgs),
     /// Where servers send NOTIFY for the zone (its settings document):
     /// replaces the servers' --notify list for it; no address: nobody.
     SetNotify(NotifyArgs),
+}
+
+#[derive(clap::Args)]
+struct CatalogArgs {
+    /// The catalog zone, e.g. catalog.invalid.
+    catalog: String,
+    /// Sync again every this many seconds, until stopped.
+    #[arg(long)]
+    follow: Option<u64>,
 }
 
 #[derive(clap::Args)]
@@ -230,6 +244,7 @@ enum Job {
     IncreaseSerial(Name),
     Delete(Name, Duration),
     Check(Name),
+    SyncCatalog(Name, Option<Duration>),
     SetNotify(Name, Option<Vec<String>>),
 }
 
@@ -273,6 +288,10 @@ impl Job {
                 Job::Delete(parse_zone(&a.zone)?, Duration::from_secs(a.grace))
             }
             Command::CheckZone(a) => Job::Check(parse_zone(&a.zone)?),
+            Command::SyncCatalog(a) => {
+                let every = a.follow.map(|s| Duration::from_secs(s.max(1)));
+                Job::SyncCatalog(parse_zone(&a.catalog)?, every)
+            }
             Command::SetNotify(a) => {
                 a.targets.iter().try_for_each(|t| check_notify_target(t))?;
                 let targets = (!a.defaults).then_some(a.targets);
@@ -290,6 +309,7 @@ impl Job {
             Job::IncreaseSerial(zone) => increase_serial(store, &zone).await,
             Job::Delete(zone, grace) => delete_zone(store, &zone, grace).await,
             Job::Check(zone) => check_zone(store, &zone).await,
+            Job::SyncCatalog(catalog, every) => sync_catalog(store, &catalog, every).await,
             Job::SetNotify(zone, targets) => set_notify(store, &zone, targets).await,
         }
     }
@@ -535,5 +555,32 @@ async fn check_zone(store: &Store, zone: &Name) -> Result<(), Failure> {
     match errors {
         0 => Ok(()),
         n => Err(Failure::Failed(format!("zone {zone}: {n} errors"))),
+    }
+}
+
+/// Syncs the catalog once, or every `every` until killed.
+async fn sync_catalog(
+    store: &Store,
+    catalog: &Name,
+    every: Option<Duration>,
+) -> Result<(), Failure> {
+    loop {
+        let done = signer::catalog::sync(store, catalog).await?;
+        if done.created {
+            println!("{catalog}: catalog created");
+        }
+        if done.added + done.removed > 0 || every.is_none() {
+            let serial = done
+                .serial
+                .map_or("unchanged".to_string(), |s| s.to_string());
+            println!(
+                "{catalog}: {} members added, {} removed, serial {serial}",
+                done.added, done.removed
+            );
+        }
+        match every {
+            Some(pause) => tokio::time::sleep(pause).await,
+            None => return Ok(()),
+        }
     }
 }

@@ -1,0 +1,210 @@
+//! The zone journal in the database: per record edit, the records it
+//! removed and added, for IXFR (RFC 1995). Only this file knows its
+//! documents.
+//!
+//! ```text
+//!  ZoneEdit::publish [zone lock] ─► append_journal: { _id "jnl <zone>
+//!     <gen>", zone, gen, base, exact, from, to, rm, add, at }
+//!  zones.serial_gen: the generation the serial was last moved at (set by
+//!     every publish that moves it); an entry is exact when its base is it
+//!  journal_chain(zone now, their serial): entries read newest first,
+//!     walked back from the zone's gen: each exact, each ending where the
+//!     next begins, the first starting at their serial ─► Some(entries,
+//!     oldest first), else None (another writer changed the zone between,
+//!     an entry pruned or too large): the caller sends the whole zone
+//!  pruned when a zone holds more than JOURNAL_KEPT entries
+//! ```
+//!
+//! Writers that keep no journal (imports, replaces, the signer) leave a
+//! gap, which only costs a full transfer.
+
+use crate::schema::{SchemaError, ZoneInfo};
+use crate::store::{Store, StoreError};
+use crate::{Name, RType};
+use dns::journal::{JournalEntry, JournalRecord};
+use futures::TryStreamExt;
+use mongodb::bson::{doc, spec::BinarySubtype, Binary, Bson, DateTime, Document};
+
+/// The journal's collection.
+pub const JOURNAL: &str = "journal";
+/// The zone document's field: the generation its serial last moved at.
+pub const SERIAL_GEN: &str = "serial_gen";
+/// Entries kept per zone; older ones are deleted.
+pub const JOURNAL_KEPT: i64 = 1000;
+/// Records (removed and added) one entry may hold; a larger change is
+/// not journaled (a secondary behind it gets the whole zone).
+pub const MAX_JOURNAL_RECORDS: usize = 20_000;
+
+fn record_doc(r: &JournalRecord) -> Document {
+    doc! {
+        "n": r.owner.to_string(),
+        "t": i32::from(r.rtype.0),
+        "l": i64::from(r.ttl),
+        "d": Binary { subtype: BinarySubtype::Generic, bytes: r.rdata.to_vec() },
+    }
+}
+
+fn record_from(id: &str, d: &Document) -> Result<JournalRecord, SchemaError> {
+    let bad = |reason: &str| SchemaError {
+        id: id.to_string(),
+        reason: format!("journal record: {reason}"),
+    };
+    let owner = d.get_str("n").map_err(|_| bad("no owner"))?;
+    let owner: Name = owner.parse().map_err(|_| bad("a bad owner"))?;
+    let rtype = d.get_i32("t").map_err(|_| bad("no type"))?;
+    let ttl = d.get_i64("l").map_err(|_| bad("no TTL"))?;
+    let rdata = match d.get("d") {
+        Some(Bson::Binary(b)) => b.bytes.clone().into_boxed_slice(),
+        _ => return Err(bad("no rdata")),
+    };
+    Ok(JournalRecord {
+        owner,
+        rtype: RType(u16::try_from(rtype).map_err(|_| bad("a bad type"))?),
+        ttl: u32::try_from(ttl).map_err(|_| bad("a bad TTL"))?,
+        rdata,
+    })
+}
+
+fn records_from(id: &str, d: &Document, key: &str) -> Result<Vec<JournalRecord>, SchemaError> {
+    let list = d.get_array(key).map_err(|_| SchemaError {
+        id: id.to_string(),
+        reason: format!("journal entry without {key}"),
+    })?;
+    list.iter()
+        .filter_map(Bson::as_document)
+        .map(|r| record_from(id, r))
+        .collect()
+}
+
+fn entry_from(d: &Document) -> Result<JournalEntry, SchemaError> {
+    let id = d.get_str("_id").unwrap_or("?").to_string();
+    let int = |k: &str| {
+        d.get_i64(k).map_err(|_| SchemaError {
+            id: id.clone(),
+            reason: format!("journal entry without {k}"),
+        })
+    };
+    let soa = |k: &str| {
+        let r = d.get_document(k).map_err(|_| SchemaError {
+            id: id.clone(),
+            reason: format!("journal entry without {k}"),
+        })?;
+        record_from(&id, r)
+    };
+    Ok(JournalEntry {
+        gen: int("gen")?,
+        base_gen: int("base")?,
+        exact: d.get_bool("exact").unwrap_or(false),
+        from_soa: soa("from")?,
+        to_soa: soa("to")?,
+        removed: records_from(&id, d, "rm")?,
+        added: records_from(&id, d, "add")?,
+    })
+}
+
+impl Store {
+    /// Stores `entry` for `zone` (call under the zone lock, as the change
+    /// is published); an entry too large is left out.
+    pub async fn append_journal(
+        &self,
+        zone: &Name,
+        entry: &JournalEntry,
+    ) -> Result<(), StoreError> {
+        if entry.removed.len() + entry.added.len() > MAX_JOURNAL_RECORDS {
+            tracing::debug!(%zone, gen = entry.gen, "change too large to journal");
+            return Ok(());
+        }
+        let list = |rs: &[JournalRecord]| {
+            rs.iter()
+                .map(|r| Bson::Document(record_doc(r)))
+                .collect::<Vec<_>>()
+        };
+        let d = doc! {
+            "_id": format!("jnl {zone} {}", entry.gen),
+            "zone": zone.to_string(),
+            "gen": entry.gen,
+            "base": entry.base_gen,
+            "exact": entry.exact,
+            "from": record_doc(&entry.from_soa),
+            "to": record_doc(&entry.to_soa),
+            "rm": list(&entry.removed),
+            "add": list(&entry.added),
+            "at": DateTime::now(),
+        };
+        self.journal().insert_one(d).await?;
+        if entry.gen % 64 == 0 {
+            self.prune_journal(zone).await?;
+        }
+        Ok(())
+    }
+
+    fn journal(&self) -> mongodb::Collection<Document> {
+        self.db.collection(JOURNAL)
+    }
+
+    /// Deletes `zone`'s entries beyond the newest [`JOURNAL_KEPT`].
+    pub async fn prune_journal(&self, zone: &Name) -> Result<u64, StoreError> {
+        let oldest_kept = self
+            .journal()
+            .find(doc! {"zone": zone.to_string()})
+            .sort(doc! {"gen": -1})
+            .skip(u64::try_from(JOURNAL_KEPT).unwrap_or(u64::MAX))
+            .limit(1)
+            .projection(doc! {"gen": 1})
+            .await?
+            .try_next()
+            .await?;
+        let Some(gen) = oldest_kept.and_then(|d| d.get_i64("gen").ok()) else {
+            return Ok(0);
+        };
+        let r = self
+            .journal()
+            .delete_many(doc! {"zone": zone.to_string(), "gen": {"$lte": gen}})
+            .await?;
+        Ok(r.deleted_count)
+    }
+
+    /// The journal entries that take `zone` (as served now) from serial
+    /// `theirs` to its current content, oldest first; `None` when the
+    /// journal does not account for every change since (see the module
+    /// documentation).
+    pub async fn journal_chain(
+        &self,
+        zone: &ZoneInfo,
+        theirs: u32,
+    ) -> Result<Option<Vec<JournalEntry>>, StoreError> {
+        let mut cursor = self
+            .journal()
+            .find(doc! {"zone": zone.apex.to_string(), "gen": {"$lte": zone.gen}})
+            .sort(doc! {"gen": -1})
+            .limit(JOURNAL_KEPT)
+            .await?;
+        let mut chain: Vec<JournalEntry> = Vec::new();
+        let (mut gen, mut serial) = (zone.gen, zone.serial);
+        while let Some(d) = cursor.try_next().await? {
+            let entry = entry_from(&d)?;
+            if entry.gen > gen {
+                continue;
+            }
+            let ends_here = entry.gen == gen && soa_serial(&entry.to_soa) == Some(serial);
+            if !ends_here || !entry.exact {
+                return Ok(None);
+            }
+            gen = entry.base_gen;
+            serial = match soa_serial(&entry.from_soa) {
+                Some(s) => s,
+                None => return Ok(None),
+            };
+            chain.push(entry);
+            if serial == theirs {
+                chain.reverse();
+                return Ok(Some(chain));
+            }
+        }
+        Ok(None)
+    }
+}
+
+fn soa_serial(r: &JournalRecord) -> Option<u32> {
+    dns::serial::soa_serial(&r.rdata)
+}

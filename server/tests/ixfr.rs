@@ -1,0 +1,386 @@
+//! IXFR from the zone journal (RFC 1995): what mongodns sends, applied to
+//! the zone a secondary held, must give the zone as it is now; a serial the
+//! journal does not reach gets the whole zone; Knot DNS and NSD as
+//! secondaries follow record edits by IXFR.
+//!
+//! ```text
+//!  import ─► AXFR (the old zone, serial S) ─► seeded record edits through
+//!  signer::edit::apply (adds, deletes, replaces, TTL changes, names gone)
+//!  ─► after each few: dig IXFR=S ─► incremental (SOA, then an old SOA)
+//!     ─► applied to the old zone == AXFR now;  and IXFR=<the last
+//!     serial seen> ─► applied to that zone == AXFR now
+//!  a merge import (no journal) ─► IXFR=S ─► the whole zone, == AXFR
+//!  knotd secondary (refresh every 2 s) ─► an edit ─► Knot serves it, and
+//!     its log says IXFR; nsd the same, its refreshes answered from the
+//!     journal (ixfr_incremental)
+//! ```
+
+use backend_mongo::dns::edit::{ChangeSet, RecordEdit};
+use backend_mongo::{Name, RType};
+use mongodns_testkit::*;
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+const ZONE: &str = "ixfr.test.";
+const ZONE_TEXT: &str = "$ORIGIN ixfr.test.\n$TTL 300\n\
+@ IN SOA ns.ixfr.test. hostmaster.ixfr.test. 1 7200 900 1209600 60\n\
+@ IN NS ns.ixfr.test.\n\
+ns IN A 192.0.2.53\n\
+a IN A 192.0.2.1\n\
+b IN TXT \"one\"\n\
+x.deep IN A 192.0.2.9\n";
+
+fn name(text: &str) -> Name {
+    text.parse().unwrap()
+}
+
+/// One random edit over a few names, types and values.
+fn random_edit(rng: &mut Rng) -> RecordEdit {
+    const OWNERS: [&str; 5] = [
+        "a.ixfr.test.",
+        "b.ixfr.test.",
+        "c.ixfr.test.",
+        "x.deep.ixfr.test.",
+        "y.z.ixfr.test.",
+    ];
+    let owner = name(OWNERS[rng.below(5) as usize]);
+    let ttl = [60, 300][rng.below(2) as usize];
+    let value = rng.below(3) as u8;
+    let (rtype, rdata): (RType, Vec<u8>) = match rng.below(2) {
+        0 => (RType::A, vec![192, 0, 2, 100 + value]),
+        _ => (RType::TXT, vec![2, b'v', b'0' + value]),
+    };
+    let rrset = backend_mongo::RRset {
+        rtype,
+        ttl,
+        rdata: vec![rdata.into_boxed_slice()],
+    };
+    match rng.below(10) {
+        0..=4 => RecordEdit::Add { name: owner, rrset },
+        5 | 6 => RecordEdit::DeleteRecords {
+            name: owner,
+            rtype,
+            rdata: rrset.rdata,
+        },
+        7 => RecordEdit::DeleteRRset { name: owner, rtype },
+        8 => RecordEdit::ReplaceRRset { name: owner, rrset },
+        _ => RecordEdit::DeleteName { name: owner },
+    }
+}
+
+/// A transfer's records by dig: one normalised line each, in order.
+fn transfer(port: u16, kind: &str) -> Vec<String> {
+    let text = dig_transfer(port, ZONE, kind);
+    let lines = record_lines(&text);
+    assert!(
+        !lines.is_empty() && is_soa(&lines[0]),
+        "{kind} failed: {text}"
+    );
+    lines
+}
+
+fn is_soa(line: &str) -> bool {
+    line.split(' ').nth(3) == Some("soa")
+}
+
+fn serial_of(soa: &str) -> u32 {
+    soa.split(' ').nth(6).unwrap().parse().unwrap()
+}
+
+/// The zone by AXFR, as a set (the SOA once).
+fn axfr(port: u16) -> BTreeSet<String> {
+    let lines = transfer(port, "AXFR");
+    lines[..lines.len() - 1].iter().cloned().collect()
+}
+
+/// Applies an incremental IXFR's changes to `zone`; false when the reply
+/// was the whole zone instead (then `zone` becomes it).
+fn apply_ixfr(zone: &mut BTreeSet<String>, ixfr: &[String]) -> bool {
+    if !is_soa(&ixfr[1]) || ixfr.len() == 2 {
+        *zone = ixfr[..ixfr.len() - 1].iter().cloned().collect();
+        return false;
+    }
+    let last = ixfr.len() - 1;
+    // The first SOA after ours opens removals (the toggle starts there).
+    let (mut i, mut adding) = (1, true);
+    while i < last {
+        let line = &ixfr[i];
+        if is_soa(line) {
+            // An old SOA opens the removals, a new one the additions.
+            adding = !adding;
+            zone.retain(|l| !is_soa(l));
+            if adding {
+                zone.insert(line.clone());
+            }
+        } else if adding {
+            zone.insert(line.clone());
+        } else {
+            assert!(
+                zone.remove(line),
+                "IXFR removes {line}, which the old zone lacks"
+            );
+        }
+        i += 1;
+    }
+    assert_eq!(ixfr[last], ixfr[0], "the closing SOA is the current one");
+    true
+}
+
+fn apply(db: &TestZoneDb, edits: Vec<RecordEdit>) {
+    block_on(signer::edit::apply(
+        &db.store,
+        &ChangeSet::new(name(ZONE), edits),
+    ))
+    .expect("the edit succeeds");
+}
+
+/// The served serial moved past `serial` (the poll is 1 s at most).
+fn until_serial_after(port: u16, serial: u32) -> u32 {
+    let started = Instant::now();
+    loop {
+        let now = serial_of(&transfer(port, "SOA")[0]);
+        if now != serial {
+            return now;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "serial still {serial}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn ixfr_applied_to_the_old_zone_gives_the_new_one() {
+    let seed = seed("IXFR_SEED");
+    eprintln!("ixfr: IXFR_SEED={seed}");
+    let mut rng = Rng(seed);
+    let db = block_on(async {
+        let db = TestZoneDb::new("ixfr").await;
+        db.import(ZONE, ZONE_TEXT, true).await;
+        db
+    });
+    let (ours, control) = start_with_control(&db.name, &["--axfr-allow", "127.0.0.1/32"]);
+    let oldest = axfr(ours.port);
+    let first_serial = serial_of(oldest.iter().find(|l| is_soa(l)).unwrap());
+    let (mut recent, mut recent_serial) = (oldest.clone(), first_serial);
+    let mut serial = first_serial;
+    let mut incremental = 0;
+    for round in 0..12 {
+        for _ in 0..3 {
+            let edits = (0..1 + rng.below(3))
+                .map(|_| random_edit(&mut rng))
+                .collect();
+            apply(&db, edits);
+        }
+        // A round whose edits all changed nothing leaves the serial.
+        if serial_of(&transfer(ours.port, "SOA")[0]) == serial {
+            apply(
+                &db,
+                vec![
+                    random_edit(&mut rng),
+                    RecordEdit::add(
+                        name("n.ixfr.test."),
+                        RType::A,
+                        60,
+                        vec![vec![198, 51, 100, round].into()],
+                    ),
+                ],
+            );
+        }
+        serial = until_serial_after(ours.port, serial);
+        let now = axfr(ours.port);
+        for (from, base) in [(first_serial, &oldest), (recent_serial, &recent)] {
+            let ixfr = transfer(ours.port, &format!("IXFR={from}"));
+            let mut zone = base.clone();
+            incremental += usize::from(apply_ixfr(&mut zone, &ixfr));
+            assert_eq!(
+                zone, now,
+                "IXFR from {from} applied (seed {seed}, round {round})"
+            );
+        }
+        (recent, recent_serial) = (now, serial);
+    }
+    assert_eq!(incremental, 24, "every IXFR was incremental (seed {seed})");
+    assert_eq!(stat(control, "ixfr_incremental"), 24);
+
+    // A writer that keeps no journal: IXFR from before it is the whole zone.
+    block_on(async {
+        let more = "$ORIGIN ixfr.test.\n$TTL 300\nm IN A 192.0.2.77\n";
+        db.import(ZONE, more, false).await;
+    });
+    serial = until_serial_after(ours.port, serial);
+    let ixfr = transfer(ours.port, &format!("IXFR={first_serial}"));
+    let mut zone = oldest.clone();
+    assert!(
+        !apply_ixfr(&mut zone, &ixfr),
+        "past a merge import the whole zone is sent"
+    );
+    assert_eq!(zone, axfr(ours.port));
+    assert_eq!(stat(control, "ixfr_full"), 1);
+    // After it, edits are journaled from the import's serial again.
+    let before = axfr(ours.port);
+    apply(
+        &db,
+        vec![RecordEdit::add(
+            name("after.ixfr.test."),
+            RType::A,
+            60,
+            vec![vec![203, 0, 113, 1].into()],
+        )],
+    );
+    until_serial_after(ours.port, serial);
+    let mut zone = before;
+    assert!(apply_ixfr(
+        &mut zone,
+        &transfer(ours.port, &format!("IXFR={serial}"))
+    ));
+    assert_eq!(zone, axfr(ours.port));
+}
+
+/// Knot as a secondary of `primary`, refreshing every 2 s.
+fn start_knot(dir: &Path, port: u16, primary: u16) -> Child {
+    let d = dir.display();
+    let conf = [
+        "server:".to_string(),
+        format!("    rundir: {d}\n    listen: 127.0.0.1@{port}"),
+        "    udp-workers: 1\n    tcp-workers: 1\n    background-workers: 1".into(),
+        format!("database:\n    storage: {d}"),
+        "log:\n  - target: stderr\n    any: info".into(),
+        format!("remote:\n  - id: primary\n    address: 127.0.0.1@{primary}"),
+        format!("template:\n  - id: default\n    storage: {d}\n    zonefile-load: none\n    zonefile-sync: -1"),
+        format!("zone:\n  - domain: {ZONE}\n    master: primary\n    refresh-max-interval: 2"),
+    ]
+    .join("\n")
+        + "\n";
+    std::fs::write(dir.join("knot.conf"), conf).unwrap();
+    let log = std::fs::File::create(dir.join("knotd.log")).unwrap();
+    Command::new("knotd")
+        .arg("-c")
+        .arg(dir.join("knot.conf"))
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("knotd is needed (Debian's knot)")
+}
+
+/// The SOA serial a secondary on `port` serves.
+fn secondary_serial(port: u16) -> Option<u32> {
+    let q = build_query(3, ZONE, 6, None, false);
+    let reply = udp_exchange(port, &q, Duration::from_millis(300))?;
+    let m = hickory_proto::op::Message::from_vec(&reply).ok()?;
+    match m.answers.first().map(|r| &r.data) {
+        Some(hickory_proto::rr::RData::SOA(soa)) => Some(soa.serial),
+        _ => None,
+    }
+}
+
+/// Three edits, one at a time: `secondary` (on `port`) must serve each
+/// new serial within 20 s of mongodns serving it; the delays are printed.
+fn follow_three_edits(
+    db: &TestZoneDb,
+    ours: u16,
+    port: u16,
+    secondary: &str,
+    log: &dyn Fn() -> String,
+) {
+    let wait = |serial: u32| {
+        let started = Instant::now();
+        while secondary_serial(port) != Some(serial) {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "{secondary} never reached serial {serial}:\n{}",
+                log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        started.elapsed()
+    };
+    let mut serial = serial_of(&transfer(ours, "SOA")[0]);
+    wait(serial);
+    for i in 0..3u8 {
+        let owner = name(&format!("s{i}.ixfr.test."));
+        let rdata = vec![vec![192, 0, 2, i].into()];
+        apply(db, vec![RecordEdit::add(owner, RType::A, 60, rdata)]);
+        serial = until_serial_after(ours, serial);
+        let took = wait(serial);
+        eprintln!("ixfr: {secondary} at serial {serial} {took:?} after mongodns served it");
+    }
+}
+
+#[test]
+fn knot_follows_record_edits_by_ixfr() {
+    let db = block_on(async {
+        let db = TestZoneDb::new("ixfr_knot").await;
+        db.import(ZONE, ZONE_TEXT, true).await;
+        db
+    });
+    let ours = ServerProcess::start(&db.name, &["--axfr-allow", "127.0.0.1/32"]);
+    let dir = db.dir.join("knot");
+    std::fs::create_dir_all(&dir).unwrap();
+    let knot_port = free_port();
+    let mut knot = start_knot(&dir, knot_port, ours.port);
+    let log = || std::fs::read_to_string(dir.join("knotd.log")).unwrap_or_default();
+    follow_three_edits(&db, ours.port, knot_port, "Knot", &log);
+    let text = log();
+    let incoming: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("IXFR, incoming") || l.contains("AXFR, incoming"))
+        .collect();
+    assert!(
+        text.lines()
+            .any(|l| l.contains("IXFR, incoming") && l.contains("finished")),
+        "Knot's log shows an IXFR: {incoming:#?}\n{text}"
+    );
+    eprintln!("ixfr: Knot's transfers: {incoming:#?}");
+    knot.kill().ok();
+    knot.wait().ok();
+}
+
+/// NSD as a secondary of `primary`, its refresh capped at 2 s.
+fn start_nsd(dir: &Path, port: u16, primary: u16) -> Child {
+    let d = dir.display();
+    let conf = format!(
+        "server:\n    ip-address: 127.0.0.1@{port}\n    server-count: 1\n    username: \"\"\n    chroot: \"\"\n    zonesdir: \"{d}\"\n    database: \"\"\n    pidfile: \"{d}/nsd.pid\"\n    xfrdfile: \"{d}/xfrd.state\"\n    zonelistfile: \"{d}/zone.list\"\n    verbosity: 2\n\
+remote-control:\n    control-enable: no\n\
+zone:\n    name: {ZONE}\n    zonefile: ixfr.zone\n    request-xfr: 127.0.0.1@{primary} NOKEY\n    max-refresh-time: 2\n    min-refresh-time: 1\n"
+    );
+    std::fs::write(dir.join("nsd.conf"), conf).unwrap();
+    let log = std::fs::File::create(dir.join("nsd.log")).unwrap();
+    Command::new("nsd")
+        .args(["-d", "-c"])
+        .arg(dir.join("nsd.conf"))
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("nsd is needed (Debian's nsd)")
+}
+
+#[test]
+fn nsd_follows_record_edits_by_ixfr() {
+    let db = block_on(async {
+        let db = TestZoneDb::new("ixfr_nsd").await;
+        db.import(ZONE, ZONE_TEXT, true).await;
+        db
+    });
+    let (ours, control) = start_with_control(&db.name, &["--axfr-allow", "127.0.0.1/32"]);
+    let dir = db.dir.join("nsd");
+    std::fs::create_dir_all(&dir).unwrap();
+    let nsd_port = free_port();
+    let mut nsd = start_nsd(&dir, nsd_port, ours.port);
+    let log = || std::fs::read_to_string(dir.join("nsd.log")).unwrap_or_default();
+    follow_three_edits(&db, ours.port, nsd_port, "NSD", &log);
+    assert!(
+        stat(control, "ixfr_incremental") >= 3,
+        "NSD's refreshes were answered from the journal:\n{}",
+        log()
+    );
+    let q = build_query(9, "s2.ixfr.test.", 1, None, false);
+    let reply = udp_exchange(nsd_port, &q, Duration::from_secs(1)).expect("NSD answers");
+    let m = hickory_proto::op::Message::from_vec(&reply).unwrap();
+    assert_eq!(m.answers.len(), 1, "NSD serves the edited name");
+    nsd.kill().ok();
+    nsd.wait().ok();
+}
