@@ -861,6 +861,25 @@ mod tests {
     }
 
     #[test]
+    fn notify_targets_and_nsid_are_checked() {
+        let ok = cli(&[
+            "--notify",
+            "192.0.2.1",
+            "--notify",
+            "[2001:db8::1]:5300,key=k",
+        ])
+        .resolve()
+        .unwrap();
+        assert_eq!(ok.config.notify.len(), 2);
+        let e = cli(&["--notify", "nowhere", "--nsid", "hex:zz"])
+            .resolve()
+            .unwrap_err();
+        assert!(e.contains("notify") && e.contains("nsid"), "{e}");
+        let e = cli(&["--notify-retries", "0"]).resolve().unwrap_err();
+        assert!(e.contains("notify_retries"), "{e}");
+    }
+
+    #[test]
     fn the_catalog_zone_must_be_a_name() {
         let set = cli(&["--catalog-zone", "catalog.invalid"])
             .resolve()

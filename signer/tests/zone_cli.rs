@@ -305,3 +305,49 @@ fn check_zone_names_what_is_wrong() {
     assert!(out.contains("0 errors, 1 warnings"), "{out}");
     cli.drop_db();
 }
+
+#[test]
+fn set_notify_writes_the_zone_settings_document() {
+    let cli = Cli::new("zonecli_notify");
+    cli.ok(&["create-zone", "notify.test", "--ns", "ns1.example.net."]);
+    let zone: backend_mongo::Name = "notify.test.".parse().unwrap();
+    let settings = || block_on(cli.db.store.zone_settings(&zone)).unwrap();
+    assert_eq!(settings(), None);
+    let gen = |out: &str| {
+        let n = out.rsplit("generation ").next().unwrap();
+        n.trim().trim_end_matches(')').parse::<i64>().unwrap()
+    };
+    let out = cli.ok(&[
+        "set-notify",
+        "notify.test",
+        "192.0.2.1",
+        "[2001:db8::1]:5300,key=k",
+    ]);
+    assert!(out.contains("192.0.2.1 [2001:db8::1]:5300,key=k"), "{out}");
+    let listed = vec![
+        "192.0.2.1".to_string(),
+        "[2001:db8::1]:5300,key=k".to_string(),
+    ];
+    assert_eq!(settings().unwrap().notify, Some(listed));
+    // Each change takes a generation of the zone: servers re-read it.
+    let first = gen(&out);
+    let zone_gen = block_on(cli.db.store.find_zone(&zone))
+        .unwrap()
+        .unwrap()
+        .gen;
+    assert_eq!(zone_gen, first);
+    let out = cli.ok(&["set-notify", "notify.test"]);
+    assert!(out.contains("nobody"), "{out}");
+    assert!(gen(&out) > first);
+    assert_eq!(settings().unwrap().notify, Some(Vec::new()));
+    let out = cli.ok(&["set-notify", "notify.test", "--defaults"]);
+    assert!(out.contains("--notify list"), "{out}");
+    assert_eq!(settings().unwrap().notify, None);
+    let e = cli.fails(2, &["set-notify", "notify.test", "nowhere"]);
+    assert!(e.contains("ADDR[:PORT]"), "{e}");
+    let e = cli.fails(2, &["set-notify", "notify.test", "192.0.2.1,port=5"]);
+    assert!(e.contains("ADDR[:PORT]"), "{e}");
+    let e = cli.fails(1, &["set-notify", "absent.test", "192.0.2.1"]);
+    assert!(e.contains("absent.test"), "{e}");
+    cli.drop_db();
+}
