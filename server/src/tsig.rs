@@ -17,6 +17,7 @@
 //!    ok ──► Signed(signer): the transfer is allowed whatever the access list
 //!  reply messages: first  MAC(request MAC, message, all variables)
 //!                  next   MAC(previous MAC, message, timers) (§5.3.1)
+//!  replies to requests we signed (NOTIFY out): tsig/reply.rs
 //!  ordinary queries: answered as [`without_tsig`] (the packet cache only
 //!    ever sees unsigned messages), then the reply is signed; one that would
 //!    not fit with its TSIG becomes question + TC + TSIG (§5.3)
@@ -25,8 +26,10 @@
 //! Secrets never reach a log: [`TsigKey`]'s `Debug` prints the name only.
 
 mod key;
+mod reply;
 
 pub use key::{read_key_file, Algorithm, Scope, TsigKey};
+pub use reply::reply_is_signed;
 
 use crate::wire::read_name;
 use crate::wire::walk::{self, u16_at, Part, RecordAt};

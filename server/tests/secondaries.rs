@@ -12,7 +12,8 @@
 //!     ─► mongodns_notify_acknowledged moved ─► AXFR of all three equal
 //!        (sorted records and ldns-compare-zones)
 //!  TSIG: Knot demanding the key acknowledges the signed NOTIFY and
-//!        refuses an unsigned one
+//!        refuses an unsigned one; a forged unsigned reply does not
+//!        acknowledge a signed NOTIFY
 //!  burst: 20 publishes in 2 s ─► far fewer NOTIFYs, last serial served
 //!  settings: no --notify; zone_settings (set_zone_notify) picks the secondary
 //!  NSID / EXPIRE: the same OPT bytes as a Knot primary of the same zone
@@ -257,8 +258,49 @@ fn a_tsig_signed_notify_is_accepted_by_knot() {
         matches!(outcome, Delivery::Rejected(_)),
         "Knot took an unsigned NOTIFY: {outcome:?}"
     );
+    // A forged, unsigned acknowledgement does not stop a signed NOTIFY's
+    // retries; it does acknowledge an unsigned one.
+    let forger = unsigned_acknowledger();
+    let key = key.flag().parse().unwrap();
+    let retry = Retry {
+        attempts: 2,
+        first_wait: Duration::from_millis(300),
+    };
+    let signed = Target {
+        addr: forger,
+        key: Some(key),
+    };
+    let outcome = block_on(deliver(&signed, &apex, None, retry));
+    assert_eq!(outcome, Delivery::NoReply);
+    let unsigned = Target {
+        addr: forger,
+        key: None,
+    };
+    let outcome = block_on(deliver(&unsigned, &apex, None, retry));
+    assert_eq!(outcome, Delivery::Acknowledged(1));
     drop((knot, server));
     block_on(db.drop_db());
+}
+
+/// A UDP socket answering every NOTIFY with an unsigned NOERROR (the
+/// header and question echoed, QR set), for 10 s; its address.
+fn unsigned_acknowledger() -> std::net::SocketAddr {
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let addr = socket.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 1024];
+        while let Ok((n, from)) = socket.recv_from(&mut buf) {
+            let question_end = 12 + buf[12..n].iter().position(|b| *b == 0).unwrap() + 5;
+            let mut reply = buf[..question_end].to_vec();
+            reply[2] |= 0x80;
+            reply[10..12].copy_from_slice(&[0, 0]);
+            let _ = socket.send_to(&reply, from);
+        }
+    });
+    addr
 }
 
 #[test]

@@ -7,17 +7,18 @@
 //!     attempt 1..=retry.attempts: send ─► wait (first_wait, doubling)
 //!        matching NOERROR reply ─► Acknowledged
 //!        matching error reply    ─► Rejected(rcode) (no more tries)
-//!        anything else           ─► ignored, keep waiting
+//!        anything else, or to a signed NOTIFY a reply without a valid
+//!        TSIG by its key (tsig/reply.rs) ─► ignored, keep waiting
 //!     no reply after the last ─► NoReply
 //! ```
 //!
-//! Replies are matched by ID, QR and opcode (RFC 1996 §4.7); a reply's own
-//! TSIG is not checked: an acknowledgement only stops the retries.
+//! Replies are matched by ID, QR and opcode (RFC 1996 §4.7); a forged
+//! unsigned reply cannot stop the retries of a signed NOTIFY.
 
 use super::counters::{bump, NOTIFY};
 use super::message::{judge_reply, notify_message, Judged, SoaHint};
 use super::target::Target;
-use crate::tsig;
+use crate::tsig::{self, TsigKey};
 use backend_mongo::Name;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::{Duration, Instant};
@@ -84,15 +85,17 @@ async fn attempts(
 ) -> Delivery {
     let id = random_id();
     let mut message = notify_message(id, apex, soa);
-    if let Some(key) = &target.key {
-        tsig::sign_request(&mut message, key, tsig::unix_now());
-    }
+    let signed = target.key.as_ref().map(|key| {
+        let mac = tsig::sign_request(&mut message, key, tsig::unix_now());
+        (key, mac)
+    });
     let mut wait = retry.first_wait;
     for attempt in 1..=retry.attempts.max(1) {
         if socket.send(&message).await.is_ok() {
             bump(&NOTIFY.sent);
         }
-        match await_reply(socket, id, wait).await {
+        let signed = signed.as_ref().map(|(key, mac)| (*key, mac.as_slice()));
+        match await_reply(socket, id, signed, wait).await {
             Some(Judged::Acknowledged) => return Delivery::Acknowledged(attempt),
             Some(Judged::Rejected(rcode)) => return Delivery::Rejected(rcode),
             _ => wait = wait.saturating_mul(2),
@@ -101,8 +104,14 @@ async fn attempts(
     Delivery::NoReply
 }
 
-/// The first reply to our NOTIFY within `wait`, other datagrams skipped.
-async fn await_reply(socket: &UdpSocket, id: u16, wait: Duration) -> Option<Judged> {
+/// The first reply to our NOTIFY within `wait`, other datagrams skipped;
+/// to a signed NOTIFY only a reply signed with its key counts.
+async fn await_reply(
+    socket: &UdpSocket,
+    id: u16,
+    signed: Option<(&TsigKey, &[u8])>,
+    wait: Duration,
+) -> Option<Judged> {
     let deadline = Instant::now() + wait;
     let mut buf = [0u8; 4096];
     loop {
@@ -111,11 +120,20 @@ async fn await_reply(socket: &UdpSocket, id: u16, wait: Duration) -> Option<Judg
         match tokio::time::timeout(left, socket.recv(&mut buf)).await {
             Ok(Ok(n)) => match judge_reply(&buf[..n], id) {
                 Judged::NotOurs => continue,
+                _ if !signed_by(&buf[..n], signed) => continue,
                 judged => return Some(judged),
             },
             Ok(Err(_)) => tokio::time::sleep(left.min(Duration::from_millis(50))).await,
             Err(_) => return None,
         }
+    }
+}
+
+/// True when the NOTIFY was unsigned, or `reply` is signed with its key.
+fn signed_by(reply: &[u8], signed: Option<(&TsigKey, &[u8])>) -> bool {
+    match signed {
+        None => true,
+        Some((key, mac)) => tsig::reply_is_signed(reply, key, mac, tsig::unix_now()),
     }
 }
 
