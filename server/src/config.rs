@@ -436,6 +436,9 @@ options! {
         /// Key every HTTP API request must send as `X-API-Key`; required
         /// with api_listen.
         api_key: String, [env = "MONGODNS_API_KEY", value_name = "KEY"];
+        /// The address NOTIFYs are sent from (secondaries check it against
+        /// their ACLs); unset, the kernel picks one per secondary.
+        notify_source: std::net::IpAddr, [env = "MONGODNS_NOTIFY_SOURCE", value_name = "ADDR"];
         /// The server's identity for NSID (RFC 5001), sent to queries that ask
         /// with an empty NSID option: text, or `hex:` and hex digits; off if unset.
         nsid: String, [env = "MONGODNS_NSID", value_name = "TEXT"];

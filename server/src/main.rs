@@ -241,9 +241,10 @@ fn start_notify(
         defaults,
         keys,
         interval: Duration::from_millis(args.notify_interval_ms),
-        retry: notify::Retry {
+        retry: notify::Sending {
             attempts: args.notify_retries,
             first_wait: Duration::from_millis(args.notify_timeout_ms),
+            source: args.notify_source,
         },
         ..notify::NotifyConfig::default()
     };

@@ -13,7 +13,7 @@
 //!        (sorted records and ldns-compare-zones)
 //!  TSIG: Knot demanding the key acknowledges the signed NOTIFY and
 //!        refuses an unsigned one; a forged unsigned reply does not
-//!        acknowledge a signed NOTIFY
+//!        acknowledge a signed NOTIFY; --notify-source is the source
 //!  burst: 20 publishes in 2 s ─► far fewer NOTIFYs, last serial served
 //!  settings: no --notify; zone_settings (set_zone_notify) picks the secondary
 //!  NSID / EXPIRE: the same OPT bytes as a Knot primary of the same zone
@@ -24,7 +24,7 @@
 
 use backend_mongo::dns::edit::RecordEdit;
 use backend_mongo::{Name, RType};
-use mongodns_server::notify::{deliver, Delivery, Retry, Target};
+use mongodns_server::notify::{deliver, Delivery, Sending, Target};
 use mongodns_testkit::*;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -248,9 +248,10 @@ fn a_tsig_signed_notify_is_accepted_by_knot() {
     // The same Knot, told without the key, refuses: the key is what it took.
     let apex: Name = ZONE.parse().unwrap();
     let addr = format!("127.0.0.1:{knot_port}").parse().unwrap();
-    let retry = Retry {
+    let retry = Sending {
         attempts: 1,
         first_wait: Duration::from_secs(2),
+        source: None,
     };
     let unsigned = Target { addr, key: None };
     let outcome = block_on(deliver(&unsigned, &apex, None, retry));
@@ -262,37 +263,53 @@ fn a_tsig_signed_notify_is_accepted_by_knot() {
     // retries; it does acknowledge an unsigned one.
     let forger = unsigned_acknowledger();
     let key = key.flag().parse().unwrap();
-    let retry = Retry {
+    let retry = Sending {
         attempts: 2,
         first_wait: Duration::from_millis(300),
+        source: None,
     };
     let signed = Target {
-        addr: forger,
+        addr: forger.0,
         key: Some(key),
     };
     let outcome = block_on(deliver(&signed, &apex, None, retry));
     assert_eq!(outcome, Delivery::NoReply);
     let unsigned = Target {
-        addr: forger,
+        addr: forger.0,
         key: None,
     };
-    let outcome = block_on(deliver(&unsigned, &apex, None, retry));
+    // From --notify-source's address (127.0.0.2 is loopback on Linux too).
+    let from = Some("127.0.0.2".parse().unwrap());
+    let sending = Sending {
+        source: from,
+        ..retry
+    };
+    let outcome = block_on(deliver(&unsigned, &apex, None, sending));
     assert_eq!(outcome, Delivery::Acknowledged(1));
+    let seen = forger.1.lock().unwrap().clone();
+    assert_eq!(seen.last().map(|a| a.ip()), from, "sources seen: {seen:?}");
     drop((knot, server));
     block_on(db.drop_db());
 }
 
+/// Where each datagram came from.
+type Sources = std::sync::Arc<std::sync::Mutex<Vec<std::net::SocketAddr>>>;
+
 /// A UDP socket answering every NOTIFY with an unsigned NOERROR (the
-/// header and question echoed, QR set), for 10 s; its address.
-fn unsigned_acknowledger() -> std::net::SocketAddr {
+/// header and question echoed, QR set), for 10 s: its address, and the
+/// source of every datagram it got.
+fn unsigned_acknowledger() -> (std::net::SocketAddr, Sources) {
     let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     socket
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
     let addr = socket.local_addr().unwrap();
+    let sources = Sources::default();
+    let seen = sources.clone();
     std::thread::spawn(move || {
         let mut buf = [0u8; 1024];
         while let Ok((n, from)) = socket.recv_from(&mut buf) {
+            seen.lock().unwrap().push(from);
             let question_end = 12 + buf[12..n].iter().position(|b| *b == 0).unwrap() + 5;
             let mut reply = buf[..question_end].to_vec();
             reply[2] |= 0x80;
@@ -300,7 +317,7 @@ fn unsigned_acknowledger() -> std::net::SocketAddr {
             let _ = socket.send_to(&reply, from);
         }
     });
-    addr
+    (addr, sources)
 }
 
 #[test]

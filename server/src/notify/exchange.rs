@@ -1,8 +1,9 @@
 //! One NOTIFY delivered to one secondary over UDP, with retries.
 //!
 //! ```text
-//!  deliver(target, apex, soa, retry):
-//!     socket (same family, ephemeral port, connected to the target)
+//!  deliver(target, apex, soa, sending):
+//!     socket (same family, ephemeral port, from --notify-source if set,
+//!     connected to the target)
 //!     message: fresh random ID, TSIG-signed when the target has a key
 //!     attempt 1..=retry.attempts: send ─► wait (first_wait, doubling)
 //!        matching NOERROR reply ─► Acknowledged
@@ -20,17 +21,20 @@ use super::message::{judge_reply, notify_message, Judged, SoaHint};
 use super::target::Target;
 use crate::tsig::{self, TsigKey};
 use backend_mongo::Name;
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::{Duration, Instant};
 use tokio::net::UdpSocket;
 
-/// How often and how patiently a NOTIFY is sent.
+/// How often, how patiently and from where a NOTIFY is sent.
 #[derive(Clone, Copy, Debug)]
-pub struct Retry {
+pub struct Sending {
     /// Datagrams sent at most (the first and the retries).
     pub attempts: u32,
     /// Wait for a reply after the first; each retry waits twice as long.
     pub first_wait: Duration,
+    /// The address NOTIFYs leave from (`--notify-source`; secondaries'
+    /// ACLs check it); `None`: the kernel picks one.
+    pub source: Option<IpAddr>,
 }
 
 /// How a delivery ended.
@@ -50,9 +54,9 @@ pub async fn deliver(
     target: &Target,
     apex: &Name,
     soa: Option<&SoaHint>,
-    retry: Retry,
+    retry: Sending,
 ) -> Delivery {
-    let outcome = match connect(target.addr).await {
+    let outcome = match connect(target.addr, retry.source).await {
         Ok(socket) => attempts(&socket, target, apex, soa, retry).await,
         Err(e) => {
             tracing::warn!(target = %target.addr, zone = %apex, error = %e, "NOTIFY: no socket");
@@ -66,11 +70,12 @@ pub async fn deliver(
     outcome
 }
 
-async fn connect(addr: SocketAddr) -> std::io::Result<UdpSocket> {
-    let local: SocketAddr = match addr {
-        SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
-        SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
+async fn connect(addr: SocketAddr, source: Option<IpAddr>) -> std::io::Result<UdpSocket> {
+    let any = match addr {
+        SocketAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        SocketAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
     };
+    let local = SocketAddr::new(source.unwrap_or(any), 0);
     let socket = UdpSocket::bind(local).await?;
     socket.connect(addr).await?;
     Ok(socket)
@@ -81,7 +86,7 @@ async fn attempts(
     target: &Target,
     apex: &Name,
     soa: Option<&SoaHint>,
-    retry: Retry,
+    retry: Sending,
 ) -> Delivery {
     let id = random_id();
     let mut message = notify_message(id, apex, soa);

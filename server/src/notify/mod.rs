@@ -27,7 +27,7 @@ mod target;
 mod targets;
 
 pub use counters::{NotifyCounters, NOTIFY};
-pub use exchange::{deliver, Delivery, Retry};
+pub use exchange::{deliver, Delivery, Sending};
 pub use message::{judge_reply, notify_message, Judged, SoaHint, OPCODE_NOTIFY};
 pub use target::{check_syntax, parse_target, Target, DEFAULT_PORT};
 
@@ -46,8 +46,8 @@ pub struct NotifyConfig {
     pub keys: Vec<TsigKey>,
     /// Shortest time between two NOTIFY rounds of one zone.
     pub interval: Duration,
-    /// Attempts and waits of each NOTIFY.
-    pub retry: Retry,
+    /// Attempts, waits and the source address of each NOTIFY.
+    pub retry: Sending,
     /// How often to check whether any zone has a settings document, when
     /// there are no defaults (none: no zone is notified, nothing is read).
     pub settings_check: Duration,
@@ -59,9 +59,10 @@ impl Default for NotifyConfig {
             defaults: Vec::new(),
             keys: Vec::new(),
             interval: Duration::from_millis(1000),
-            retry: Retry {
+            retry: Sending {
                 attempts: 5,
                 first_wait: Duration::from_millis(1000),
+                source: None,
             },
             settings_check: Duration::from_secs(2),
         }
