@@ -10,14 +10,16 @@
 //!           and the last serial is always notified)
 //!     round: targets.rs (the zone's settings document, else --notify)
 //!        ─► the SOA read for the answer section ─► per target, a task:
-//!           exchange.rs deliver (UDP, TSIG if keyed, retries with backoff)
+//!           exchange.rs deliver (UDP from --notify-source, TSIG if keyed,
+//!           retries with backoff; a signed NOTIFY wants a signed reply)
 //!           a newer round for the same target supersedes it (aborted)
 //!  counters.rs ─► /metrics: mongodns_notify_{sent,acknowledged,failed,coalesced}
 //! ```
 //!
-//! Secondaries then ask the primary for the SOA and transfer the zone
-//! (AXFR today, since IXFR is answered with the whole zone; nothing here
-//! changes when IXFR learns to send differences).
+//! Secondaries then ask the primary for the SOA and transfer the zone:
+//! IXFR of the journaled differences when record edits made every change
+//! since their serial, else the whole zone (pipeline/transfer.rs); NOTIFY
+//! is the same either way.
 
 mod counters;
 mod exchange;
