@@ -12,6 +12,8 @@
 //!     changed ─► zones {gen > last} ─► update info/gen of known zones;
 //!                a zone never seen ─► zones_epoch += 1 (negatives void),
 //!                and it is added when the registry is complete
+//!  every change is told to the listener (resident zones) before the new
+//!  generation is served: ZoneEvent::{Changed, Removed, Purged, AllPurged}
 //! ```
 //!
 //! Every cached answer remembers the generation of the zone it came from
@@ -96,6 +98,31 @@ pub enum NodePurge<'a> {
 /// Drops nodes of (zone apex, current version) from a record cache.
 pub type NodePurger = Box<dyn Fn(&Name, i64, NodePurge<'_>) + Send + Sync>;
 
+/// A change of the registry's view of one zone (or of all), told to the
+/// change listener before answers can see the new generation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ZoneEvent<'a> {
+    /// A known zone moved from `from` to `to`; `names` lists what changed
+    /// when the change records account for it (same version only).
+    Changed {
+        /// The zone as held before.
+        from: &'a ZoneInfo,
+        /// The zone as served from now on.
+        to: &'a ZoneInfo,
+        /// The names changed, or `None`: anything may have changed.
+        names: Option<&'a [Name]>,
+    },
+    /// The zone is no longer served (deleted).
+    Removed(&'a Name),
+    /// The zone's cached answers were purged (`POST /purge?zone=`).
+    Purged(&'a Name),
+    /// Everything was purged (`POST /purge`): every zone is read again.
+    AllPurged,
+}
+
+/// Hears every [`ZoneEvent`] (resident zones register one; once).
+pub type ZoneListener = Box<dyn Fn(ZoneEvent<'_>) + Send + Sync>;
+
 /// The names `apex` changed from generation `from` (held) to `to`, when the
 /// change records account for it: the record of `to` is this zone's, and
 /// no record of this zone in between says "all". `None`: drop everything.
@@ -145,6 +172,8 @@ pub struct ZoneRegistry {
     purges: AtomicU64,
     /// Drops nodes from the record cache (see `apply_logged_changes`).
     node_purger: std::sync::OnceLock<NodePurger>,
+    /// Hears zone changes before they are served (resident zones).
+    listener: std::sync::OnceLock<ZoneListener>,
     /// The first generation above `last_seq` that no change record or zone
     /// accounts for yet, and since when.
     hole: std::sync::Mutex<Option<(i64, Instant)>>,
@@ -177,6 +206,7 @@ impl ZoneRegistry {
             preload_wanted: AtomicBool::new(false),
             purges: AtomicU64::new(0),
             node_purger: std::sync::OnceLock::new(),
+            listener: std::sync::OnceLock::new(),
             hole: std::sync::Mutex::new(None),
         }
     }
@@ -293,6 +323,11 @@ impl ZoneRegistry {
                 let names = (held.ver == info.ver && held.gen >= names_from)
                     .then(|| changed_names(&info.apex, held.gen, info.gen, records))
                     .flatten();
+                self.tell(ZoneEvent::Changed {
+                    from: &held,
+                    to: info,
+                    names: names.as_deref(),
+                });
                 let purger = self.node_purger.get();
                 match (names, purger) {
                     (Some(names), Some(purge)) => {
@@ -324,6 +359,17 @@ impl ZoneRegistry {
     /// cache registers itself; once).
     pub fn set_node_purger(&self, purge: NodePurger) {
         let _ = self.node_purger.set(purge);
+    }
+
+    /// Sets what hears every zone change before it is served (once).
+    pub fn set_listener(&self, listener: ZoneListener) {
+        let _ = self.listener.set(listener);
+    }
+
+    fn tell(&self, event: ZoneEvent<'_>) {
+        if let Some(listener) = self.listener.get() {
+            listener(event);
+        }
     }
 
     /// The node epoch of `apex`, if it is a known zone.
@@ -387,6 +433,7 @@ impl ZoneRegistry {
             return;
         }
         for (apex, state) in &removed {
+            self.tell(ZoneEvent::Removed(apex));
             let g = self.purge_counter.fetch_sub(1, Ordering::AcqRel);
             state.node_epoch.fetch_add(1, Ordering::AcqRel);
             state.gen.store(g, Ordering::Release);
@@ -402,6 +449,7 @@ impl ZoneRegistry {
     pub fn purge_zone(&self, apex: &Name) -> bool {
         match self.state(apex) {
             Some(state) => {
+                self.tell(ZoneEvent::Purged(apex));
                 let g = self.purge_counter.fetch_sub(1, Ordering::AcqRel);
                 state.node_epoch.fetch_add(1, Ordering::AcqRel);
                 state.gen.store(g, Ordering::Release);
@@ -413,6 +461,7 @@ impl ZoneRegistry {
 
     /// Forgets everything: every zone is looked up again.
     pub fn purge_all(&self) {
+        self.tell(ZoneEvent::AllPurged);
         let mut zones = self.zones.write().unwrap_or_else(|p| p.into_inner());
         zones.clear();
         // Complete no more; the next poll counts as the first and loads again.
@@ -420,6 +469,12 @@ impl ZoneRegistry {
         self.purges.fetch_add(1, Ordering::AcqRel);
         self.last_seq.store(i64::MIN, Ordering::Release);
         self.zones_epoch.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Every known zone, as served now.
+    pub fn known_zones(&self) -> Vec<ZoneInfo> {
+        let zones = self.zones.read().unwrap_or_else(|p| p.into_inner());
+        zones.values().map(|s| s.info()).collect()
     }
 
     /// Zones known.
