@@ -81,7 +81,11 @@ impl Store {
             }
         });
         let mut out = Vec::new();
-        for found in futures::future::try_join_all(reads).await?.into_iter().flatten() {
+        for found in futures::future::try_join_all(reads)
+            .await?
+            .into_iter()
+            .flatten()
+        {
             out.push(keyed_from_doc(&found)?);
         }
         Ok(out)

@@ -20,6 +20,9 @@ use crate::resident::{Residence, ZoneReport};
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 
+/// A per-zone family: name, help, the value of one zone.
+type ZoneLine = (&'static str, &'static str, fn(&ZoneReport) -> u64);
+
 impl Control {
     /// Every wanted zone's residency (empty when off).
     fn resident_reports(&self) -> Vec<ZoneReport> {
@@ -102,7 +105,7 @@ impl Control {
             let state = z.residence.as_str();
             let _ = writeln!(out, "{name}{{zone=\"{zone}\",state=\"{state}\"}} 1");
         }
-        let lines: [(&str, &str, fn(&ZoneReport) -> u64); 3] = [
+        let lines: [ZoneLine; 3] = [
             (
                 "mongodns_resident_zone_current",
                 "1 while the resident copy answers (it holds the generation served)",

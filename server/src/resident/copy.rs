@@ -19,8 +19,8 @@ use backend_mongo::resident::KeyedNode;
 use backend_mongo::{Name, Node, ZoneInfo};
 use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashSet};
-use std::ops::Bound;
 use std::hash::{Hash, Hasher};
+use std::ops::Bound;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, RwLock};
 
@@ -52,7 +52,9 @@ impl Hash for ByName {
 pub fn node_bytes(node: &Node) -> usize {
     let sets = node.rrsets.iter().chain(node.sigs.iter());
     let rdata: usize = sets
-        .map(|r| 16 + 40 + 16 + r.rdata.len() * 16 + r.rdata.iter().map(|d| d.len() + 16).sum::<usize>())
+        .map(|r| {
+            16 + 40 + 16 + r.rdata.len() * 16 + r.rdata.iter().map(|d| d.len() + 16).sum::<usize>()
+        })
         .sum();
     // Arc<Node> (16 + 56), name (wire + 16), two Vecs' buffers (16 each),
     // the set's slot (8, at a load factor of about 7/8).
@@ -282,7 +284,10 @@ mod tests {
         data.insert(keyed("www.z.", None, false, RType::A));
         data.insert(keyed("h1.z.", Some("h1"), true, RType::NSEC3));
         let h1: Name = "h1.z.".parse().unwrap();
-        assert!(data.node(&h1).is_none(), "hashed owners are not point-findable");
+        assert!(
+            data.node(&h1).is_none(),
+            "hashed owners are not point-findable"
+        );
         assert!(data.denial("h5", false).is_some());
         assert!(data.has_nsec3());
         let before = data.bytes();

@@ -267,7 +267,8 @@ impl Residency {
                     tracing::warn!(zone = %apex, error = %e, "resident zone: reading changed names failed; will retry");
                     let mut slots = self.slots();
                     if let Some(slot) = slots.get_mut(apex) {
-                        let mut kept: Vec<NameChange> = std::iter::once(change).chain(rest).collect();
+                        let mut kept: Vec<NameChange> =
+                            std::iter::once(change).chain(rest).collect();
                         kept.append(&mut slot.names);
                         slot.names = kept;
                         slot.retry_at = Some(Instant::now() + RETRY_AFTER);
