@@ -119,6 +119,9 @@ impl Control {
                 let name: Name = n.parse().map_err(|e| format!("bad name {n:?}: {e}"))?;
                 let replies = self.packets.purge_name(name.as_wire());
                 let nodes = self.records.purge_name(&name);
+                if let Some(residency) = &self.residency {
+                    residency.purge_name(&name);
+                }
                 Ok(format!(
                     "{{\"purged_replies\":{replies},\"purged_nodes\":{nodes}}}"
                 ))

@@ -6,6 +6,7 @@
 //!     Changed otherwise (replace, secure-zone, "all") ─► slot.reload
 //!     Purged / AllPurged ─► copy voided at once, slot.reload
 //!     Removed ─► copy and slot dropped
+//!  POST /purge?name= (purge_name) ─► copies of the zones holding it voided, reloaded
 //!  keeper loop (woken by hear, or every SWEEP):
 //!     new zones in the registry (wanted) ─► slot.reload
 //!     slot.names, chain from copy.gen ─► one point read per name
@@ -196,6 +197,32 @@ impl Residency {
             }
         }
         self.wake.notify_one();
+    }
+
+    /// `POST /purge?name=`: a name changed without a generation (a silent
+    /// writer): the copies of the zones holding it are voided and loaded
+    /// again. Returns how many.
+    pub fn purge_name(&self, name: &Name) -> usize {
+        let held: Vec<Name> = {
+            let copies = self.copies.read().unwrap_or_else(|p| p.into_inner());
+            copies
+                .iter()
+                .filter(|(apex, _)| name.ancestors().any(|a| a == **apex))
+                .map(|(apex, copy)| {
+                    copy.void();
+                    apex.clone()
+                })
+                .collect()
+        };
+        let mut slots = self.slots();
+        for apex in &held {
+            if let Some(slot) = slots.get_mut(apex) {
+                slot.reload = true;
+            }
+        }
+        drop(slots);
+        self.wake.notify_one();
+        held.len()
     }
 
     /// The keeper loop (see the module documentation).
