@@ -316,6 +316,79 @@ fn a_resident_nsec3_zone_answers_as_the_record_cache_does() {
     signed_zone_is_answered_the_same("resident_nsec3", Some(cfg));
 }
 
+/// Signed merges and edits change NSEC/NSEC3 neighbours: the copy reads
+/// the names the change records list (no reload) and answers as the
+/// record cache's path does.
+fn signed_changes_keep_the_copy_exact(tag: &str, nsec3: Option<Nsec3Config>) {
+    let db = block_on(async {
+        let db = TestZoneDb::new(tag).await;
+        db.import(APEX, &zone_text(60), false).await;
+        let zone: Name = APEX.parse().unwrap();
+        signer::secure_zone(&db.store, &zone, &secure_options(nsec3), &NoProgress)
+            .await
+            .expect("secure-zone");
+        db
+    });
+    let (on, on_control) = server(&db, true, &[]);
+    let (off, _) = server(&db, false, &[]);
+    wait_residence(on_control, APEX, "resident");
+    let loads = stat(on_control, "resident_loads");
+    block_on(db.import(
+        APEX,
+        "$ORIGIN res.test.\n$TTL 300\nh10a IN A 192.0.2.210\nx.y.h20a IN TXT \"new\"\n",
+        false,
+    ));
+    operator(&db, "mongodns-zone", &["delete-name", APEX, "h30"]);
+    time_until("the merged and deleted names", || {
+        a_of(on.port, "h10a.res.test.").len() == 1
+            && ask_udp(on.port, "h30.res.test.", 1, None)
+                .metadata
+                .response_code
+                == ResponseCode::NXDomain
+    });
+    time_until("the record cache's server", || {
+        a_of(off.port, "h10a.res.test.").len() == 1
+            && ask_udp(off.port, "h30.res.test.", 1, None)
+                .metadata
+                .response_code
+                == ResponseCode::NXDomain
+    });
+    wait_residence(on_control, APEX, "resident");
+    assert_eq!(
+        stat(on_control, "resident_loads"),
+        loads,
+        "names read, no reload"
+    );
+    let mut questions = questions(60);
+    for n in [
+        "h10a", "h10b", "h10", "y.h20a", "x.y.h20a", "h20", "h30", "h3", "h30x",
+    ] {
+        questions.push((format!("{n}.res.test."), 1));
+        questions.push((format!("{n}.res.test."), 16));
+    }
+    let before = stat(on_control, "db_queries");
+    let compared = compare(on.port, off.port, &questions, DO);
+    assert_eq!(stat(on_control, "db_queries"), before, "no database read");
+    println!("resident: {compared} signed replies identical after a signed merge and a deletion");
+    drop((on, off));
+    block_on(db.drop_db());
+}
+
+#[test]
+fn signed_changes_keep_a_resident_nsec_zone_exact() {
+    signed_changes_keep_the_copy_exact("resident_nsec_changes", None);
+}
+
+#[test]
+fn signed_changes_keep_a_resident_nsec3_zone_exact() {
+    let cfg = Nsec3Config {
+        iterations: 0,
+        salt: Vec::new(),
+        opt_out: false,
+    };
+    signed_changes_keep_the_copy_exact("resident_nsec3_changes", Some(cfg));
+}
+
 /// Runs a workspace binary against `db` as an operator would.
 fn operator(db: &TestZoneDb, bin: &str, args: &[&str]) {
     let mut cmd = Command::new(binary(bin));
