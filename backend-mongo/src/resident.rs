@@ -2,7 +2,7 @@
 //! nodes of a version with their denial keys, and one name read again.
 //!
 //! ```text
-//!  keyed_zone_cursor(zone) ── {zone, ver} scan, canonical order ──► KeyedNode…
+//!  keyed_zone_cursor(zone) ── the transfer cursor (version_documents) ──► KeyedNode…
 //!  keyed_nodes(zone, name, nsec3) ── _id point read of the node
 //!                     (+ the NSEC3 node of hash label `name`'s first label,
 //!                      when asked: its _id has four parts) ──► KeyedNode…
@@ -15,7 +15,6 @@
 use crate::dnssec_store::nsec3_node_id;
 use crate::schema::{self, node_id, Node, ZoneInfo};
 use crate::store::{Store, StoreError};
-use crate::transfer::TRANSFER_BATCH;
 use crate::Name;
 use futures::stream::{BoxStream, StreamExt};
 use mongodb::bson::{doc, Document};
@@ -48,12 +47,7 @@ impl Store {
     /// Every node of the served version of `zone` with its denial key, in
     /// canonical order, as the database returns them (one scan).
     pub async fn keyed_zone_cursor(&self, zone: &ZoneInfo) -> Result<KeyedStream, StoreError> {
-        let cursor = self
-            .nodes
-            .find(doc! {"zone": zone.apex.to_string(), "ver": zone.ver})
-            .sort(doc! {"ck": 1})
-            .batch_size(TRANSFER_BATCH)
-            .await?;
+        let cursor = self.version_documents(zone).await?;
         Ok(cursor.map(|d| keyed_from_doc(&d?)).boxed())
     }
 

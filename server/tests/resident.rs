@@ -5,11 +5,8 @@
 //! bound (the delays printed); a zone over the limit stays on today's path;
 //! a database outage leaves resident zones answering.
 
-use backend_mongo::dnssec_store::Nsec3Config;
-use backend_mongo::Name;
 use hickory_proto::op::{Message, ResponseCode};
 use mongodns_testkit::*;
-use signer::{NoProgress, SecureOptions, Validity};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -253,31 +250,29 @@ fn a_resident_zone_answers_as_the_record_cache_does_with_no_database_read() {
     block_on(db.drop_db());
 }
 
-fn secure_options(nsec3: Option<Nsec3Config>) -> SecureOptions {
-    SecureOptions {
-        algorithm: 13,
-        csk: false,
-        nsec3,
-        cds: false,
-        validity: Validity::default(),
-        threads: 2,
-        grace: Duration::ZERO,
-    }
-}
+/// How a fixture's zone is secured: `mongodns-sign secure-zone` flags.
+const NSEC: &[&str] = &[];
+const NSEC3: &[&str] = &["--nsec3", "--salt", "abcd"];
 
-fn signed_zone_is_answered_the_same(tag: &str, nsec3: Option<Nsec3Config>) {
+/// A signed zone (secured with `sign` flags) and two servers on it,
+/// residency on (resident already) and off: (db, on, on's control, off).
+fn signed_pair(tag: &str, sign: &[&str]) -> (TestZoneDb, ServerProcess, u16, ServerProcess) {
     let db = block_on(async {
         let db = TestZoneDb::new(tag).await;
         db.import(APEX, &zone_text(60), false).await;
-        let zone: Name = APEX.parse().unwrap();
-        signer::secure_zone(&db.store, &zone, &secure_options(nsec3), &NoProgress)
-            .await
-            .expect("secure-zone");
         db
     });
+    let mut args = vec!["-q", "secure-zone", APEX, "--grace", "0"];
+    args.extend_from_slice(sign);
+    operator(&db, "mongodns-sign", &args);
     let (on, on_control) = server(&db, true, &[]);
     let (off, _) = server(&db, false, &[]);
     wait_residence(on_control, APEX, "resident");
+    (db, on, on_control, off)
+}
+
+fn signed_zone_is_answered_the_same(tag: &str, sign: &[&str]) {
+    let (db, on, on_control, off) = signed_pair(tag, sign);
     let questions = questions(60);
     let before = stat(on_control, "db_queries");
     let compared = compare(on.port, off.port, &questions, DO);
@@ -285,11 +280,7 @@ fn signed_zone_is_answered_the_same(tag: &str, nsec3: Option<Nsec3Config>) {
     // The denials came from the copy: NXDOMAIN carries NSEC or NSEC3.
     let m = ask_tcp(on.port, "nope.res.test.", 1, DO);
     assert_eq!(m.metadata.response_code, ResponseCode::NXDomain);
-    let want = if tag.ends_with("nsec3") {
-        "NSEC3"
-    } else {
-        "NSEC"
-    };
+    let want = if sign.is_empty() { "NSEC" } else { "NSEC3" };
     assert!(
         m.authorities
             .iter()
@@ -303,35 +294,19 @@ fn signed_zone_is_answered_the_same(tag: &str, nsec3: Option<Nsec3Config>) {
 
 #[test]
 fn a_resident_nsec_zone_answers_as_the_record_cache_does() {
-    signed_zone_is_answered_the_same("resident_nsec", None);
+    signed_zone_is_answered_the_same("resident_nsec", NSEC);
 }
 
 #[test]
 fn a_resident_nsec3_zone_answers_as_the_record_cache_does() {
-    let cfg = Nsec3Config {
-        iterations: 1,
-        salt: vec![0xab, 0xcd],
-        opt_out: false,
-    };
-    signed_zone_is_answered_the_same("resident_nsec3", Some(cfg));
+    signed_zone_is_answered_the_same("resident_nsec3", NSEC3);
 }
 
 /// Signed merges and edits change NSEC/NSEC3 neighbours: the copy reads
 /// the names the change records list (no reload) and answers as the
 /// record cache's path does.
-fn signed_changes_keep_the_copy_exact(tag: &str, nsec3: Option<Nsec3Config>) {
-    let db = block_on(async {
-        let db = TestZoneDb::new(tag).await;
-        db.import(APEX, &zone_text(60), false).await;
-        let zone: Name = APEX.parse().unwrap();
-        signer::secure_zone(&db.store, &zone, &secure_options(nsec3), &NoProgress)
-            .await
-            .expect("secure-zone");
-        db
-    });
-    let (on, on_control) = server(&db, true, &[]);
-    let (off, _) = server(&db, false, &[]);
-    wait_residence(on_control, APEX, "resident");
+fn signed_changes_keep_the_copy_exact(tag: &str, sign: &[&str]) {
+    let (db, on, on_control, off) = signed_pair(tag, sign);
     let loads = stat(on_control, "resident_loads");
     block_on(db.import(
         APEX,
@@ -339,20 +314,15 @@ fn signed_changes_keep_the_copy_exact(tag: &str, nsec3: Option<Nsec3Config>) {
         false,
     ));
     operator(&db, "mongodns-zone", &["delete-name", APEX, "h30"]);
-    time_until("the merged and deleted names", || {
-        a_of(on.port, "h10a.res.test.").len() == 1
-            && ask_udp(on.port, "h30.res.test.", 1, None)
-                .metadata
-                .response_code
-                == ResponseCode::NXDomain
-    });
-    time_until("the record cache's server", || {
-        a_of(off.port, "h10a.res.test.").len() == 1
-            && ask_udp(off.port, "h30.res.test.", 1, None)
-                .metadata
-                .response_code
-                == ResponseCode::NXDomain
-    });
+    for port in [on.port, off.port] {
+        time_until("the merged and deleted names", || {
+            a_of(port, "h10a.res.test.").len() == 1
+                && ask_udp(port, "h30.res.test.", 1, None)
+                    .metadata
+                    .response_code
+                    == ResponseCode::NXDomain
+        });
+    }
     wait_residence(on_control, APEX, "resident");
     assert_eq!(
         stat(on_control, "resident_loads"),
@@ -376,17 +346,12 @@ fn signed_changes_keep_the_copy_exact(tag: &str, nsec3: Option<Nsec3Config>) {
 
 #[test]
 fn signed_changes_keep_a_resident_nsec_zone_exact() {
-    signed_changes_keep_the_copy_exact("resident_nsec_changes", None);
+    signed_changes_keep_the_copy_exact("resident_nsec_changes", NSEC);
 }
 
 #[test]
 fn signed_changes_keep_a_resident_nsec3_zone_exact() {
-    let cfg = Nsec3Config {
-        iterations: 0,
-        salt: Vec::new(),
-        opt_out: false,
-    };
-    signed_changes_keep_the_copy_exact("resident_nsec3_changes", Some(cfg));
+    signed_changes_keep_the_copy_exact("resident_nsec3_changes", NSEC3);
 }
 
 /// Runs a workspace binary against `db` as an operator would.
@@ -397,21 +362,6 @@ fn operator(db: &TestZoneDb, bin: &str, args: &[&str]) {
     let out = run_bounded(cmd, bin, Duration::from_secs(60));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{bin} {args:?} failed: {stderr}");
-}
-
-/// How long after now `check` first holds, polled every 5 ms; past 10 s
-/// it fails.
-fn time_until(what: &str, mut check: impl FnMut() -> bool) -> Duration {
-    let from = Instant::now();
-    while !check() {
-        assert!(
-            from.elapsed() < Duration::from_secs(10),
-            "{what} not served after {:?}",
-            from.elapsed()
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    from.elapsed()
 }
 
 fn a_of(port: u16, name: &str) -> Vec<String> {
