@@ -5,6 +5,7 @@
 //!  server ──reads──► Store (store.rs) ──► zones / nodes / meta
 //!  importer, signer ──ZoneWriter (writer/)──┘
 //!  zone transfers: the nodes of a version streamed from the cursor (transfer.rs)
+//!  resident zones: a version with its denial keys, names read again (resident.rs)
 //!  keys, signatures, NSEC/NSEC3 chains as documents: dnssec_store.rs
 //!  documents ◄──► values: schema.rs      writers' lease: lock.rs
 //!  job progress documents: progress.rs   the test database: testing.rs
@@ -22,6 +23,7 @@
 pub mod dnssec_store;
 pub mod lock;
 pub mod progress;
+pub mod resident;
 pub mod schema;
 pub mod store;
 pub mod testing;

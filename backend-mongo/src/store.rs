@@ -331,14 +331,7 @@ impl Store {
             .options(IndexOptions::builder().name("gen".to_string()).build())
             .build();
         self.zones.create_index(by_gen).await?;
-        let journal = IndexModel::builder()
-            .keys(doc! {"zone": 1, "gen": -1})
-            .options(IndexOptions::builder().name("zone_gen".to_string()).build())
-            .build();
-        self.db
-            .collection::<Document>(crate::writer::JOURNAL)
-            .create_index(journal)
-            .await?;
+        self.ensure_journal_index().await?;
         self.ensure_dnssec_indexes().await?;
         Ok(())
     }

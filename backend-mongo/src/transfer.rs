@@ -28,13 +28,22 @@ impl Store {
     /// Every node of the served version of `zone`, in canonical order, as
     /// the database returns them.
     pub async fn zone_cursor(&self, zone: &ZoneInfo) -> Result<NodeStream, StoreError> {
-        let cursor = self
+        let cursor = self.version_documents(zone).await?;
+        Ok(cursor.map(|d| Ok(schema::node_from_doc(&d?)?)).boxed())
+    }
+
+    /// The documents of the served version of `zone`, in canonical order,
+    /// `TRANSFER_BATCH` per round trip (transfers, resident zones).
+    pub(crate) async fn version_documents(
+        &self,
+        zone: &ZoneInfo,
+    ) -> Result<mongodb::Cursor<mongodb::bson::Document>, StoreError> {
+        Ok(self
             .nodes
             .find(doc! {"zone": zone.apex.to_string(), "ver": zone.ver})
             .sort(doc! {"ck": 1})
             .batch_size(TRANSFER_BATCH)
-            .await?;
-        Ok(cursor.map(|d| Ok(schema::node_from_doc(&d?)?)).boxed())
+            .await?)
     }
 
     /// True when `zone.ver` began to be deleted (listed in the zone

@@ -365,6 +365,18 @@ options! {
         /// in no zone is known at once, without a database read (0: off;
         /// with more zones than this, zones are looked up per name).
         zone_preload_max: usize = 2_000_000, [env = "MONGODNS_ZONE_PRELOAD_MAX", value_name = "N"];
+        /// Memory for resident zones, in MiB: zones held whole in memory
+        /// answer every query without a database read (0: off, every zone
+        /// on the record cache's path).
+        resident_mb: usize = 0, [env = "MONGODNS_RESIDENT_MB", value_name = "MIB"];
+        /// Which zones may be resident: `all`, or a comma-separated list of
+        /// zone apexes (with resident_mb above 0).
+        resident_zones: String = "all".into(),
+            [env = "MONGODNS_RESIDENT_ZONES", value_name = "all|ZONES"];
+        /// Most records a resident zone may have; larger zones stay on the
+        /// record cache's path (0: any size the budget holds).
+        resident_max_records: usize = 0,
+            [env = "MONGODNS_RESIDENT_MAX_RECORDS", value_name = "N"];
         /// Replies kept in the packet cache (0 turns it off).
         packet_cache_entries: usize = 1_000_000,
             [env = "MONGODNS_PACKET_CACHE_ENTRIES", value_name = "N"];
@@ -557,6 +569,9 @@ impl Config {
         if self.udp_max_misses == 0 {
             p.push("udp_max_misses: must be above 0".into());
         }
+        if let Err(e) = crate::resident::ZoneChoice::parse(&self.resident_zones) {
+            p.push(e);
+        }
         for (name, v) in [
             ("tcp_idle_timeout", self.tcp_idle_timeout),
             ("tcp_io_timeout_ms", self.tcp_io_timeout_ms),
@@ -704,6 +719,19 @@ impl Config {
             ));
         }
         p
+    }
+
+    /// The resident zones' settings (`resident_zones` checked by
+    /// `validate`; a bad list here means residency off).
+    pub fn resident_config(&self) -> crate::resident::ResidentConfig {
+        match crate::resident::ZoneChoice::parse(&self.resident_zones) {
+            Ok(zones) => crate::resident::ResidentConfig {
+                budget_bytes: self.resident_mb << 20,
+                zones,
+                max_records: self.resident_max_records,
+            },
+            Err(_) => crate::resident::ResidentConfig::off(),
+        }
     }
 
     /// `axfr_allow` parsed (call after `validate`; invalid entries are skipped).

@@ -20,9 +20,10 @@
 //! Files: this one holds what the endpoint sees (`Control`), `/health` and
 //! the purges; `serve.rs` the HTTP (connections, limits, routing, the
 //! token); `metrics.rs` the numbers (`snapshot`, each typed counter or
-//! gauge) and their two formats.
+//! gauge) and their two formats; `residency.rs` the resident zones' numbers.
 
 mod metrics;
+mod residency;
 mod serve;
 
 pub use metrics::{Metric, MetricKind};
@@ -31,6 +32,7 @@ pub use serve::{serve_control, ControlLimits};
 use crate::cache::{Counters, PacketCache, RecordCache, ZoneRegistry};
 use crate::observe::QueryMetrics;
 use crate::querylog::QueryLog;
+use crate::resident::Residency;
 use backend_mongo::{JobProgress, Name, Store};
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,6 +47,8 @@ pub struct Control {
     pub registry: Arc<ZoneRegistry>,
     /// Shared counters.
     pub counters: Arc<Counters>,
+    /// Resident zones, if on.
+    pub residency: Option<Arc<Residency>>,
     /// Per-query counters (transport, type, rcode), if counted.
     pub queries: Option<Arc<QueryMetrics>>,
     /// The query log, if on.
@@ -83,12 +87,28 @@ impl Control {
             Some(age) => (
                 false,
                 format!(
-                    "unhealthy: last good database poll {} ms ago (limit {} ms)\n",
+                    "unhealthy: last good database poll {} ms ago (limit {} ms)\n{}",
                     age.as_millis(),
-                    self.health_max_lag.as_millis()
+                    self.health_max_lag.as_millis(),
+                    self.resident_note()
                 ),
             ),
             None => (false, "unhealthy: database not polled yet\n".into()),
+        }
+    }
+
+    /// What `/health` adds while the database is away and zones are
+    /// resident: they answer on, possibly out of date.
+    fn resident_note(&self) -> String {
+        let held = self.residency.as_ref().map_or(0, |r| {
+            r.reports()
+                .iter()
+                .filter(|z| z.residence == crate::resident::Residence::Resident)
+                .count()
+        });
+        match held {
+            0 => String::new(),
+            n => format!("{n} resident zones answer from memory: their data may be stale\n"),
         }
     }
 
@@ -99,6 +119,9 @@ impl Control {
                 let name: Name = n.parse().map_err(|e| format!("bad name {n:?}: {e}"))?;
                 let replies = self.packets.purge_name(name.as_wire());
                 let nodes = self.records.purge_name(&name);
+                if let Some(residency) = &self.residency {
+                    residency.purge_name(&name);
+                }
                 Ok(format!(
                     "{{\"purged_replies\":{replies},\"purged_nodes\":{nodes}}}"
                 ))

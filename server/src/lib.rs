@@ -4,7 +4,9 @@
 //!  frontend (UDP/TCP sockets, framing) ─► pipeline (parse ─► stages ─► render)
 //!                                            │ needs data
 //!                                            ▼
-//!                                  backend::Backend ─► backend_mongo::Store
+//!          resident::ResidentZones (whole zones in memory, off by default)
+//!                                            ▼
+//!                cache::RecordCache ─► backend::Backend ─► backend_mongo::Store
 //! ```
 #![warn(missing_docs, unreachable_pub)]
 
@@ -23,6 +25,7 @@ pub mod observe;
 pub mod pipeline;
 pub mod querylog;
 pub mod ratelog;
+pub mod resident;
 pub mod rrl;
 pub mod tsig;
 pub mod update;

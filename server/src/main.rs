@@ -5,8 +5,9 @@
 //!  flags > env > --config file > defaults (config.rs) ─► --check-config: print, exit
 //!     ─► init_logging (text|json, reloadable filter)
 //!  run: connect (MongoDB, read preference, ensure indexes) ─► pipeline_config
-//!     (TSIG keys, NSID) ─► rate_limiter ─► Caches::start (registry poller)
-//!     ─► start_notify (NOTIFY out, told by the poller) ─► responder
+//!     (TSIG keys, NSID) ─► rate_limiter ─► Caches::start (registry poller, resident
+//!     zones' keeper when --resident-mb > 0) ─► start_notify (NOTIFY out, told
+//!     by the poller) ─► responder
 //!     ─► open_query_log ─► metrics ─► start_control ─► start_api ─► Signals::install
 //!     ─► serve_dns (UDP: one socket per worker per address; TCP) ─► Signals::wait
 //!     ─► drain ─► close the query log
@@ -26,6 +27,7 @@ use mongodns_server::observe::{Observed, QueryMetrics};
 use mongodns_server::pipeline::edns_options::parse_nsid;
 use mongodns_server::pipeline::{PipelineConfig, ReplyCache, Responder};
 use mongodns_server::querylog::{Destination, QueryLog, QueryLogConfig};
+use mongodns_server::resident::{Residency, ResidentZones};
 use mongodns_server::rrl::{Rrl, RrlConfig};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -126,6 +128,7 @@ async fn run(
             records: caches.records,
             registry: caches.registry,
             counters: caches.counters,
+            residency: caches.residency,
             queries: Some(metrics.clone()),
             query_log: query_log.clone(),
             store: Some(store.clone()),
@@ -270,11 +273,14 @@ struct Caches {
     registry: Arc<ZoneRegistry>,
     records: Arc<RecordCache<Store>>,
     packets: Arc<PacketCache>,
+    /// Resident zones, if on.
+    residency: Option<Arc<Residency>>,
 }
 
 impl Caches {
     /// Builds the zone registry, the record cache and the packet cache, and
-    /// starts polling the database for zone changes.
+    /// starts polling the database for zone changes (and, with
+    /// `--resident-mb`, loading resident zones).
     fn start(args: &Config, store: &Store) -> Caches {
         let counters = Arc::new(Counters::default());
         let registry = Arc::new(
@@ -300,6 +306,13 @@ impl Caches {
             record_config,
             counters.clone(),
         ));
+        let resident = args.resident_config();
+        let residency = resident.enabled().then(|| {
+            let residency = Residency::new(resident);
+            residency.start(&registry, store.clone());
+            tracing::info!(budget_mb = args.resident_mb, zones = %args.resident_zones, "resident zones on");
+            residency
+        });
         tokio::spawn(registry.clone().poll_loop(
             store.clone(),
             Duration::from_millis(args.freshness_ms.max(10)),
@@ -324,19 +337,25 @@ impl Caches {
             registry,
             records,
             packets,
+            residency,
         }
     }
 }
 
-/// The responder: the pipeline over the record cache, behind the packet
-/// cache unless caching is off, with zone transfers and counters.
+/// The responder: the pipeline over resident zones (when on) and the record
+/// cache, behind the packet cache unless caching is off, with zone
+/// transfers and counters.
 fn responder(
     args: &Config,
     caches: &Caches,
     config: PipelineConfig,
     store: &Store,
-) -> Arc<Responder<RecordCache<Store>>> {
-    let records = caches.records.clone();
+) -> Arc<Responder<ResidentZones<RecordCache<Store>>>> {
+    let residency = caches
+        .residency
+        .clone()
+        .unwrap_or_else(|| Residency::new(mongodns_server::resident::ResidentConfig::off()));
+    let records = Arc::new(ResidentZones::new(caches.records.clone(), residency));
     let responder = if args.no_cache || args.packet_cache_entries == 0 {
         Responder::new(records, config)
     } else {

@@ -229,21 +229,6 @@ fn wait_answered(port: u16, name: &str) {
     }
 }
 
-/// How long after now `check` first holds, polled every 10 ms; past 10 s it
-/// is a hang and fails, with the time.
-fn time_until(what: &str, mut check: impl FnMut() -> bool) -> Duration {
-    let from = Instant::now();
-    while !check() {
-        assert!(
-            from.elapsed() < Duration::from_secs(10),
-            "{what} not served after {:?}",
-            from.elapsed()
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    from.elapsed()
-}
-
 /// Polls `/stats` until `name` equals `want`, for at most 30 s.
 fn wait_stat(control: u16, name: &str, want: u64) {
     let deadline = Instant::now() + Duration::from_secs(30);

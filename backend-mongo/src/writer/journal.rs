@@ -24,6 +24,8 @@ use crate::{Name, RType};
 use dns::journal::{JournalEntry, JournalRecord};
 use futures::TryStreamExt;
 use mongodb::bson::{doc, spec::BinarySubtype, Binary, Bson, DateTime, Document};
+use mongodb::options::IndexOptions;
+use mongodb::IndexModel;
 
 /// The journal's collection.
 pub const JOURNAL: &str = "journal";
@@ -135,6 +137,16 @@ impl Store {
         if entry.gen % 64 == 0 {
             self.prune_journal(zone).await?;
         }
+        Ok(())
+    }
+
+    /// The journal's index: a zone's entries, newest first.
+    pub(crate) async fn ensure_journal_index(&self) -> Result<(), StoreError> {
+        let index = IndexModel::builder()
+            .keys(doc! {"zone": 1, "gen": -1})
+            .options(IndexOptions::builder().name("zone_gen".to_string()).build())
+            .build();
+        self.journal().create_index(index).await?;
         Ok(())
     }
 

@@ -378,6 +378,11 @@ impl ZoneWriter {
                     doc! {"$set": {"rrsets.SOA.rd": [schema::binary(&rdata)]}},
                 )
                 .await?;
+        }
+        if before != Some(serial) {
+            // The served SOA changes, whoever wrote it (a signer that moved
+            // and signed it did so in this version): caches must read the
+            // apex again, so the change record lists it.
             self.note_changed(std::iter::once(&self.zone));
         }
         Ok(serial)

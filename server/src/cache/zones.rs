@@ -12,6 +12,8 @@
 //!     changed ─► zones {gen > last} ─► update info/gen of known zones;
 //!                a zone never seen ─► zones_epoch += 1 (negatives void),
 //!                and it is added when the registry is complete
+//!  every change is told to the listener (resident zones) before the new
+//!  generation is served: ZoneEvent::{Changed, Removed, Purged, AllPurged}
 //! ```
 //!
 //! Every cached answer remembers the generation of the zone it came from
@@ -100,6 +102,31 @@ pub type NodePurger = Box<dyn Fn(&Name, i64, NodePurge<'_>) + Send + Sync>;
 /// (NOTIFY out, `crate::notify`); must not block.
 pub type SerialWatcher = Box<dyn Fn(&ZoneInfo) + Send + Sync>;
 
+/// A change of the registry's view of one zone (or of all), told to the
+/// change listener before answers can see the new generation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ZoneEvent<'a> {
+    /// A known zone moved from `from` to `to`; `names` lists what changed
+    /// when the change records account for it (same version only).
+    Changed {
+        /// The zone as held before.
+        from: &'a ZoneInfo,
+        /// The zone as served from now on.
+        to: &'a ZoneInfo,
+        /// The names changed, or `None`: anything may have changed.
+        names: Option<&'a [Name]>,
+    },
+    /// The zone is no longer served (deleted).
+    Removed(&'a Name),
+    /// The zone's cached answers were purged (`POST /purge?zone=`).
+    Purged(&'a Name),
+    /// Everything was purged (`POST /purge`): every zone is read again.
+    AllPurged,
+}
+
+/// Hears every [`ZoneEvent`] (resident zones register one; once).
+pub type ZoneListener = Box<dyn Fn(ZoneEvent<'_>) + Send + Sync>;
+
 /// The names `apex` changed from generation `from` (held) to `to`, when the
 /// change records account for it: the record of `to` is this zone's, and
 /// no record of this zone in between says "all". `None`: drop everything.
@@ -151,6 +178,8 @@ pub struct ZoneRegistry {
     node_purger: std::sync::OnceLock<NodePurger>,
     /// Told of serial changes (see `set_serial_watcher`).
     serial_watcher: std::sync::OnceLock<SerialWatcher>,
+    /// Hears zone changes before they are served (resident zones).
+    listener: std::sync::OnceLock<ZoneListener>,
     /// The first generation above `last_seq` that no change record or zone
     /// accounts for yet, and since when.
     hole: std::sync::Mutex<Option<(i64, Instant)>>,
@@ -184,6 +213,7 @@ impl ZoneRegistry {
             purges: AtomicU64::new(0),
             node_purger: std::sync::OnceLock::new(),
             serial_watcher: std::sync::OnceLock::new(),
+            listener: std::sync::OnceLock::new(),
             hole: std::sync::Mutex::new(None),
         }
     }
@@ -300,6 +330,11 @@ impl ZoneRegistry {
                 let names = (held.ver == info.ver && held.gen >= names_from)
                     .then(|| changed_names(&info.apex, held.gen, info.gen, records))
                     .flatten();
+                self.tell(ZoneEvent::Changed {
+                    from: &held,
+                    to: info,
+                    names: names.as_deref(),
+                });
                 let purger = self.node_purger.get();
                 match (names, purger) {
                     (Some(names), Some(purge)) => {
@@ -345,6 +380,17 @@ impl ZoneRegistry {
     fn tell_serial(&self, info: &ZoneInfo) {
         if let Some(watch) = self.serial_watcher.get() {
             watch(info);
+        }
+    }
+
+    /// Sets what hears every zone change before it is served (once).
+    pub fn set_listener(&self, listener: ZoneListener) {
+        let _ = self.listener.set(listener);
+    }
+
+    fn tell(&self, event: ZoneEvent<'_>) {
+        if let Some(listener) = self.listener.get() {
+            listener(event);
         }
     }
 
@@ -409,6 +455,7 @@ impl ZoneRegistry {
             return;
         }
         for (apex, state) in &removed {
+            self.tell(ZoneEvent::Removed(apex));
             let g = self.purge_counter.fetch_sub(1, Ordering::AcqRel);
             state.node_epoch.fetch_add(1, Ordering::AcqRel);
             state.gen.store(g, Ordering::Release);
@@ -424,6 +471,7 @@ impl ZoneRegistry {
     pub fn purge_zone(&self, apex: &Name) -> bool {
         match self.state(apex) {
             Some(state) => {
+                self.tell(ZoneEvent::Purged(apex));
                 let g = self.purge_counter.fetch_sub(1, Ordering::AcqRel);
                 state.node_epoch.fetch_add(1, Ordering::AcqRel);
                 state.gen.store(g, Ordering::Release);
@@ -435,6 +483,7 @@ impl ZoneRegistry {
 
     /// Forgets everything: every zone is looked up again.
     pub fn purge_all(&self) {
+        self.tell(ZoneEvent::AllPurged);
         let mut zones = self.zones.write().unwrap_or_else(|p| p.into_inner());
         zones.clear();
         // Complete no more; the next poll counts as the first and loads again.
@@ -442,6 +491,12 @@ impl ZoneRegistry {
         self.purges.fetch_add(1, Ordering::AcqRel);
         self.last_seq.store(i64::MIN, Ordering::Release);
         self.zones_epoch.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Every known zone, as served now.
+    pub fn known_zones(&self) -> Vec<ZoneInfo> {
+        let zones = self.zones.read().unwrap_or_else(|p| p.into_inner());
+        zones.values().map(|s| s.info()).collect()
     }
 
     /// Zones known.

@@ -3,11 +3,13 @@
 //!
 //! ```text
 //!  Control::snapshot ─► packet cache, record cache, denial cache, zones,
-//!                       database, queries, query log, serving, guard
+//!                       database, queries, query log, serving, resident
+//!                       zones (residency.rs), guard
 //!                       (each a short list of Metric: name, help, kind, value)
 //!  /stats   ─► json: {"name":value,…}
 //!  /metrics ─► prometheus: labelled families (queries by transport/type/
-//!              rcode, drops, kernel UDP errors, build info, job progress),
+//!              rcode, drops, kernel UDP errors, build info, job progress,
+//!              resident zones: residency.rs),
 //!              then every Metric with its # TYPE, then the database
 //!              latency histogram
 //! ```
@@ -57,7 +59,7 @@ pub struct Metric {
 }
 
 /// A metric that only grows.
-fn counter(name: &'static str, help: &'static str, value: u64) -> Metric {
+pub(super) fn counter(name: &'static str, help: &'static str, value: u64) -> Metric {
     Metric {
         name,
         help,
@@ -67,7 +69,7 @@ fn counter(name: &'static str, help: &'static str, value: u64) -> Metric {
 }
 
 /// A metric that moves both ways.
-fn gauge(name: &'static str, help: &'static str, value: u64) -> Metric {
+pub(super) fn gauge(name: &'static str, help: &'static str, value: u64) -> Metric {
     Metric {
         name,
         help,
@@ -93,6 +95,7 @@ impl Control {
         all.extend(self.query_metrics());
         all.extend(self.query_log_metrics());
         all.extend(self.serving_metrics());
+        all.extend(self.resident_metrics());
         all.extend(guard_metrics());
         all.extend(notify_metrics());
         all
@@ -364,6 +367,7 @@ impl Control {
         write_kernel_udp_errors(&mut out);
         write_build_info(&mut out);
         write_jobs(&mut out, jobs);
+        self.write_resident_zones(&mut out);
         for m in self.snapshot() {
             let name = format!("mongodns_{}", m.name);
             family(&mut out, &name, m.help, m.kind);
@@ -455,7 +459,7 @@ fn notify_metrics() -> impl Iterator<Item = Metric> {
 }
 
 /// The `# HELP` and `# TYPE` lines of a metric family.
-fn family(out: &mut String, name: &str, help: &str, kind: MetricKind) {
+pub(super) fn family(out: &mut String, name: &str, help: &str, kind: MetricKind) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {}", kind.as_str());
 }
 
@@ -550,7 +554,7 @@ fn write_jobs(out: &mut String, jobs: &[JobProgress]) {
 }
 
 /// A Prometheus label value with `\\`, `"` and newlines escaped.
-fn escape(v: &str) -> String {
+pub(super) fn escape(v: &str) -> String {
     v.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")

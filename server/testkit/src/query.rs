@@ -5,6 +5,7 @@
 //!  udp_exchange / tcp_exchange ─► raw reply
 //!  ask_udp / ask_tcp ─► reply parsed by hickory-proto;  lines(section)
 //!  answered_within_a_second ─► ask until the answer changes (a write seen)
+//!  time_until ─► how long until a check holds (a write's delay, printed)
 //! ```
 
 use hickory_proto::op::Message;
@@ -136,4 +137,20 @@ pub fn answered_within_a_second(
         );
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// How long after now `check` first holds, polled every 5 ms (a write's
+/// delay, printed by freshness tests); past 10 s it is a hang and fails,
+/// naming `what`.
+pub fn time_until(what: &str, mut check: impl FnMut() -> bool) -> Duration {
+    let from = Instant::now();
+    while !check() {
+        assert!(
+            from.elapsed() < Duration::from_secs(10),
+            "{what} not served after {:?}",
+            from.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    from.elapsed()
 }

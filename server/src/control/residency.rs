@@ -1,0 +1,133 @@
+//! Resident zones on the control endpoint: totals on `/stats` and
+//! `/metrics`, one labelled line per zone on `/metrics`.
+//!
+//! ```text
+//!  resident_metrics ─► resident_zones, resident_loading, resident_too_large,
+//!                      resident_bytes (gauges); resident_lookups,
+//!                      resident_passed_on, resident_loads,
+//!                      resident_load_failures, resident_names_read (counters)
+//!  write_resident_zones ─► mongodns_resident_zone{zone,state} 1,
+//!                          mongodns_resident_zone_current{zone},
+//!                          mongodns_resident_zone_bytes{zone},
+//!                          mongodns_resident_zone_records{zone}
+//! ```
+//!
+//! With residency off every total is 0 and no zone is listed.
+
+use super::metrics::{counter, escape, family, gauge, Metric, MetricKind};
+use super::Control;
+use crate::resident::{Residence, ZoneReport};
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+
+/// A per-zone family: name, help, the value of one zone.
+type ZoneLine = (&'static str, &'static str, fn(&ZoneReport) -> u64);
+
+impl Control {
+    /// Every wanted zone's residency (empty when off).
+    fn resident_reports(&self) -> Vec<ZoneReport> {
+        self.residency.as_ref().map_or(Vec::new(), |r| r.reports())
+    }
+
+    /// The totals of residency.
+    pub(super) fn resident_metrics(&self) -> [Metric; 9] {
+        let reports = self.resident_reports();
+        let count = |r: Residence| reports.iter().filter(|z| z.residence == r).count() as u64;
+        let bytes: usize = reports.iter().map(|z| z.bytes).sum();
+        let c = self.residency.as_ref().map(|r| &r.counters);
+        let load = |f: fn(&crate::resident::ResidentCounters) -> &std::sync::atomic::AtomicU64| {
+            c.map_or(0, |c| f(c).load(Ordering::Relaxed))
+        };
+        [
+            gauge(
+                "resident_zones",
+                "zones held whole in memory",
+                count(Residence::Resident),
+            ),
+            gauge(
+                "resident_loading",
+                "zones being loaded to be resident (served from the record cache meanwhile)",
+                count(Residence::Loading),
+            ),
+            gauge(
+                "resident_too_large",
+                "zones over the resident budget or record limit (served from the record cache)",
+                count(Residence::TooLarge),
+            ),
+            gauge(
+                "resident_bytes",
+                "approximate bytes held by resident zones",
+                bytes as u64,
+            ),
+            counter(
+                "resident_lookups",
+                "node and denial lookups answered from resident zones",
+                load(|c| &c.lookups),
+            ),
+            counter(
+                "resident_passed_on",
+                "lookups of a resident zone not yet current after a change (record cache path)",
+                load(|c| &c.passed_on),
+            ),
+            counter(
+                "resident_loads",
+                "resident zone loads completed",
+                load(|c| &c.loads),
+            ),
+            counter(
+                "resident_load_failures",
+                "resident zone loads that failed on a database fault (retried)",
+                load(|c| &c.load_failures),
+            ),
+            counter(
+                "resident_names_read",
+                "names read again into resident zones for merge generations",
+                load(|c| &c.names_read),
+            ),
+        ]
+    }
+
+    /// One labelled line per wanted zone and what it holds.
+    pub(super) fn write_resident_zones(&self, out: &mut String) {
+        let reports = self.resident_reports();
+        if reports.is_empty() {
+            return;
+        }
+        let name = "mongodns_resident_zone";
+        family(
+            out,
+            name,
+            "1 for the residency state of each wanted zone (loading, resident, too_large, failed)",
+            MetricKind::Gauge,
+        );
+        for z in &reports {
+            let zone = escape(&z.apex.to_string());
+            let state = z.residence.as_str();
+            let _ = writeln!(out, "{name}{{zone=\"{zone}\",state=\"{state}\"}} 1");
+        }
+        let lines: [ZoneLine; 3] = [
+            (
+                "mongodns_resident_zone_current",
+                "1 while the resident copy answers (it holds the generation served)",
+                |z| u64::from(z.current),
+            ),
+            (
+                "mongodns_resident_zone_bytes",
+                "approximate bytes the resident copy holds",
+                |z| z.bytes as u64,
+            ),
+            (
+                "mongodns_resident_zone_records",
+                "records the resident copy holds",
+                |z| z.records as u64,
+            ),
+        ];
+        for (name, help, value) in lines {
+            family(out, name, help, MetricKind::Gauge);
+            for z in &reports {
+                let zone = escape(&z.apex.to_string());
+                let _ = writeln!(out, "{name}{{zone=\"{zone}\"}} {}", value(z));
+            }
+        }
+    }
+}

@@ -1,0 +1,471 @@
+//! Keeping resident zones loaded and current.
+//!
+//! ```text
+//!  ZoneRegistry ─ZoneEvent (before the new generation is served)─► hear()
+//!     Changed, same version, names listed ─► slot.names += (from, to, names)
+//!     Changed otherwise (replace, secure-zone, "all") ─► slot.reload
+//!     Purged / AllPurged ─► copy voided at once, slot.reload
+//!     Removed ─► copy and slot dropped
+//!  POST /purge?name= (purge_name) ─► copies of the zones holding it voided, reloaded
+//!  keeper loop (woken by hear, or every SWEEP):
+//!     new zones in the registry (wanted) ─► slot.reload
+//!     slot.names, chain from copy.gen ─► one point read per name
+//!                                       ─► copy updated, copy.gen = to
+//!     a gap in the chain ─► slot.reload
+//!     slot.reload ─► one load at a time, in a task of its own:
+//!        keyed_zone_cursor(version served now) ─► ZoneData (budget, max_records)
+//!        ─► installed with that version and generation; names heard
+//!           meanwhile are applied after it
+//! ```
+//!
+//! A copy answers only while its version and generation are the ones the
+//! registry serves (`ZoneCopy::serves`); between a change and its update,
+//! and while a new version loads, the zone is on today's path. A database
+//! outage changes no generation: resident zones keep answering.
+
+use super::copy::{ZoneCopy, ZoneData};
+use super::status::{Residence, ResidentConfig, ZoneReport};
+use crate::cache::zones::{ZoneEvent, ZoneRegistry};
+use backend_mongo::resident::KeyedNode;
+use backend_mongo::{Name, Store, StoreError, ZoneInfo};
+use futures::{StreamExt, TryStreamExt};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+/// How often the keeper looks for new zones and failed loads to retry.
+const SWEEP: Duration = Duration::from_millis(250);
+
+/// How long after a failed load it is tried again.
+const RETRY_AFTER: Duration = Duration::from_secs(2);
+
+/// Names read at once when a merge generation is applied.
+const NAME_READS: usize = 16;
+
+/// One merge generation of a zone: the names it wrote.
+struct NameChange {
+    from: i64,
+    to: i64,
+    names: Vec<Name>,
+}
+
+/// What the keeper knows of one wanted zone.
+struct Slot {
+    residence: Residence,
+    /// A load runs now.
+    loading: bool,
+    /// Load the zone (again) as soon as no load runs.
+    reload: bool,
+    /// Merge generations heard and not applied yet, in order.
+    names: Vec<NameChange>,
+    /// Not before this (a failed load or update).
+    retry_at: Option<Instant>,
+}
+
+impl Slot {
+    fn new() -> Slot {
+        Slot {
+            residence: Residence::Loading,
+            loading: false,
+            reload: true,
+            names: Vec::new(),
+            retry_at: None,
+        }
+    }
+
+    fn due(&self, now: Instant) -> bool {
+        self.retry_at.is_none_or(|at| at <= now)
+    }
+}
+
+/// Counters of residency.
+#[derive(Default)]
+pub struct ResidentCounters {
+    /// Node and denial lookups answered from memory.
+    pub lookups: AtomicU64,
+    /// Lookups of a wanted zone whose copy was not current (today's path).
+    pub passed_on: AtomicU64,
+    /// Zone loads finished (installed).
+    pub loads: AtomicU64,
+    /// Zone loads that failed on a database fault.
+    pub load_failures: AtomicU64,
+    /// Names read again for merge generations.
+    pub names_read: AtomicU64,
+}
+
+/// The resident zones of a server and what keeps them current.
+pub struct Residency {
+    config: ResidentConfig,
+    copies: RwLock<HashMap<Name, Arc<ZoneCopy>>>,
+    slots: Mutex<HashMap<Name, Slot>>,
+    wake: tokio::sync::Notify,
+    /// A load runs (one at a time: on FerretDB each is a scan).
+    loading: AtomicBool,
+    /// Counters for `/stats`.
+    pub counters: ResidentCounters,
+}
+
+impl Residency {
+    /// Residency with `config` (nothing held yet).
+    pub fn new(config: ResidentConfig) -> Arc<Residency> {
+        Arc::new(Residency {
+            config,
+            copies: RwLock::new(HashMap::new()),
+            slots: Mutex::new(HashMap::new()),
+            wake: tokio::sync::Notify::new(),
+            loading: AtomicBool::new(false),
+            counters: ResidentCounters::default(),
+        })
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &ResidentConfig {
+        &self.config
+    }
+
+    /// The copy of `zone` if it holds exactly what the registry serves.
+    pub fn current(&self, zone: &ZoneInfo) -> Option<Arc<ZoneCopy>> {
+        let copies = self.copies.read().unwrap_or_else(|p| p.into_inner());
+        let copy = copies.get(&zone.apex)?;
+        if copy.serves(zone) {
+            Some(copy.clone())
+        } else {
+            self.counters.passed_on.fetch_add(1, Ordering::Relaxed);
+            None
+        }
+    }
+
+    fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<Name, Slot>> {
+        self.slots.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn copy_of(&self, apex: &Name) -> Option<Arc<ZoneCopy>> {
+        let copies = self.copies.read().unwrap_or_else(|p| p.into_inner());
+        copies.get(apex).cloned()
+    }
+
+    /// Listens to `registry` and keeps the wanted zones loaded and current
+    /// from `store`, until the runtime ends.
+    pub fn start(self: &Arc<Self>, registry: &Arc<ZoneRegistry>, store: Store) {
+        let hearer = Arc::downgrade(self);
+        registry.set_listener(Box::new(move |event| {
+            if let Some(residency) = hearer.upgrade() {
+                residency.hear(event);
+            }
+        }));
+        tokio::spawn(self.clone().keep(registry.clone(), store));
+    }
+
+    /// A zone change, heard before the registry serves it.
+    fn hear(&self, event: ZoneEvent<'_>) {
+        match event {
+            ZoneEvent::Changed { from, to, names } => {
+                if !self.config.wants(&to.apex) {
+                    return;
+                }
+                let mut slots = self.slots();
+                let slot = slots.entry(to.apex.clone()).or_insert_with(Slot::new);
+                match names {
+                    Some(names) if from.ver == to.ver => slot.names.push(NameChange {
+                        from: from.gen,
+                        to: to.gen,
+                        names: names.to_vec(),
+                    }),
+                    _ => slot.reload = true,
+                }
+            }
+            ZoneEvent::Removed(apex) => {
+                self.copies
+                    .write()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(apex);
+                self.slots().remove(apex);
+            }
+            ZoneEvent::Purged(apex) => {
+                if let Some(copy) = self.copy_of(apex) {
+                    copy.void();
+                }
+                if let Some(slot) = self.slots().get_mut(apex) {
+                    slot.reload = true;
+                }
+            }
+            ZoneEvent::AllPurged => {
+                let copies = self.copies.read().unwrap_or_else(|p| p.into_inner());
+                copies.values().for_each(|c| c.void());
+                self.slots().values_mut().for_each(|s| s.reload = true);
+            }
+        }
+        self.wake.notify_one();
+    }
+
+    /// `POST /purge?name=`: a name changed without a generation (a silent
+    /// writer): the copies of the zones holding it are voided and loaded
+    /// again. Returns how many.
+    pub fn purge_name(&self, name: &Name) -> usize {
+        let held: Vec<Name> = {
+            let copies = self.copies.read().unwrap_or_else(|p| p.into_inner());
+            copies
+                .iter()
+                .filter(|(apex, _)| name.ancestors().any(|a| a == **apex))
+                .map(|(apex, copy)| {
+                    copy.void();
+                    apex.clone()
+                })
+                .collect()
+        };
+        let mut slots = self.slots();
+        for apex in &held {
+            if let Some(slot) = slots.get_mut(apex) {
+                slot.reload = true;
+            }
+        }
+        drop(slots);
+        self.wake.notify_one();
+        held.len()
+    }
+
+    /// The keeper loop (see the module documentation).
+    async fn keep(self: Arc<Self>, registry: Arc<ZoneRegistry>, store: Store) {
+        let mut seen_epoch = None;
+        loop {
+            let epoch = registry.zones_epoch();
+            if seen_epoch != Some(epoch) {
+                self.adopt_new_zones(&registry);
+                seen_epoch = Some(epoch);
+            }
+            for (apex, changes) in self.take_name_changes() {
+                self.apply_names(&store, &apex, changes).await;
+            }
+            if let Some(apex) = self.next_load() {
+                let (keeper, registry, store) = (self.clone(), registry.clone(), store.clone());
+                tokio::spawn(async move { keeper.load(&registry, &store, apex).await });
+            }
+            let _ = tokio::time::timeout(SWEEP, self.wake.notified()).await;
+        }
+    }
+
+    /// Gives every wanted zone of the registry a slot (loaded when it can).
+    fn adopt_new_zones(&self, registry: &ZoneRegistry) {
+        let known = registry.known_zones();
+        let mut slots = self.slots();
+        for info in known.into_iter().filter(|z| self.config.wants(&z.apex)) {
+            slots.entry(info.apex).or_insert_with(Slot::new);
+        }
+    }
+
+    /// The merge generations to apply now: zones with a copy, not loading.
+    fn take_name_changes(&self) -> Vec<(Name, Vec<NameChange>)> {
+        let now = Instant::now();
+        let mut slots = self.slots();
+        slots
+            .iter_mut()
+            .filter(|(_, s)| !s.loading && !s.reload && !s.names.is_empty() && s.due(now))
+            .map(|(apex, s)| (apex.clone(), std::mem::take(&mut s.names)))
+            .collect()
+    }
+
+    /// Applies merge generations to the copy of `apex`, in order: one point
+    /// read per listed name. A gap in the chain reloads the zone; a fault
+    /// keeps the rest for a retry.
+    async fn apply_names(&self, store: &Store, apex: &Name, changes: Vec<NameChange>) {
+        let Some(copy) = self.copy_of(apex) else {
+            return;
+        };
+        let mut rest = changes.into_iter();
+        while let Some(change) = rest.next() {
+            if change.to <= copy.gen() {
+                continue; // the load already read it
+            }
+            if change.from != copy.gen() {
+                self.mark_reload(apex);
+                return;
+            }
+            match self.read_names(store, &copy, apex, &change.names).await {
+                Ok(read) => {
+                    let mut data = copy.write();
+                    for (name, now) in read {
+                        data.replace_name(&name, now);
+                    }
+                    drop(data);
+                    copy.set_gen(change.to);
+                }
+                Err(e) => {
+                    tracing::warn!(zone = %apex, error = %e, "resident zone: reading changed names failed; will retry");
+                    let mut slots = self.slots();
+                    if let Some(slot) = slots.get_mut(apex) {
+                        let mut kept: Vec<NameChange> =
+                            std::iter::once(change).chain(rest).collect();
+                        kept.append(&mut slot.names);
+                        slot.names = kept;
+                        slot.retry_at = Some(Instant::now() + RETRY_AFTER);
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    /// What the store holds now for each of `names` in the copy's version.
+    async fn read_names(
+        &self,
+        store: &Store,
+        copy: &ZoneCopy,
+        apex: &Name,
+        names: &[Name],
+    ) -> Result<Vec<(Name, Vec<KeyedNode>)>, StoreError> {
+        let zone = copy.zone_info(apex);
+        let nsec3 = copy.read().has_nsec3();
+        let zone = &zone;
+        let read = futures::stream::iter(names.iter().cloned())
+            .map(|name| async move {
+                let now = store.keyed_nodes(zone, &name, nsec3).await?;
+                Ok::<_, StoreError>((name, now))
+            })
+            .buffer_unordered(NAME_READS)
+            .try_collect::<Vec<_>>()
+            .await?;
+        self.counters
+            .names_read
+            .fetch_add(names.len() as u64, Ordering::Relaxed);
+        Ok(read)
+    }
+
+    fn mark_reload(&self, apex: &Name) {
+        if let Some(slot) = self.slots().get_mut(apex) {
+            slot.reload = true;
+        }
+    }
+
+    /// The zone to load next, if no load runs; marks it loading.
+    fn next_load(&self) -> Option<Name> {
+        if self.loading.load(Ordering::Acquire) {
+            return None;
+        }
+        let now = Instant::now();
+        let mut slots = self.slots();
+        let (apex, slot) = slots
+            .iter_mut()
+            .find(|(_, s)| s.reload && !s.loading && s.due(now))?;
+        slot.reload = false;
+        slot.loading = true;
+        slot.residence = Residence::Loading;
+        // Names heard before stay: those the load read are skipped after it.
+        self.loading.store(true, Ordering::Release);
+        Some(apex.clone())
+    }
+
+    /// Loads the version of `apex` served now, and installs it unless it
+    /// is too large or a newer change asked for another load meanwhile.
+    async fn load(&self, registry: &ZoneRegistry, store: &Store, apex: Name) {
+        let started = Instant::now();
+        // The old copy cannot answer again (its generation is past): free it.
+        self.copies
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&apex);
+        let outcome = match registry.state(&apex) {
+            Some(state) => self.read_zone(store, &state.info()).await.map(Some),
+            None => Ok(None),
+        };
+        let mut slots = self.slots();
+        self.loading.store(false, Ordering::Release);
+        let Some(slot) = slots.get_mut(&apex) else {
+            return; // removed meanwhile
+        };
+        slot.loading = false;
+        match outcome {
+            Ok(Some(Loaded::Whole(info, data))) if !slot.reload => {
+                tracing::info!(zone = %apex, records = data.records(), bytes = data.bytes(),
+                    took_ms = started.elapsed().as_millis() as u64, "zone resident");
+                slot.residence = Residence::Resident;
+                let copy = Arc::new(ZoneCopy::new(info.ver, info.gen, data));
+                self.copies
+                    .write()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(apex, copy);
+                self.counters.loads.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(Some(Loaded::Whole(..))) => {} // changed meanwhile: loaded again
+            Ok(Some(Loaded::TooLarge { records, bytes })) => {
+                tracing::info!(zone = %apex, records, bytes, "zone too large to be resident");
+                slot.residence = Residence::TooLarge;
+            }
+            Ok(None) => {
+                // Not known to the registry right now (after a full purge,
+                // until it is loaded again): try again shortly.
+                slot.reload = true;
+                slot.retry_at = Some(Instant::now() + SWEEP);
+            }
+            Err(e) => {
+                tracing::warn!(zone = %apex, error = %e, "resident zone: load failed; will retry");
+                self.counters.load_failures.fetch_add(1, Ordering::Relaxed);
+                slot.residence = Residence::Failed;
+                slot.reload = true;
+                slot.retry_at = Some(Instant::now() + RETRY_AFTER);
+            }
+        }
+        drop(slots);
+        self.wake.notify_one();
+    }
+
+    /// Reads every node of `info`'s version, stopping once over the budget.
+    async fn read_zone(&self, store: &Store, info: &ZoneInfo) -> Result<Loaded, StoreError> {
+        let others = self.bytes_held();
+        let room = self.config.budget_bytes.saturating_sub(others);
+        let mut stream = store.keyed_zone_cursor(info).await?;
+        let mut data = ZoneData::default();
+        while let Some(node) = stream.next().await {
+            data.insert(node?);
+            if data.bytes() > room || self.config.too_many(data.records()) {
+                return Ok(Loaded::TooLarge {
+                    records: data.records(),
+                    bytes: data.bytes(),
+                });
+            }
+        }
+        Ok(Loaded::Whole(info.clone(), data))
+    }
+
+    /// Bytes all copies hold.
+    pub fn bytes_held(&self) -> usize {
+        let copies = self.copies.read().unwrap_or_else(|p| p.into_inner());
+        copies.values().map(|c| c.read().bytes()).sum()
+    }
+
+    /// Every wanted zone's residency, sorted by apex.
+    pub fn reports(&self) -> Vec<ZoneReport> {
+        let slots = self.slots();
+        let copies = self.copies.read().unwrap_or_else(|p| p.into_inner());
+        let mut out: Vec<ZoneReport> = slots
+            .iter()
+            .map(|(apex, slot)| {
+                let copy = copies.get(apex);
+                let (bytes, records) = copy.map_or((0, 0), |c| {
+                    let data = c.read();
+                    (data.bytes(), data.records())
+                });
+                ZoneReport {
+                    apex: apex.clone(),
+                    residence: slot.residence,
+                    current: copy.is_some_and(|c| c.gen() != i64::MIN)
+                        && slot.names.is_empty()
+                        && !slot.reload,
+                    bytes,
+                    records,
+                }
+            })
+            .collect();
+        out.sort_by(|a, b| a.apex.cmp(&b.apex));
+        out
+    }
+}
+
+/// What a load read.
+enum Loaded {
+    /// The whole version, for the zone as it was when the load began.
+    Whole(ZoneInfo, ZoneData),
+    /// More than the budget or the record limit allows (what was read
+    /// before stopping).
+    TooLarge { records: usize, bytes: usize },
+}
