@@ -211,6 +211,28 @@ fn push_variables(
     ctx.update(&v);
 }
 
+/// The MAC of message `p`, whose TSIG record is `t`, by `key`: over
+/// `prior` (the request MAC a reply's first MAC covers, RFC 8945 §4.3.1),
+/// the message as it was before the TSIG was added, and every variable.
+fn message_mac(key: &TsigKey, prior: Option<&[u8]>, p: &[u8], t: &TsigRecord) -> hmac::Tag {
+    let mut ctx = hmac::Context::with_key(&key.key);
+    if let Some(prior) = prior {
+        ctx.update(&(prior.len() as u16).to_be_bytes());
+        ctx.update(prior);
+    }
+    ctx.update(&unsigned_message(p, t));
+    push_variables(
+        &mut ctx,
+        &t.key_name,
+        &t.algorithm,
+        t.time,
+        t.fudge,
+        t.error,
+        &t.other,
+    );
+    ctx.sign()
+}
+
 /// Equal slices, compared in time that does not depend on where they differ.
 fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
@@ -292,18 +314,7 @@ pub fn verify_request(
     if t.mac.len() > alg.mac_len() || t.mac.len() < alg.min_mac_len() {
         return Verified::Malformed;
     }
-    let mut ctx = hmac::Context::with_key(&key.key);
-    ctx.update(&unsigned_message(packet, &t));
-    push_variables(
-        &mut ctx,
-        &t.key_name,
-        &t.algorithm,
-        t.time,
-        t.fudge,
-        t.error,
-        &t.other,
-    );
-    let expected = ctx.sign();
+    let expected = message_mac(key, None, packet, &t);
     // Constant-time comparison of the first MAC-size bytes (a truncated
     // MAC is the leading bytes of the full one, §5.2.2.1 rule 4).
     if !same_bytes(&expected.as_ref()[..t.mac.len()], &t.mac) {

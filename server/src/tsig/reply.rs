@@ -9,8 +9,7 @@
 //!        the algorithm's floor) ─► true
 //! ```
 
-use super::{find_tsig, push_variables, same_bytes, unsigned_message, Found, TsigKey, MAX_FUDGE};
-use ring::hmac;
+use super::{find_tsig, message_mac, same_bytes, Found, TsigKey, MAX_FUDGE};
 
 /// True when `reply` carries a valid TSIG by `key` answering the request
 /// whose MAC was `request_mac` (RFC 8945 §5.3, from the requester's side).
@@ -27,20 +26,7 @@ pub fn reply_is_signed(reply: &[u8], key: &TsigKey, request_mac: &[u8], now: u64
     if t.mac.len() < key.algorithm.min_mac_len() || t.mac.len() > key.algorithm.mac_len() {
         return false;
     }
-    let mut ctx = hmac::Context::with_key(&key.key);
-    ctx.update(&(request_mac.len() as u16).to_be_bytes());
-    ctx.update(request_mac);
-    ctx.update(&unsigned_message(reply, &t));
-    push_variables(
-        &mut ctx,
-        &t.key_name,
-        &t.algorithm,
-        t.time,
-        t.fudge,
-        t.error,
-        &t.other,
-    );
-    let mac = ctx.sign();
+    let mac = message_mac(key, Some(request_mac), reply, &t);
     same_bytes(&mac.as_ref()[..t.mac.len()], &t.mac)
 }
 
