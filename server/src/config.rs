@@ -349,7 +349,7 @@ options! {
         zone_preload_max: usize = 2_000_000, [env = "MONGODNS_ZONE_PRELOAD_MAX", value_name = "N"];
         /// Memory for resident zones, in MiB: zones held whole in memory
         /// answer every query without a database read (0: off, every zone
-        /// on the record cache's path).
+        /// on the record cache's path; no_cache turns it off too).
         resident_mb: usize = 0, [env = "MONGODNS_RESIDENT_MB", value_name = "MIB"];
         /// Which zones may be resident: `all`, or a comma-separated list of
         /// zone apexes (with resident_mb above 0).
@@ -663,9 +663,11 @@ impl Config {
     }
 
     /// The resident zones' settings (`resident_zones` checked by
-    /// `validate`; a bad list here means residency off).
+    /// `validate`; a bad list here, or `no_cache`, means residency off).
     pub fn resident_config(&self) -> crate::resident::ResidentConfig {
         match crate::resident::ZoneChoice::parse(&self.resident_zones) {
+            // `no_cache` means every lookup reads the database: no residency.
+            Ok(_) if self.no_cache => crate::resident::ResidentConfig::off(),
             Ok(zones) => crate::resident::ResidentConfig {
                 budget_bytes: self.resident_mb << 20,
                 zones,
