@@ -902,6 +902,23 @@ mod tests {
     }
 
     #[test]
+    fn resident_zones_are_off_by_default_and_with_no_cache() {
+        let config = |argv: &[&str]| cli(argv).resolve().unwrap().config;
+        assert!(!config(&[]).resident_config().enabled());
+        let on = config(&["--resident-mb", "64", "--resident-zones", "a.test,b.test."]);
+        assert_eq!(on.resident_config().budget_bytes, 64 << 20);
+        assert!(on.resident_config().wants(&"a.test.".parse().unwrap()));
+        assert!(!on.resident_config().wants(&"c.test.".parse().unwrap()));
+        let no_cache = config(&["--resident-mb", "64", "--no-cache"]);
+        assert!(!no_cache.resident_config().enabled());
+        let bad = Config {
+            resident_zones: " , ".into(),
+            ..Config::default()
+        };
+        assert!(bad.validate().is_err());
+    }
+
+    #[test]
     fn bool_flag_forms() {
         assert!(cli(&["--no-cache"]).resolve().unwrap().config.no_cache);
         assert!(
