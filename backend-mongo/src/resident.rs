@@ -2,7 +2,7 @@
 //! nodes of a version with their denial keys, and one name read again.
 //!
 //! ```text
-//!  keyed_zone_cursor(zone) ── the transfer cursor (version_documents) ──► KeyedNode…
+//!  keyed_zone_cursor(zone) ── {zone, ver} scan, no sort, 4096 a batch ──► KeyedNode…
 //!  keyed_nodes(zone, name, nsec3) ── _id point read of the node
 //!                     (+ the NSEC3 node of hash label `name`'s first label,
 //!                      when asked: its _id has four parts) ──► KeyedNode…
@@ -18,6 +18,9 @@ use crate::store::{Store, StoreError};
 use crate::Name;
 use futures::stream::{BoxStream, StreamExt};
 use mongodb::bson::{doc, Document};
+
+/// Nodes per round trip of a zone load (a few MB at most).
+const LOAD_BATCH: u32 = 4096;
 
 /// A node with its denial key and kind.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,10 +47,13 @@ fn keyed_from_doc(d: &Document) -> Result<KeyedNode, StoreError> {
 }
 
 impl Store {
-    /// Every node of the served version of `zone` with its denial key, in
-    /// canonical order, as the database returns them (one scan).
+    /// Every node of the served version of `zone` with its denial key, as
+    /// the database returns them (one scan). No order is asked: on MongoDB
+    /// the `{zone, ver}` range of the `{zone, ver, ck}` index comes in
+    /// canonical order anyway, while on FerretDB a sort doubled the load
+    /// time (100,007 nodes: 16 s unsorted, 34 s sorted; debug build).
     pub async fn keyed_zone_cursor(&self, zone: &ZoneInfo) -> Result<KeyedStream, StoreError> {
-        let cursor = self.version_documents(zone).await?;
+        let cursor = self.version_documents(zone, false, LOAD_BATCH).await?;
         Ok(cursor.map(|d| keyed_from_doc(&d?)).boxed())
     }
 

@@ -28,22 +28,27 @@ impl Store {
     /// Every node of the served version of `zone`, in canonical order, as
     /// the database returns them.
     pub async fn zone_cursor(&self, zone: &ZoneInfo) -> Result<NodeStream, StoreError> {
-        let cursor = self.version_documents(zone).await?;
+        let cursor = self.version_documents(zone, true, TRANSFER_BATCH).await?;
         Ok(cursor.map(|d| Ok(schema::node_from_doc(&d?)?)).boxed())
     }
 
-    /// The documents of the served version of `zone`, in canonical order,
-    /// `TRANSFER_BATCH` per round trip (transfers, resident zones).
+    /// The documents of the served version of `zone`, `batch` per round
+    /// trip, in canonical order when `sorted` (transfers; resident zones
+    /// need no order).
     pub(crate) async fn version_documents(
         &self,
         zone: &ZoneInfo,
+        sorted: bool,
+        batch: u32,
     ) -> Result<mongodb::Cursor<mongodb::bson::Document>, StoreError> {
-        Ok(self
+        let find = self
             .nodes
             .find(doc! {"zone": zone.apex.to_string(), "ver": zone.ver})
-            .sort(doc! {"ck": 1})
-            .batch_size(TRANSFER_BATCH)
-            .await?)
+            .batch_size(batch);
+        Ok(match sorted {
+            true => find.sort(doc! {"ck": 1}).await?,
+            false => find.await?,
+        })
     }
 
     /// True when `zone.ver` began to be deleted (listed in the zone

@@ -367,7 +367,7 @@ options! {
         zone_preload_max: usize = 2_000_000, [env = "MONGODNS_ZONE_PRELOAD_MAX", value_name = "N"];
         /// Memory for resident zones, in MiB: zones held whole in memory
         /// answer every query without a database read (0: off, every zone
-        /// on the record cache's path).
+        /// on the record cache's path; no_cache turns it off too).
         resident_mb: usize = 0, [env = "MONGODNS_RESIDENT_MB", value_name = "MIB"];
         /// Which zones may be resident: `all`, or a comma-separated list of
         /// zone apexes (with resident_mb above 0).
@@ -722,9 +722,11 @@ impl Config {
     }
 
     /// The resident zones' settings (`resident_zones` checked by
-    /// `validate`; a bad list here means residency off).
+    /// `validate`; a bad list here, or `no_cache`, means residency off).
     pub fn resident_config(&self) -> crate::resident::ResidentConfig {
         match crate::resident::ZoneChoice::parse(&self.resident_zones) {
+            // `no_cache` means every lookup reads the database: no residency.
+            Ok(_) if self.no_cache => crate::resident::ResidentConfig::off(),
             Ok(zones) => crate::resident::ResidentConfig {
                 budget_bytes: self.resident_mb << 20,
                 zones,
@@ -988,6 +990,23 @@ mod tests {
             keys.contains(r#"tsig_key = ["hmac-sha512:k:<secret> zones=a.test.", "k2:<secret>"]"#),
             "{keys}"
         );
+    }
+
+    #[test]
+    fn resident_zones_are_off_by_default_and_with_no_cache() {
+        let config = |argv: &[&str]| cli(argv).resolve().unwrap().config;
+        assert!(!config(&[]).resident_config().enabled());
+        let on = config(&["--resident-mb", "64", "--resident-zones", "a.test,b.test."]);
+        assert_eq!(on.resident_config().budget_bytes, 64 << 20);
+        assert!(on.resident_config().wants(&"a.test.".parse().unwrap()));
+        assert!(!on.resident_config().wants(&"c.test.".parse().unwrap()));
+        let no_cache = config(&["--resident-mb", "64", "--no-cache"]);
+        assert!(!no_cache.resident_config().enabled());
+        let bad = Config {
+            resident_zones: " , ".into(),
+            ..Config::default()
+        };
+        assert!(bad.validate().is_err());
     }
 
     #[test]
