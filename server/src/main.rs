@@ -17,6 +17,7 @@
 
 use backend_mongo::{ReadFrom, Store};
 use mongodns_server::api::ApiState;
+use mongodns_server::backend::Backend;
 use mongodns_server::cache::{Counters, PacketCache, RecordCache, RecordCacheConfig, ZoneRegistry};
 use mongodns_server::catalog::keep_catalog;
 use mongodns_server::config::{canonical_read_preference, Cli, Config, LogFormat, Resolved};
@@ -95,12 +96,7 @@ fn init_logging(resolved: &Resolved) -> LogHandle {
 }
 
 /// Start-up in named steps, then serve until SIGTERM or SIGINT, then drain.
-async fn run(
-    cli: Cli,
-    mut resolved: Resolved,
-    log: LogHandle,
-    workers: usize,
-) -> Result<(), String> {
+async fn run(cli: Cli, resolved: Resolved, log: LogHandle, workers: usize) -> Result<(), String> {
     let started = Instant::now();
     let args = resolved.config.clone();
     if let Some(file) = &resolved.file {
@@ -108,56 +104,124 @@ async fn run(
     }
     let store = connect(&args).await?;
     let config = pipeline_config(&args)?;
-    let rrl = rate_limiter(&args);
     let caches = Caches::start(&args, &store);
     start_notify(&args, &config, &store, &caches.registry)?;
-    let responder = responder(&args, &caches, config, &store);
-    let query_log = open_query_log(&args)?;
-    let metrics = Arc::new(QueryMetrics::default());
-    let handler = Arc::new(Observed::new(responder, metrics.clone(), query_log.clone()));
-    let live = Live {
+    let serving = Serving {
+        cli,
+        resolved,
         log,
-        query_log: query_log.clone(),
-        packets: caches.packets.clone(),
-        records: caches.records.clone(),
-        registry: caches.registry.clone(),
+        workers,
+        started,
+        store,
+        caches,
     };
-    if let Some(addr) = args.control_listen {
-        let control = Control {
-            packets: caches.packets,
-            records: caches.records,
-            registry: caches.registry,
-            counters: caches.counters,
-            residency: caches.residency,
-            queries: Some(metrics.clone()),
-            query_log: query_log.clone(),
-            store: Some(store.clone()),
-            health_max_lag: Duration::from_millis((args.freshness_ms * 20).max(5000)),
-            started,
-        };
-        start_control(&args, addr, control)?;
+    // The answer path's backend: resident zones in front of the record
+    // cache only when residency is on, so that off it is exactly the
+    // record cache (the smaller per-query futures keep the heap compact).
+    match serving.caches.residency.clone() {
+        Some(residency) => {
+            let records = serving.caches.records.clone();
+            let backend = Arc::new(ResidentZones::new(records, residency));
+            serving.serve(backend, config).await
+        }
+        None => {
+            let backend = serving.caches.records.clone();
+            serving.serve(backend, config).await
+        }
     }
-    if let Some(addr) = args.api_listen {
-        let key = args.api_key.as_deref().unwrap_or_default().into();
-        mongodns_server::api::start_api(
-            addr,
-            ApiState {
+}
+
+/// What serving needs once the database and the caches are up.
+struct Serving {
+    cli: Cli,
+    resolved: Resolved,
+    log: LogHandle,
+    workers: usize,
+    started: Instant,
+    store: Store,
+    caches: Caches,
+}
+
+impl Serving {
+    /// The responder over `backend`, the query log, the control endpoint
+    /// and the API; serves until a signal, then drains.
+    async fn serve<B: Backend>(
+        self,
+        backend: Arc<B>,
+        config: PipelineConfig,
+    ) -> Result<(), String> {
+        let Serving {
+            cli,
+            mut resolved,
+            log,
+            workers,
+            started,
+            store,
+            caches,
+        } = self;
+        let args = resolved.config.clone();
+        let rrl = rate_limiter(&args);
+        let responder = responder(&args, &caches, backend, config, &store);
+        let query_log = open_query_log(&args)?;
+        let metrics = Arc::new(QueryMetrics::default());
+        let handler = Arc::new(Observed::new(responder, metrics.clone(), query_log.clone()));
+        let live = Live {
+            log,
+            query_log: query_log.clone(),
+            packets: caches.packets.clone(),
+            records: caches.records.clone(),
+            registry: caches.registry.clone(),
+        };
+        if let Some(addr) = args.control_listen {
+            start_control(
+                &args,
+                addr,
+                control(&args, caches, &metrics, &query_log, &store, started),
+            )?;
+        }
+        if let Some(addr) = args.api_listen {
+            let key = args.api_key.as_deref().unwrap_or_default().into();
+            let state = ApiState {
                 store: store.clone(),
                 key,
-            },
-        )?;
+            };
+            mongodns_server::api::start_api(addr, state)?;
+        }
+        // Install the handlers before serving, so no signal finds the default
+        // action (which would kill the process).
+        let mut signals = Signals::install()?;
+        let listeners = serve_dns(&args, workers, handler, rrl).await?;
+        let why = signals.wait(&cli, &mut resolved, &live).await;
+        drain(&args, why, &listeners, &metrics).await;
+        if let Some(ql) = &query_log {
+            ql.close(Duration::from_secs(2));
+        }
+        tracing::info!("exiting");
+        Ok(())
     }
-    // Install the handlers before serving, so no signal finds the default
-    // action (which would kill the process).
-    let mut signals = Signals::install()?;
-    let listeners = serve_dns(&args, workers, handler, rrl).await?;
-    let why = signals.wait(&cli, &mut resolved, &live).await;
-    drain(&args, why, &listeners, &metrics).await;
-    if let Some(ql) = &query_log {
-        ql.close(Duration::from_secs(2));
+}
+
+/// What the control endpoint reports on.
+fn control(
+    args: &Config,
+    caches: Caches,
+    metrics: &Arc<QueryMetrics>,
+    query_log: &Option<Arc<QueryLog>>,
+    store: &Store,
+    started: Instant,
+) -> Control {
+    Control {
+        packets: caches.packets,
+        records: caches.records,
+        registry: caches.registry,
+        counters: caches.counters,
+        residency: caches.residency,
+        queries: Some(metrics.clone()),
+        query_log: query_log.clone(),
+        store: Some(store.clone()),
+        health_max_lag: Duration::from_millis((args.freshness_ms * 20).max(5000)),
+        started,
     }
-    tracing::info!("exiting");
-    Ok(())
 }
 
 /// Connects to MongoDB with the configured read preference and makes sure
@@ -342,29 +406,25 @@ impl Caches {
     }
 }
 
-/// The responder: the pipeline over resident zones (when on) and the record
-/// cache, behind the packet cache unless caching is off, with zone
+/// The responder: the pipeline over `backend` (resident zones when on, the
+/// record cache), behind the packet cache unless caching is off, with zone
 /// transfers and counters.
-fn responder(
+fn responder<B: Backend>(
     args: &Config,
     caches: &Caches,
+    backend: Arc<B>,
     config: PipelineConfig,
     store: &Store,
-) -> Arc<Responder<ResidentZones<RecordCache<Store>>>> {
-    let residency = caches
-        .residency
-        .clone()
-        .unwrap_or_else(|| Residency::new(mongodns_server::resident::ResidentConfig::off()));
-    let records = Arc::new(ResidentZones::new(caches.records.clone(), residency));
+) -> Arc<Responder<B>> {
     let responder = if args.no_cache || args.packet_cache_entries == 0 {
-        Responder::new(records, config)
+        Responder::new(backend, config)
     } else {
         let cache = ReplyCache {
             packets: caches.packets.clone(),
             registry: caches.registry.clone(),
             empty_ttl: Duration::from_secs(args.cache_negative_ttl),
         };
-        Responder::with_cache(records, config, cache)
+        Responder::with_cache(backend, config, cache)
     };
     let responder = responder.with_transfer_store(store.clone());
     Arc::new(responder.count_into(caches.counters.clone()))
