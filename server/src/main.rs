@@ -451,20 +451,17 @@ fn open_query_log(args: &Config) -> Result<Option<Arc<QueryLog>>, String> {
 /// Starts the control endpoint on `addr`; a port already taken is a
 /// start-up error.
 fn start_control(args: &Config, addr: SocketAddr, control: Control) -> Result<(), String> {
-    // Bind now so a taken port is a start-up error, not a log line.
-    let probe = std::net::TcpListener::bind(addr)
+    // Bound here, before DNS is served: a taken port is a start-up error,
+    // and a server that answers DNS answers here too.
+    let listener = std::net::TcpListener::bind(addr)
+        .and_then(|l| l.set_nonblocking(true).map(|()| l))
+        .and_then(tokio::net::TcpListener::from_std)
         .map_err(|e| format!("cannot bind control endpoint {addr}: {e}"))?;
-    drop(probe);
     let limits = ControlLimits {
         token: args.control_token.clone(),
         max_connections: args.control_max_connections,
     };
-    let control = Arc::new(control);
-    tokio::spawn(async move {
-        if let Err(e) = serve_control(addr, control, limits).await {
-            tracing::error!(%addr, error = %e, "control endpoint failed");
-        }
-    });
+    tokio::spawn(serve_control(listener, Arc::new(control), limits));
     Ok(())
 }
 

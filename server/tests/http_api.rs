@@ -12,8 +12,6 @@
 
 use hickory_proto::op::ResponseCode;
 use mongodns_testkit::*;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::process::Command;
 use std::time::Duration;
 
@@ -34,21 +32,8 @@ fn api_request(port: u16, method: &str, path: &str, key: &str) -> (String, Strin
 
 /// [`api_request`] with a JSON body.
 fn api_send(port: u16, method: &str, path: &str, key: &str, body: &str) -> (String, String) {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .unwrap();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nX-API-Key: {key}\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut text = String::new();
-    stream.read_to_string(&mut text).unwrap();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    (head.lines().next().unwrap_or("").to_string(), body.into())
+    let headers = format!("X-API-Key: {key}\r\nContent-Type: application/json\r\n");
+    http_request(port, method, path, &headers, body)
 }
 
 /// Fails with the install command when python-powerdns is missing.

@@ -65,13 +65,13 @@ struct Shared {
     token: Arc<Option<String>>,
 }
 
-/// Serves the control endpoint on `addr` until the task is dropped.
-pub async fn serve_control(
-    addr: SocketAddr,
-    control: Arc<Control>,
-    limits: ControlLimits,
-) -> std::io::Result<()> {
-    let listener = TcpListener::bind(addr).await?;
+/// Serves the control endpoint on `listener` (bound by the caller before
+/// DNS is served, so that a server answering DNS also answers here) until
+/// the task is dropped.
+pub async fn serve_control(listener: TcpListener, control: Arc<Control>, limits: ControlLimits) {
+    let Ok(addr) = listener.local_addr() else {
+        return;
+    };
     if let Some(warning) = exposure_warning(addr) {
         tracing::warn!(%addr, "{warning}");
     }
@@ -92,7 +92,6 @@ pub async fn serve_control(
         accept_errors: &GUARD.control_accept_errors,
     };
     serve_bounded(listener, router(shared), http_limits, counters).await;
-    Ok(())
 }
 
 /// The endpoint's routes.

@@ -1,13 +1,14 @@
 //! The server's control endpoint, asked over plain HTTP/1.1.
 //!
 //! ```text
-//!  http(port, method, path) ─► (status line, body)
+//!  http(port, method, path) ─► http_request(…, headers, body) ─► (status line, body)
+//!  connect_loopback(port): refusals retried briefly, and said
 //!  stat(port, name) ─► one counter of GET /stats
 //! ```
 
-use std::io::{Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A plain HTTP/1.1 request; returns (status line, body).
 pub fn http(port: u16, method: &str, path: &str) -> (String, String) {
@@ -16,14 +17,27 @@ pub fn http(port: u16, method: &str, path: &str) -> (String, String) {
 
 /// [`http`] with `Authorization: Bearer TOKEN` when a token is given.
 pub fn http_as(port: u16, method: &str, path: &str, token: Option<&str>) -> (String, String) {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    http_request(port, method, path, &auth, "")
+}
+
+/// One HTTP/1.1 request with extra header lines (each ending in CRLF) and
+/// a body; returns (status line, body).
+pub fn http_request(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &str,
+    body: &str,
+) -> (String, String) {
+    let mut stream = connect_loopback(port);
     stream
         .set_read_timeout(Some(Duration::from_secs(5)))
         .unwrap();
-    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: x\r\n{auth}Content-Length: 0\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: x\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+        body.len()
     )
     .unwrap();
     let mut text = String::new();
@@ -33,6 +47,30 @@ pub fn http_as(port: u16, method: &str, path: &str, token: Option<&str>) -> (Str
         head.lines().next().unwrap_or("").to_string(),
         body.to_string(),
     )
+}
+
+/// A TCP connection to 127.0.0.1:`port`. The server binds its HTTP
+/// listeners before it answers DNS, so a refusal is unexpected: it is
+/// retried for up to 3 s, and said on stderr, so that a flaky start shows
+/// in the log instead of failing a test that is about something else.
+pub fn connect_loopback(port: u16) -> TcpStream {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let mut refusals = 0;
+    loop {
+        match TcpStream::connect(("127.0.0.1", port)) {
+            Ok(stream) => {
+                if refusals > 0 {
+                    eprintln!("127.0.0.1:{port} refused {refusals} connection(s) first");
+                }
+                return stream;
+            }
+            Err(e) if e.kind() == ErrorKind::ConnectionRefused && Instant::now() < deadline => {
+                refusals += 1;
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) => panic!("cannot connect to 127.0.0.1:{port} ({refusals} refusals): {e}"),
+        }
+    }
 }
 
 /// One counter from the control endpoint's `/stats`.

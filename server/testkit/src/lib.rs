@@ -39,7 +39,7 @@ mod zone_check;
 
 pub use backend_mongo::testing::*;
 pub use binaries::{bin_dir, binary};
-pub use control::{http, http_as, stat};
+pub use control::{connect_loopback, http, http_as, http_request, stat};
 pub use import::{TestZoneDb, ZoneImport};
 pub use ports::{free_port, free_tcp_port};
 pub use process::run_bounded;
