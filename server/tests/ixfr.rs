@@ -11,16 +11,14 @@
 //!     serial seen> ─► applied to that zone == AXFR now
 //!  a merge import (no journal) ─► IXFR=S ─► the whole zone, == AXFR
 //!  Knot (testkit Secondary, refresh a day) told by --notify ─► three edits
-//!     ─► each served, its log says IXFR; nsd (refresh capped at 2 s) the
-//!     same, its refreshes answered from the journal (ixfr_incremental)
+//!     ─► each served, its log says IXFR; NSD (testkit Secondary) the
+//!     same, its transfers answered from the journal (ixfr_incremental)
 //! ```
 
 use backend_mongo::dns::edit::{ChangeSet, RecordEdit};
 use backend_mongo::{Name, RType};
 use mongodns_testkit::*;
 use std::collections::BTreeSet;
-use std::path::Path;
-use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 const ZONE: &str = "ixfr.test.";
@@ -312,38 +310,20 @@ fn knot_follows_record_edits_by_notify_and_ixfr() {
     block_on(db.drop_db());
 }
 
-/// NSD as a secondary of `primary`, its refresh capped at 2 s.
-fn start_nsd(dir: &Path, port: u16, primary: u16) -> Child {
-    let d = dir.display();
-    let conf = format!(
-        "server:\n    ip-address: 127.0.0.1@{port}\n    server-count: 1\n    username: \"\"\n    chroot: \"\"\n    zonesdir: \"{d}\"\n    database: \"\"\n    pidfile: \"{d}/nsd.pid\"\n    xfrdfile: \"{d}/xfrd.state\"\n    zonelistfile: \"{d}/zone.list\"\n    verbosity: 2\n\
-remote-control:\n    control-enable: no\n\
-zone:\n    name: {ZONE}\n    zonefile: ixfr.zone\n    request-xfr: 127.0.0.1@{primary} NOKEY\n    max-refresh-time: 2\n    min-refresh-time: 1\n"
-    );
-    std::fs::write(dir.join("nsd.conf"), conf).unwrap();
-    let log = std::fs::File::create(dir.join("nsd.log")).unwrap();
-    Command::new("nsd")
-        .args(["-d", "-c"])
-        .arg(dir.join("nsd.conf"))
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .expect("nsd is needed (Debian's nsd)")
-}
-
 #[test]
-fn nsd_follows_record_edits_by_ixfr() {
+fn nsd_follows_record_edits_by_notify_and_ixfr() {
     let db = block_on(async {
         let db = TestZoneDb::new("ixfr_nsd").await;
         db.import(ZONE, ZONE_TEXT, true).await;
         db
     });
-    let (ours, control) = start_with_control(&db.name, &["--axfr-allow", "127.0.0.1/32"]);
-    let dir = db.dir.join("nsd");
-    std::fs::create_dir_all(&dir).unwrap();
     let nsd_port = free_port();
-    let mut nsd = start_nsd(&dir, nsd_port, ours.port);
-    let log = || std::fs::read_to_string(dir.join("nsd.log")).unwrap_or_default();
+    let notify = format!("127.0.0.1:{nsd_port}");
+    let args = ["--axfr-allow", "127.0.0.1/32", "--notify", &notify];
+    let (ours, control) = start_with_control(&db.name, &args);
+    // Refresh a day: only NOTIFY explains a quick update.
+    let nsd = Secondary::nsd(&db.dir, nsd_port, ours.port, &[ZONE], None);
+    let log = || nsd.log_text();
     follow_three_edits(&db, ours.port, nsd_port, "NSD", &log);
     assert!(
         stat(control, "ixfr_incremental") >= 3,
@@ -354,6 +334,6 @@ fn nsd_follows_record_edits_by_ixfr() {
     let reply = udp_exchange(nsd_port, &q, Duration::from_secs(1)).expect("NSD answers");
     let m = hickory_proto::op::Message::from_vec(&reply).unwrap();
     assert_eq!(m.answers.len(), 1, "NSD serves the edited name");
-    nsd.kill().ok();
-    nsd.wait().ok();
+    drop((nsd, ours));
+    block_on(db.drop_db());
 }

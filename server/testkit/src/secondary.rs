@@ -4,7 +4,8 @@
 //! ```text
 //!  Secondary::knot / ::nsd(dir, port, primary port, zones, key)
 //!     ─► DIR/<kind>/<kind>.conf: the primary as the only master, NOTIFY
-//!        accepted from 127.0.0.1 (with the key when given), AXFR out to
+//!        accepted from 127.0.0.1 (with the key when given), IXFR asked
+//!        (the whole zone when the primary has no diff), AXFR out to
 //!        127.0.0.1 (to read its copy back), refresh a day
 //!        (only a NOTIFY explains a quick update) ─► started, log in DIR
 //!     ─► ready when it serves every zone (its first AXFR done)
@@ -245,7 +246,7 @@ fn nsd_conf(
     for zone in zones {
         c += &format!(
             "zone:\n    name: {zone}\n    zonefile: \"{zone}zone\"\n\
-             \x20   allow-notify: 127.0.0.1 {key_name}\n    request-xfr: AXFR 127.0.0.1@{primary} {key_name}\n\
+             \x20   allow-notify: 127.0.0.1 {key_name}\n    request-xfr: 127.0.0.1@{primary} {key_name}\n\
              \x20   provide-xfr: 127.0.0.1 NOKEY\n"
         );
     }
