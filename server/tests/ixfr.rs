@@ -9,7 +9,8 @@
 //!  ─► after each few: dig IXFR=S ─► incremental (SOA, then an old SOA)
 //!     ─► applied to the old zone == AXFR now;  and IXFR=<the last
 //!     serial seen> ─► applied to that zone == AXFR now
-//!  a merge import (no journal) ─► IXFR=S ─► the whole zone, == AXFR
+//!  a merge import (journaled) ─► IXFR=S and IXFR=<before it> applied == AXFR
+//!  a replace import (no journal) ─► IXFR=S ─► the whole zone, == AXFR
 //!  Knot (testkit Secondary, refresh a day) told by --notify ─► three edits
 //!     ─► each served, its log says IXFR; NSD (testkit Secondary) the
 //!     same, its transfers answered from the journal (ixfr_incremental)
@@ -204,17 +205,35 @@ fn ixfr_applied_to_the_old_zone_gives_the_new_one() {
     assert_eq!(incremental, 24, "every IXFR was incremental (seed {seed})");
     assert_eq!(stat(control, "ixfr_incremental"), 24);
 
-    // A writer that keeps no journal: IXFR from before it is the whole zone.
+    // A merge import is journaled too: new names, a name that gains a
+    // record at a new TTL, an empty non-terminal (not in IXFR).
+    let before_merge = (axfr(ours.port), serial);
     block_on(async {
-        let more = "$ORIGIN ixfr.test.\n$TTL 300\nm IN A 192.0.2.77\n";
+        let more = "$ORIGIN ixfr.test.\n$TTL 300\nm IN A 192.0.2.77\n\
+                    a 120 IN A 192.0.2.2\nx.ent.m IN TXT \"deep\"\n";
         db.import(ZONE, more, false).await;
+    });
+    serial = until_serial_after(ours.port, serial);
+    for (from, base) in [(first_serial, &oldest), (before_merge.1, &before_merge.0)] {
+        let mut zone = base.clone();
+        let ixfr = transfer(ours.port, &format!("IXFR={from}"));
+        assert!(apply_ixfr(&mut zone, &ixfr), "a merge import is journaled");
+        assert_eq!(zone, axfr(ours.port), "IXFR from {from} over the merge");
+    }
+    assert_eq!(stat(control, "ixfr_incremental"), 26);
+
+    // A writer that keeps no journal (a replace): IXFR from before it is
+    // the whole zone.
+    block_on(async {
+        let text = format!("{ZONE_TEXT}r IN A 192.0.2.78\n");
+        db.import(ZONE, &text, true).await;
     });
     serial = until_serial_after(ours.port, serial);
     let ixfr = transfer(ours.port, &format!("IXFR={first_serial}"));
     let mut zone = oldest.clone();
     assert!(
         !apply_ixfr(&mut zone, &ixfr),
-        "past a merge import the whole zone is sent"
+        "past a replace the whole zone is sent"
     );
     assert_eq!(zone, axfr(ours.port));
     assert_eq!(stat(control, "ixfr_full"), 1);
@@ -335,5 +354,58 @@ fn nsd_follows_record_edits_by_notify_and_ixfr() {
     let m = hickory_proto::op::Message::from_vec(&reply).unwrap();
     assert_eq!(m.answers.len(), 1, "NSD serves the edited name");
     drop((nsd, ours));
+    block_on(db.drop_db());
+}
+
+/// One record edit adding `label` (an A record), and the serial after it.
+fn add_name(db: &TestZoneDb, port: u16, label: &str, serial: u32) -> u32 {
+    let owner = name(&format!("{label}.{ZONE}"));
+    let rdata = vec![vec![203, 0, 113, 9].into()];
+    apply(db, vec![RecordEdit::add(owner, RType::A, 60, rdata)]);
+    until_serial_after(port, serial)
+}
+
+#[test]
+fn while_a_merge_is_live_other_writers_entries_are_not_exact() {
+    let db = block_on(async {
+        let db = TestZoneDb::new("ixfr_live_merge").await;
+        db.import(ZONE, ZONE_TEXT, true).await;
+        db
+    });
+    let (ours, control) = start_with_control(&db.name, &["--axfr-allow", "127.0.0.1/32"]);
+    let zone = name(ZONE);
+    // A merge that has begun (and may be writing, or was killed mid-batch):
+    // what it wrote is served but not yet in any journal entry.
+    let merge = block_on(
+        db.store
+            .begin_zone_write(&zone, backend_mongo::WriteMode::Merge),
+    )
+    .unwrap();
+    let (before, from) = {
+        let zone = axfr(ours.port);
+        let serial = serial_of(zone.iter().find(|l| is_soa(l)).unwrap());
+        (zone, serial)
+    };
+    let serial = add_name(&db, ours.port, "during", from);
+    let mut zone = before.clone();
+    assert!(
+        !apply_ixfr(&mut zone, &transfer(ours.port, &format!("IXFR={from}"))),
+        "an edit while a merge is live is sent as the whole zone"
+    );
+    assert_eq!(zone, axfr(ours.port));
+    // The merge finishes: entries are exact again from its serial on.
+    let finished = block_on(merge.finish(Duration::ZERO)).unwrap();
+    let from = until_serial_after(ours.port, serial);
+    assert_eq!(from, finished.serial);
+    let after_merge = axfr(ours.port);
+    add_name(&db, ours.port, "after", from);
+    let mut zone = after_merge;
+    assert!(
+        apply_ixfr(&mut zone, &transfer(ours.port, &format!("IXFR={from}"))),
+        "after the merge, edits are journaled again"
+    );
+    assert_eq!(zone, axfr(ours.port));
+    assert_eq!(stat(control, "ixfr_full"), 1);
+    drop(ours);
     block_on(db.drop_db());
 }

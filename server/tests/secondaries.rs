@@ -9,6 +9,8 @@
 //!        only a NOTIFY explains an update within 2 s
 //!  each write (merge import, mongodns-zone add-record, secure-zone,
 //!  resign --full) ─► both serve the new serial ≤ 2 s after the write
+//!     ─► the import and the record update by IXFR from the journal, the
+//!        new version and the re-sign as the whole zone (ixfr_* counters)
 //!     ─► mongodns_notify_acknowledged moved ─► AXFR of all three equal
 //!        (sorted records and ldns-compare-zones)
 //!  TSIG: Knot demanding the key acknowledges the signed NOTIFY and
@@ -183,13 +185,15 @@ fn knot_and_nsd_follow_every_writer_by_notify() {
     let nsd = Secondary::nsd(&db.dir, nsd_port, server.port, &[ZONE], None);
     let both = [&knot, &nsd];
     let mut serial = soa_serial(server.port, ZONE).unwrap();
-    let writes: [(&str, Write); 4] = [
+    // (what, its write, journaled: the secondaries get it by IXFR).
+    let writes: [(&str, Write, bool); 4] = [
         (
             "merge import",
             Box::new(|| {
                 let text = "$ORIGIN follow.test.\nimported 300 IN A 192.0.2.20\n";
                 block_on(db.import(ZONE, text, false));
             }),
+            true,
         ),
         (
             "record update",
@@ -197,6 +201,7 @@ fn knot_and_nsd_follow_every_writer_by_notify() {
                 let args = ["add-record", ZONE, "edited", "A", "192.0.2.21"];
                 cli(&db, "mongodns-zone", &args);
             }),
+            true,
         ),
         (
             "secure-zone",
@@ -207,14 +212,20 @@ fn knot_and_nsd_follow_every_writer_by_notify() {
                     &["-q", "secure-zone", ZONE, "--grace", "0"],
                 )
             }),
+            false,
         ),
         (
             "re-sign",
             Box::new(|| cli(&db, "mongodns-sign", &["-q", "resign", "--full", ZONE])),
+            false,
         ),
     ];
-    for (what, write) in &writes {
+    for (what, write, journaled) in &writes {
         let acks = acknowledged(control);
+        let (incremental, full) = (
+            stat(control, "ixfr_incremental"),
+            stat(control, "ixfr_full"),
+        );
         write();
         let written = Instant::now();
         serial = next_serial(server.port, serial);
@@ -225,7 +236,32 @@ fn knot_and_nsd_follow_every_writer_by_notify() {
         );
         same_zone(&db.dir, server.port, knot.port, "knot");
         same_zone(&db.dir, server.port, nsd.port, "nsd");
+        let moved = (
+            stat(control, "ixfr_incremental") - incremental,
+            stat(control, "ixfr_full") - full,
+        );
+        if *journaled {
+            assert_eq!(
+                moved,
+                (2, 0),
+                "{what}: both followed by IXFR from the journal"
+            );
+        } else {
+            // A new version (secure-zone) and the signer are not journaled:
+            // both secondaries asked IXFR and got the whole zone.
+            assert_eq!(moved, (0, 2), "{what}: the whole zone, in answer to IXFR");
+        }
     }
+    let knot_ixfrs = knot
+        .log_text()
+        .lines()
+        .filter(|l| l.contains("IXFR, incoming") && l.contains("finished"))
+        .count();
+    assert!(
+        knot_ixfrs >= 2,
+        "Knot's log shows the IXFRs:\n{}",
+        knot.log_text()
+    );
     assert_eq!(stat(control, "notify_failed"), 0);
     drop((writes, knot, nsd, server));
     block_on(db.drop_db());

@@ -95,11 +95,7 @@ mod tests {
     use super::*;
 
     fn set(t: RType, ttl: u32, rdata: &[&[u8]]) -> RRset {
-        RRset {
-            rtype: t,
-            ttl,
-            rdata: rdata.iter().map(|r| Box::<[u8]>::from(*r)).collect(),
-        }
+        RRset::of(t, ttl, rdata)
     }
 
     #[test]

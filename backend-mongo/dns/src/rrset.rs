@@ -20,6 +20,15 @@ pub struct RRset {
 }
 
 impl RRset {
+    /// An RRset of these records (each rdata copied).
+    pub fn of(rtype: RType, ttl: u32, rdata: &[&[u8]]) -> RRset {
+        RRset {
+            rtype,
+            ttl,
+            rdata: rdata.iter().map(|r| Box::<[u8]>::from(*r)).collect(),
+        }
+    }
+
     /// True when it holds the record `rd`.
     pub fn contains(&self, rd: &[u8]) -> bool {
         self.rdata.iter().any(|r| r[..] == *rd)

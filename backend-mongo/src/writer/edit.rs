@@ -157,19 +157,7 @@ impl ZoneEdit {
     /// The apex SOA as stored now.
     async fn apex_soa(&self) -> Result<Option<JournalRecord>, StoreError> {
         let apex = &self.served.apex;
-        let node = self
-            .store
-            .read_full_node(apex, self.served.ver, apex)
-            .await?;
-        let soa = node.and_then(|n| n.rrsets.into_iter().find(|s| s.rrset.rtype == RType::SOA));
-        Ok(soa.and_then(|s| {
-            Some(JournalRecord {
-                owner: apex.clone(),
-                rtype: RType::SOA,
-                ttl: s.rrset.ttl,
-                rdata: s.rrset.rdata.into_iter().next()?,
-            })
-        }))
+        self.store.apex_soa_record(apex, self.served.ver).await
     }
 
     /// Journals the published change (generation `gen`) for IXFR, unless

@@ -15,12 +15,14 @@
 //!  pruned when a zone holds more than JOURNAL_KEPT entries
 //! ```
 //!
-//! Writers that keep no journal (imports, replaces, the signer) leave a
-//! gap, which only costs a full transfer.
+//! Record edits (edit.rs) and merge imports into unsigned zones
+//! (merge_journal.rs) are journaled. Writers that keep no journal
+//! (replaces, the signer, edits of secured zones) leave a gap, which only
+//! costs a full transfer.
 
-use crate::schema::{SchemaError, ZoneInfo};
+use crate::schema::{node_from_doc, node_id, SchemaError, ZoneInfo};
 use crate::store::{Store, StoreError};
-use crate::{Name, RType};
+use crate::{Name, RRset, RType};
 use dns::journal::{JournalEntry, JournalRecord};
 use futures::TryStreamExt;
 use mongodb::bson::{doc, spec::BinarySubtype, Binary, Bson, DateTime, Document};
@@ -138,6 +140,42 @@ impl Store {
             self.prune_journal(zone).await?;
         }
         Ok(())
+    }
+
+    /// The RRsets of `name` in version `ver` of `zone` as stored (none
+    /// when it does not exist): a merge's before-image.
+    pub(crate) async fn read_node_rrsets(
+        &self,
+        zone: &Name,
+        ver: i64,
+        name: &Name,
+    ) -> Result<Vec<RRset>, StoreError> {
+        let found = self
+            .nodes
+            .find_one(doc! {"_id": node_id(zone, ver, name)})
+            .await?;
+        let node = found.as_ref().map(node_from_doc).transpose()?;
+        Ok(node.map_or_else(Vec::new, |n| {
+            n.rrsets.iter().map(|r| RRset::clone(r)).collect()
+        }))
+    }
+
+    /// The apex SOA of version `ver` of `zone` as a journal record.
+    pub(crate) async fn apex_soa_record(
+        &self,
+        zone: &Name,
+        ver: i64,
+    ) -> Result<Option<JournalRecord>, StoreError> {
+        let rrsets = self.read_node_rrsets(zone, ver, zone).await?;
+        let soa = rrsets.into_iter().find(|r| r.rtype == RType::SOA);
+        Ok(soa.and_then(|s| {
+            Some(JournalRecord {
+                owner: zone.clone(),
+                rtype: RType::SOA,
+                ttl: s.ttl,
+                rdata: s.rdata.into_iter().next()?,
+            })
+        }))
     }
 
     /// The journal's index: a zone's entries, newest first.

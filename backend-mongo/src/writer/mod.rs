@@ -39,6 +39,7 @@ mod collect;
 mod delete;
 mod edit;
 mod journal;
+mod merge_journal;
 mod meta;
 mod publish;
 mod settings;
@@ -51,6 +52,7 @@ pub use collect::{Collected, DELETING, OLD_VERSIONS};
 pub use delete::{DeletedZone, DELETED, LAST_VER};
 pub use edit::{EditSummary, ZoneEdit};
 pub use journal::{JOURNAL, JOURNAL_KEPT, MAX_JOURNAL_RECORDS, SERIAL_GEN};
+pub use merge_journal::MERGE_LEASE;
 pub use settings::{ZoneSettings, ZONE_SETTINGS};
 pub use zones::ZoneContent;
 
@@ -59,7 +61,8 @@ use crate::schema::{self, int_field, RRset, ZoneInfo};
 use crate::store::{Store, StoreError};
 use crate::Name;
 use bulk::{insert_nodes, merge_update};
-use mongodb::bson::{doc, Document};
+use merge_journal::MergeJournal;
+use mongodb::bson::{doc, DateTime, Document};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -138,6 +141,11 @@ pub struct ZoneWriter {
     /// `Merge`: the zone's generation when this writer last found the zone
     /// switched to a new version under it.
     moved_gen: Mutex<Option<i64>>,
+    /// `Merge` into an unsigned zone: what was removed and added since the
+    /// serial last moved, for the IXFR journal (merge_journal.rs).
+    journal: Mutex<Option<MergeJournal>>,
+    /// Its listing in the zone document's `merging` (with a journal only).
+    merge_id: Option<String>,
 }
 
 /// The `resume` field of a zone document: `{key, ver, done}`, when it
@@ -181,7 +189,15 @@ impl ZoneWriter {
             changed: Mutex::new(changed),
             signed: AtomicBool::new(false),
             moved_gen: Mutex::new(None),
+            journal: Mutex::new(None),
+            merge_id: None,
         }
+    }
+
+    /// Runs `f` on the merge journal, when this writer keeps one.
+    fn with_journal<T>(&self, f: impl FnOnce(&mut MergeJournal) -> T) -> Option<T> {
+        let mut j = self.journal.lock().unwrap_or_else(|p| p.into_inner());
+        j.as_mut().map(f)
     }
 }
 
@@ -250,7 +266,12 @@ impl Store {
             // acknowledged (the importer checkpoints nothing else): their
             // names are in change records already.
             let changed = Some(Vec::new());
-            let writer = ZoneWriter::new(self, zone, info.ver, mode, served.clone(), key, changed);
+            let mut writer =
+                ZoneWriter::new(self, zone, info.ver, mode, served.clone(), key, changed);
+            if !publish::is_secured(&current) {
+                self.begin_merge_journal(&mut writer, current.as_ref(), info)
+                    .await?;
+            }
             return Ok((writer, done));
         }
         let pending = current.as_ref().and_then(|d| int_field(d, "pending_ver"));
@@ -299,6 +320,36 @@ impl Store {
             .await?;
         let writer = ZoneWriter::new(self, zone, ver, WriteMode::Replace, served, key, None);
         Ok((writer, done))
+    }
+}
+
+impl Store {
+    /// A merge into an unsigned zone keeps a journal (a signed zone's
+    /// signer writes RRSIGs and chain records the merge does not see) and
+    /// lists itself as live, which keeps everyone else's entries inexact.
+    async fn begin_merge_journal(
+        &self,
+        writer: &mut ZoneWriter,
+        zone_doc: Option<&Document>,
+        info: &ZoneInfo,
+    ) -> Result<(), StoreError> {
+        let id = merge_journal::merge_id();
+        let serial_gen = zone_doc.and_then(|d| int_field(d, SERIAL_GEN));
+        let alone = !merge_journal::other_merge_live(zone_doc, None);
+        let soa = self.apex_soa_record(&info.apex, info.ver).await?;
+        let journal = MergeJournal::new(info.gen, serial_gen.filter(|_| alone), soa);
+        self.zones
+            .update_one(
+                doc! {"_id": info.apex.to_string()},
+                doc! {
+                    "$set": {format!("{}.{id}", merge_journal::MERGING): DateTime::now()},
+                    "$unset": {SERIAL_GEN: ""},
+                },
+            )
+            .await?;
+        *writer.journal.lock().unwrap_or_else(|p| p.into_inner()) = Some(journal);
+        writer.merge_id = Some(id);
+        Ok(())
     }
 }
 
@@ -369,9 +420,14 @@ impl ZoneWriter {
             .collect();
         let dups = insert_nodes(db, docs).await?;
         stats.inserted = (batch.len() - dups.len()) as u64;
+        self.with_journal(|j| {
+            let inserted = batch.iter().enumerate().filter(|(i, _)| !dups.contains(i));
+            inserted.for_each(|(_, n)| j.note_insert(n));
+        });
         let to_merge: Vec<&NodeWrite> = dups.iter().filter_map(|i| batch.get(*i)).collect();
         if !to_merge.is_empty() {
             let _serial = self.merge_lock.lock().await;
+            self.journal_merges(ver, &to_merge).await?;
             let updates: Vec<Document> = to_merge
                 .iter()
                 .map(|n| merge_update(&self.zone, ver, n))
@@ -380,6 +436,24 @@ impl ZoneWriter {
             stats.merged = to_merge.len() as u64;
         }
         Ok(stats)
+    }
+
+    /// Journals names about to be merged: their before-images are read
+    /// (under the merge lock, so this writer's own updates do not race).
+    async fn journal_merges(&self, ver: i64, nodes: &[&NodeWrite]) -> Result<(), StoreError> {
+        if self.with_journal(|_| ()).is_none() {
+            return Ok(());
+        }
+        let reads = nodes
+            .iter()
+            .map(|n| self.store.read_node_rrsets(&self.zone, ver, &n.name));
+        let before = futures::future::try_join_all(reads).await?;
+        self.with_journal(|j| {
+            for (n, b) in nodes.iter().zip(&before) {
+                j.note_merge(n, b);
+            }
+        });
+        Ok(())
     }
 
     /// Notes names that a signing caller wrote around

@@ -11,8 +11,10 @@
 //!           document's + 1 (RFC 1982: never backwards)
 //!        ─► change record (Merge) ─► one update: serial, gen (+ ver,
 //!           old_vers += served ver, pending_ver unset: the switch)
+//!        ─► Merge that moved the serial: its journal entry (merge_journal.rs)
 //! ```
 
+use super::merge_journal::{self, MergeJournal, MERGING};
 use super::{Switched, WriteMode, ZoneWriter, LOCK_WAIT, OLD_VERSIONS};
 use crate::lock::{Held, ZONE_LOCK};
 use crate::schema::{self, int_field, node_id, ZoneInfo};
@@ -57,15 +59,21 @@ impl ZoneWriter {
                 .await?;
             let served = self.served_ver().await;
             let served = match served {
-                Ok(Some((v, _))) if batches.iter().all(|(bv, _)| *bv == v) => {
+                Ok(Some((v, before))) if batches.iter().all(|(bv, _)| *bv == v) => {
                     for (_, b) in &batches {
                         self.note_changed(b.iter().map(|n| &n.name));
                     }
                     let r = self.publish_gen().await;
+                    if let Ok(gen) = r {
+                        self.with_journal(|j| j.published(before, gen));
+                    }
                     return lock.release_with(r.map(|_| ())).await;
                 }
                 Ok(Some((v, gen))) => {
                     *self.moved_gen.lock().unwrap_or_else(|p| p.into_inner()) = Some(gen);
+                    // The batches go again into a version whose other
+                    // changes this journal never saw.
+                    self.with_journal(MergeJournal::spoil);
                     v
                 }
                 Ok(None) => {
@@ -130,13 +138,16 @@ impl ZoneWriter {
     }
 
     /// The served version and generation, read now (under the caller's
-    /// lock).
+    /// lock); another merge being live spoils this writer's journal.
     async fn served_ver(&self) -> Result<Option<(i64, i64)>, StoreError> {
         let d = self
             .store
             .zones
             .find_one(doc! {"_id": self.zone.to_string()})
             .await?;
+        if merge_journal::other_merge_live(d.as_ref(), self.merge_id.as_deref()) {
+            self.with_journal(MergeJournal::spoil);
+        }
         Ok(d.as_ref().and_then(|d| {
             let gen = int_field(d, "gen").unwrap_or(0);
             int_field(d, "ver").map(|v| (v, gen))
@@ -146,11 +157,15 @@ impl ZoneWriter {
     /// Under the lock: a new generation with its change record, `gen` moved.
     async fn publish_gen(&self) -> Result<i64, StoreError> {
         let gen = self.record_change().await?;
+        let mut set = doc! {"updated": DateTime::now()};
+        if let Some(id) = &self.merge_id {
+            set.insert(format!("{MERGING}.{id}"), DateTime::now());
+        }
         self.store
             .zones
             .update_one(
                 doc! {"_id": self.zone.to_string()},
-                doc! {"$max": {"gen": gen}, "$set": {"updated": DateTime::now()}},
+                doc! {"$max": {"gen": gen}, "$set": set},
             )
             .await?;
         Ok(gen)
@@ -314,10 +329,26 @@ impl ZoneWriter {
         };
         let gen = self.record_change().await?;
         let mut set = doc! {"serial": i64::from(serial), "updated": DateTime::now()};
+        let mut unset = Document::new();
+        let others = merge_journal::other_merge_live(current.as_ref(), self.merge_id.as_deref());
         if before != Some(serial) {
             // The content at this serial is the content at this generation
-            // (a journal entry starting here is exact: writer/journal.rs).
-            set.insert(super::SERIAL_GEN, gen);
+            // (a journal entry starting here is exact: writer/journal.rs),
+            // unless a merge goes on writing (merge_journal.rs).
+            let merging = others || (self.merge_id.is_some() && !last);
+            match merging {
+                false => set.insert(super::SERIAL_GEN, gen),
+                true => unset.insert(super::SERIAL_GEN, ""),
+            };
+        }
+        if let Some(id) = &self.merge_id {
+            match last {
+                true => unset.insert(format!("{MERGING}.{id}"), ""),
+                false => set.insert(format!("{MERGING}.{id}"), DateTime::now()),
+            };
+            if others {
+                self.with_journal(MergeJournal::spoil);
+            }
         }
         set.extend(extra);
         let mut update = doc! {"$max": {"gen": gen}};
@@ -325,9 +356,9 @@ impl ZoneWriter {
         if switching {
             set.insert("ver", ver);
             // A zone created again after a deletion is no tombstone now.
-            let unset =
-                doc! {"pending_ver": "", "resume": "", super::DELETED: "", super::LAST_VER: ""};
-            update.insert("$unset", unset);
+            unset.extend(
+                doc! {"pending_ver": "", "resume": "", super::DELETED: "", super::LAST_VER: ""},
+            );
             if let Some(prev) = served.filter(|p| *p != ver) {
                 // Recorded in the switch itself: a writer killed right after
                 // it leaves the old version listed for a later run to delete.
@@ -335,7 +366,10 @@ impl ZoneWriter {
                 old = Some(prev);
             }
         } else if last {
-            update.insert("$unset", doc! {"resume": ""});
+            unset.insert("resume", "");
+        }
+        if !unset.is_empty() {
+            update.insert("$unset", unset);
         }
         update.insert("$set", set);
         self.store
@@ -343,12 +377,43 @@ impl ZoneWriter {
             .update_one(doc! {"_id": &zone_id}, update)
             .upsert(true)
             .await?;
+        let gen_before = current.as_ref().and_then(|d| int_field(d, "gen"));
+        self.journal_merge(ver, gen_before.unwrap_or(0), gen, before != Some(serial))
+            .await;
         Ok(Published {
             serial,
             gen,
             ver,
             old,
         })
+    }
+
+    /// `Merge` with a journal: the publish of `gen` (over the zone at
+    /// `before`) is noted; when it moved the serial, the entry since the
+    /// last move is stored (a failure only costs secondaries a full
+    /// transfer, so it is logged, not returned).
+    async fn journal_merge(&self, ver: i64, before: i64, gen: i64, serial_moved: bool) {
+        if !serial_moved {
+            self.with_journal(|j| j.published(before, gen));
+            return;
+        }
+        if self.with_journal(|_| ()).is_none() {
+            return;
+        }
+        let r = async {
+            let Some(to_soa) = self.store.apex_soa_record(&self.zone, ver).await? else {
+                self.with_journal(MergeJournal::spoil);
+                return Ok(());
+            };
+            match self.with_journal(|j| j.take(before, gen, to_soa)).flatten() {
+                Some(entry) => self.store.append_journal(&self.zone, &entry).await,
+                None => Ok(()),
+            }
+        }
+        .await;
+        if let Err(e) = r {
+            tracing::warn!(zone = %self.zone, error = %e, "the merge could not be journaled");
+        }
     }
 
     /// Makes the apex SOA serial of version `ver` come after `before` (the
@@ -390,7 +455,7 @@ impl ZoneWriter {
 }
 
 /// True when the zone document says the zone is secured.
-fn is_secured(zone_doc: &Option<Document>) -> bool {
+pub(super) fn is_secured(zone_doc: &Option<Document>) -> bool {
     zone_doc
         .as_ref()
         .and_then(|d| d.get_document("dnssec").ok())
