@@ -360,6 +360,14 @@ async def ask_all_tcp(port, packets, batch=20, connections=8):
                 results[i] = reply
 
     await asyncio.gather(*(one(g) for g in groups))
+    # A connection that timed out loses the replies after the slow one
+    # (a loaded machine): those are asked once more, one per connection,
+    # as UDP queries get a second try. Still unanswered counts as such.
+    missing = [i for i, r in enumerate(results) if r is None and not is_transfer(packets[i])]
+    if missing:
+        print(f"differential: {len(missing)} TCP queries unanswered on port {port}; asked again",
+              file=sys.stderr)
+        await asyncio.gather(*(one([i]) for i in missing))
     return results
 
 
