@@ -1,6 +1,7 @@
 //! `Store::edit_zone` against the real test database: single records
 //! added and deleted, empty non-terminals kept right, the apex protected,
-//! one generation and one change record per change-set.
+//! one generation and one change record per change-set; journal entries
+//! past the age limit pruned.
 
 use backend_mongo::dns::edit::{ChangeSet, Edited, Ignored, RecordEdit};
 use backend_mongo::testing::{block_on, example_net, TestDb};
@@ -290,6 +291,48 @@ fn a_deleted_zone_written_again_by_a_multi_zone_import_starts_above_it() {
             .unwrap();
         assert_eq!(collected.versions, vec![before.ver]);
         assert!(exists(&db, "ns1.example.net.").await);
+        db.drop_db().await;
+    });
+}
+
+#[test]
+fn journal_entries_past_the_age_limit_are_pruned() {
+    use mongodb::bson::{doc, DateTime, Document};
+    block_on(async {
+        let (db, zone) = served("journal_age").await;
+        for last in 1..=3 {
+            db.store
+                .edit_zone(&zone, &[a("aged.example.net.", last)])
+                .await
+                .unwrap();
+        }
+        let journal = db
+            .store
+            .database()
+            .collection::<Document>(backend_mongo::writer::JOURNAL);
+        let of_zone = doc! {"zone": zone.to_string()};
+        assert_eq!(journal.count_documents(of_zone.clone()).await.unwrap(), 3);
+        // Two entries made older than the limit, as if written long ago.
+        let old = DateTime::now().timestamp_millis()
+            - backend_mongo::writer::JOURNAL_MAX_AGE.as_millis() as i64
+            - 60_000;
+        let oldest_two = journal
+            .find(of_zone.clone())
+            .sort(doc! {"gen": 1})
+            .limit(2)
+            .await
+            .unwrap();
+        use futures::TryStreamExt;
+        let ids: Vec<Document> = oldest_two.try_collect().await.unwrap();
+        for d in &ids {
+            let set = doc! {"$set": {"at": DateTime::from_millis(old)}};
+            journal
+                .update_one(doc! {"_id": d.get_str("_id").unwrap()}, set)
+                .await
+                .unwrap();
+        }
+        assert_eq!(db.store.prune_journal(&zone).await.unwrap(), 2);
+        assert_eq!(journal.count_documents(of_zone).await.unwrap(), 1);
         db.drop_db().await;
     });
 }

@@ -12,7 +12,8 @@
 //!     next begins, the first starting at their serial ─► Some(entries,
 //!     oldest first), else None (another writer changed the zone between,
 //!     an entry pruned or too large): the caller sends the whole zone
-//!  pruned when a zone holds more than JOURNAL_KEPT entries
+//!  pruned when a zone holds more than JOURNAL_KEPT entries, and past
+//!  JOURNAL_MAX_AGE (14 days)
 //! ```
 //!
 //! Record edits (edit.rs) and merge imports into unsigned zones
@@ -35,6 +36,8 @@ pub const JOURNAL: &str = "journal";
 pub const SERIAL_GEN: &str = "serial_gen";
 /// Entries kept per zone; older ones are deleted.
 pub const JOURNAL_KEPT: i64 = 1000;
+/// How long an entry is kept (older ones are deleted with the surplus).
+pub const JOURNAL_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(14 * 24 * 3600);
 /// Records (removed and added) one entry may hold; a larger change is
 /// not journaled (a secondary behind it gets the whole zone).
 pub const MAX_JOURNAL_RECORDS: usize = 20_000;
@@ -192,8 +195,22 @@ impl Store {
         self.db.collection(JOURNAL)
     }
 
-    /// Deletes `zone`'s entries beyond the newest [`JOURNAL_KEPT`].
+    /// Deletes `zone`'s entries beyond the newest [`JOURNAL_KEPT`] and
+    /// those older than [`JOURNAL_MAX_AGE`].
     pub async fn prune_journal(&self, zone: &Name) -> Result<u64, StoreError> {
+        let oldest = DateTime::now().timestamp_millis() - JOURNAL_MAX_AGE.as_millis() as i64;
+        let aged = self
+            .journal()
+            .delete_many(
+                doc! {"zone": zone.to_string(), "at": {"$lt": DateTime::from_millis(oldest)}},
+            )
+            .await?
+            .deleted_count;
+        Ok(aged + self.prune_surplus(zone).await?)
+    }
+
+    /// Deletes `zone`'s entries beyond the newest [`JOURNAL_KEPT`].
+    async fn prune_surplus(&self, zone: &Name) -> Result<u64, StoreError> {
         let oldest_kept = self
             .journal()
             .find(doc! {"zone": zone.to_string()})

@@ -51,7 +51,7 @@ pub use bulk::MAX_UPDATES_PER_COMMAND;
 pub use collect::{Collected, DELETING, OLD_VERSIONS};
 pub use delete::{DeletedZone, DELETED, LAST_VER};
 pub use edit::{EditSummary, ZoneEdit};
-pub use journal::{JOURNAL, JOURNAL_KEPT, MAX_JOURNAL_RECORDS, SERIAL_GEN};
+pub use journal::{JOURNAL, JOURNAL_KEPT, JOURNAL_MAX_AGE, MAX_JOURNAL_RECORDS, SERIAL_GEN};
 pub use merge_journal::MERGE_LEASE;
 pub use settings::{ZoneSettings, ZONE_SETTINGS};
 pub use zones::ZoneContent;
