@@ -57,10 +57,14 @@ guard_counters! {
     axfr_aborted,
     /// zone transfers failed on a record too large for a message
     axfr_oversized,
-    /// IXFR requests answered with the journal's changes only
+    /// IXFR requests answered with the journal's changes only (over TCP or UDP)
     ixfr_incremental,
     /// IXFR requests answered with the whole zone (the journal did not reach their serial)
     ixfr_full,
+    /// IXFR requests over UDP answered with the journal's changes in one datagram (also in ixfr_incremental)
+    ixfr_udp,
+    /// IXFR requests over UDP answered with the SOA alone though behind (no journal to their serial, or the changes do not fit): the client asks again over TCP
+    ixfr_udp_to_tcp,
     /// control connections refused at the connection cap
     control_refused,
     /// control requests refused for a missing or wrong token

@@ -71,60 +71,12 @@ fn random_edit(rng: &mut Rng) -> RecordEdit {
 
 /// A transfer's records by dig: one normalised line each, in order.
 fn transfer(port: u16, kind: &str) -> Vec<String> {
-    let text = dig_transfer(port, ZONE, kind);
-    let lines = record_lines(&text);
-    assert!(
-        !lines.is_empty() && is_soa(&lines[0]),
-        "{kind} failed: {text}"
-    );
-    lines
-}
-
-fn is_soa(line: &str) -> bool {
-    line.split(' ').nth(3) == Some("soa")
-}
-
-fn serial_of(soa: &str) -> u32 {
-    soa.split(' ').nth(6).unwrap().parse().unwrap()
+    transfer_lines(port, ZONE, kind, &[])
 }
 
 /// The zone by AXFR, as a set (the SOA once).
 fn axfr(port: u16) -> BTreeSet<String> {
-    let lines = transfer(port, "AXFR");
-    lines[..lines.len() - 1].iter().cloned().collect()
-}
-
-/// Applies an incremental IXFR's changes to `zone`; false when the reply
-/// was the whole zone instead (then `zone` becomes it).
-fn apply_ixfr(zone: &mut BTreeSet<String>, ixfr: &[String]) -> bool {
-    if !is_soa(&ixfr[1]) || ixfr.len() == 2 {
-        *zone = ixfr[..ixfr.len() - 1].iter().cloned().collect();
-        return false;
-    }
-    let last = ixfr.len() - 1;
-    // The first SOA after ours opens removals (the toggle starts there).
-    let (mut i, mut adding) = (1, true);
-    while i < last {
-        let line = &ixfr[i];
-        if is_soa(line) {
-            // An old SOA opens the removals, a new one the additions.
-            adding = !adding;
-            zone.retain(|l| !is_soa(l));
-            if adding {
-                zone.insert(line.clone());
-            }
-        } else if adding {
-            zone.insert(line.clone());
-        } else {
-            assert!(
-                zone.remove(line),
-                "IXFR removes {line}, which the old zone lacks"
-            );
-        }
-        i += 1;
-    }
-    assert_eq!(ixfr[last], ixfr[0], "the closing SOA is the current one");
-    true
+    axfr_set(port, ZONE)
 }
 
 fn apply(db: &TestZoneDb, edits: Vec<RecordEdit>) {
@@ -137,18 +89,7 @@ fn apply(db: &TestZoneDb, edits: Vec<RecordEdit>) {
 
 /// The served serial moved past `serial` (the poll is 1 s at most).
 fn until_serial_after(port: u16, serial: u32) -> u32 {
-    let started = Instant::now();
-    loop {
-        let now = serial_of(&transfer(port, "SOA")[0]);
-        if now != serial {
-            return now;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "serial still {serial}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    serial_after(port, ZONE, serial)
 }
 
 #[test]

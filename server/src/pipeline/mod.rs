@@ -8,7 +8,9 @@
 //!     ─► solve_authority  ─► dnssec::prove_denial    (DO=1)   dnssec.rs
 //!     ─► solve_additional ─► dnssec::sign_additional (DO=1)
 //!     ─► render (render.rs) ─► packet cache (cached.rs)
-//!  AXFR/IXFR over TCP take their own path: admit.rs, then transfer.rs
+//!  AXFR/IXFR over TCP take their own path: admit.rs, then transfer.rs;
+//!  IXFR over UDP too (before TSIG, which admit.rs checks with the client's
+//!  address): admit.rs, then udp_ixfr.rs
 //!  UPDATE (opcode 5) is not answered here: crate::update applies it
 //!  A storage fault, malformed stored data (never a panic) or a timeout
 //!  anywhere becomes SERVFAIL, or a stale reply (failure.rs); NXDOMAIN,
@@ -26,13 +28,14 @@ pub mod render;
 pub mod section;
 mod signed;
 pub mod transfer;
+mod udp_ixfr;
 
 use crate::backend::Backend;
 use crate::cache::{Counters, PacketCache, PacketKey, ZoneRegistry};
 use crate::frontend::{TcpPeer, TcpReply};
 use crate::ratelog::RateLimited;
 use crate::tsig;
-use crate::wire::{parse_query, Query, Rcode, CLASS_ANY, CLASS_IN};
+use crate::wire::{parse_query, question_type, Query, Rcode, CLASS_ANY, CLASS_IN};
 use backend_mongo::{RType, StoreError, ZoneInfo};
 use cached::Cached;
 use failure::{FailureRecheck, FAULT_LOG_PERIOD};
@@ -211,8 +214,33 @@ impl<B: Backend> Responder<B> {
 
     /// Answers one message; `None` means send nothing.
     pub async fn respond(&self, packet: &[u8], transport: Transport) -> Option<Vec<u8>> {
+        self.respond_peer(packet, transport, None).await
+    }
+
+    /// Answers one message from `peer` (UDP): as [`Responder::respond`],
+    /// and an UPDATE or an IXFR judged with the client's address too (a
+    /// key's `from=`, the transfer access list).
+    pub async fn respond_from(
+        &self,
+        packet: &[u8],
+        transport: Transport,
+        peer: SocketAddr,
+    ) -> Option<Vec<u8>> {
+        self.respond_peer(packet, transport, Some(peer)).await
+    }
+
+    /// Answers one message from `peer`, when the path knows the client.
+    async fn respond_peer(
+        &self,
+        packet: &[u8],
+        transport: Transport,
+        peer: Option<SocketAddr>,
+    ) -> Option<Vec<u8>> {
         if crate::update::is_update(packet) {
-            return self.update(packet, None).await;
+            return self.update(packet, peer).await;
+        }
+        if transport == Transport::Udp && question_type(packet) == Some(RType::IXFR) {
+            return self.ixfr_udp_reply(packet, peer.map(|p| p.ip())).await;
         }
         if let Some(signed) = self.respond_signed(packet, transport).await {
             return signed;
@@ -221,20 +249,6 @@ impl<B: Backend> Responder<B> {
             Cached::Hit(reply) => Some(reply),
             Cached::Miss(key) => self.respond_uncached(packet, transport, key).await,
         }
-    }
-
-    /// Answers one message from `peer` (UDP): as [`Responder::respond`],
-    /// and an UPDATE judged with the client's address too (a key's `from=`).
-    pub async fn respond_from(
-        &self,
-        packet: &[u8],
-        transport: Transport,
-        peer: SocketAddr,
-    ) -> Option<Vec<u8>> {
-        if crate::update::is_update(packet) {
-            return self.update(packet, Some(peer)).await;
-        }
-        self.respond(packet, transport).await
     }
 
     /// A DNS UPDATE (crate::update), applied through the direct store;
@@ -263,7 +277,8 @@ impl<B: Backend> Responder<B> {
             Err(reply) => return reply,
         };
         if query.qtype == RType::IXFR {
-            return Some(self.ixfr_udp_reply(packet, &query).await);
+            // Not seen as one before (respond_peer): the client is unknown.
+            return self.ixfr_udp_reply(packet, None).await;
         }
         let stale_before = self.stale_nodes();
         let solved = tokio::time::timeout(self.config.query_timeout, self.solve(&query)).await;

@@ -8,7 +8,7 @@
 //!  IXFR with a serial not older than ours ──► one message: our SOA
 //!  IXFR from a serial the journal reaches (Backend::journal_chain) ──►
 //!     SOA, per change: old SOA, removed, new SOA, added; SOA (send_journal)
-//!  (IXFR over UDP: ixfr_over_udp, our SOA alone: "use TCP")
+//!  (IXFR over UDP: udp_ixfr.rs, the same changes in one datagram or our SOA)
 //!  apex SOA (point read) ─► Sink: SOA
 //!    ─► zone_stream (one stored version) node by node ─► messages of up to
 //!       16 KiB sent as each fills: every record but the apex SOA (with RRSIGs)
@@ -33,7 +33,7 @@ use crate::guard::{bump, GUARD};
 use crate::tsig::TsigSigner;
 use crate::wire::{flags, MessageWriter, Query, Rcode, Section};
 use backend_mongo::{Name, Node, RRset, RType, StoreError, ZoneInfo};
-use dns::journal::JournalEntry;
+use dns::journal::{JournalEntry, JournalRecord};
 use dns::serial::{serial_gt, soa_serial};
 use futures::StreamExt;
 use tokio::sync::mpsc;
@@ -209,7 +209,7 @@ async fn transfer<B: Backend>(
 /// apex SOA (`None`: none found). A version is deleted only a grace period
 /// after a newer one replaced it; if ours went away meanwhile, the version
 /// now served is read.
-async fn zone_and_soa<B: Backend>(
+pub(super) async fn zone_and_soa<B: Backend>(
     backend: &B,
     query: &Query,
 ) -> Result<Option<(ZoneInfo, Option<std::sync::Arc<RRset>>)>, StoreError> {
@@ -243,14 +243,10 @@ async fn send_journal(
     sink.send_opt(pack.push(apex, RType::SOA, soa.ttl, &soa.rdata[0])?)
         .await?;
     let mut records = 2;
-    for entry in chain {
-        let removed = std::iter::once(&entry.from_soa).chain(&entry.removed);
-        let added = std::iter::once(&entry.to_soa).chain(&entry.added);
-        for r in removed.chain(added) {
-            sink.send_opt(pack.push(&r.owner, r.rtype, r.ttl, &r.rdata)?)
-                .await?;
-            records += 1;
-        }
+    for r in diff_records(chain) {
+        sink.send_opt(pack.push(&r.owner, r.rtype, r.ttl, &r.rdata)?)
+            .await?;
+        records += 1;
     }
     sink.send_opt(pack.push(apex, RType::SOA, soa.ttl, &soa.rdata[0])?)
         .await?;
@@ -258,6 +254,16 @@ async fn send_journal(
     bump(&GUARD.ixfr_incremental);
     tracing::info!(zone = %apex, changes = chain.len(), records, messages = sink.sent, "incremental zone transfer");
     Ok(())
+}
+
+/// The records of `chain` in IXFR order, between our two SOAs: per change
+/// its old SOA, the records removed, its new SOA, the records added.
+pub(super) fn diff_records(chain: &[JournalEntry]) -> impl Iterator<Item = &JournalRecord> {
+    chain.iter().flat_map(|entry| {
+        let removed = std::iter::once(&entry.from_soa).chain(&entry.removed);
+        let added = std::iter::once(&entry.to_soa).chain(&entry.added);
+        removed.chain(added)
+    })
 }
 
 /// SOA, every node as the cursor delivers it, then — unless the version
@@ -314,33 +320,6 @@ async fn push_node(
         }
     }
     Ok(count)
-}
-
-/// IXFR over UDP: the zone's SOA alone, which tells the client to ask over
-/// TCP (RFC 1995 §2); NOTAUTH for a name that is not the apex of a zone.
-pub async fn ixfr_over_udp<B: Backend>(
-    backend: &B,
-    packet: &[u8],
-    query: &Query,
-    max_udp: u16,
-) -> Result<Vec<u8>, StoreError> {
-    let zone = match lookup::find_zone(backend, &query.qname).await? {
-        Some(z) if z.apex == query.qname => z,
-        _ => return Ok(render::rcode_only(packet, query, Rcode::NOTAUTH, max_udp)),
-    };
-    let soa = match backend.get_node(&zone, &zone.apex).await? {
-        Some(apex) => apex.rrset(RType::SOA).cloned(),
-        None => None,
-    };
-    let Some(soa) = soa else {
-        return Ok(render::rcode_only(packet, query, Rcode::SERVFAIL, max_udp));
-    };
-    let mut out = Packer::new(packet, query, max_udp);
-    // One record in an empty message always fits (the SOA was stored).
-    let _ = out.push(&zone.apex, RType::SOA, soa.ttl, &soa.rdata[0]);
-    Ok(out
-        .finish()
-        .unwrap_or_else(|| render::rcode_only(packet, query, Rcode::SERVFAIL, max_udp)))
 }
 
 /// The message being filled, one record at a time.
@@ -408,10 +387,16 @@ impl<'a> Packer<'a> {
     /// The message being filled, finished (`None` if empty).
     fn finish(&mut self) -> Option<Vec<u8>> {
         let w = self.current.take()?;
-        // RD is copied into the response (RFC 1035 §4.1.1).
-        let rd = if self.query.rd { flags::RD } else { 0 };
-        let f = flags::QR | flags::AA | rd;
-        let edns = self.query.edns.map(render::reply_edns);
-        Some(w.finish(self.query.id, f, Rcode::NOERROR, edns, self.max_udp))
+        Some(finish(w, self.query, self.max_udp))
     }
+}
+
+/// A transfer message completed: QR, AA, RD as asked, NOERROR, OPT when
+/// the request had one.
+pub(super) fn finish(w: MessageWriter, query: &Query, max_udp: u16) -> Vec<u8> {
+    // RD is copied into the response (RFC 1035 §4.1.1).
+    let rd = if query.rd { flags::RD } else { 0 };
+    let f = flags::QR | flags::AA | rd;
+    let edns = query.edns.map(render::reply_edns);
+    w.finish(query.id, f, Rcode::NOERROR, edns, max_udp)
 }

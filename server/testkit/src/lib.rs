@@ -14,7 +14,8 @@
 //!  axfr_text / verify_signed_zone: the served zone by dig, and both verifiers
 //!  update_message: a DNS UPDATE built by hand (the caller signs it)
 //!  seed / Rng: seeded randomness that a printed seed replays
-//!  dig_transfer: AXFR/IXFR/SOA by dig, one text block
+//!  dig_transfer: AXFR/IXFR/SOA by dig, one text block;  transfer_lines,
+//!  axfr_set, apply_ixfr: IXFR replies checked against the zone
 //!  Secondary::knot / ::nsd: real secondaries of a server (NOTIFY, AXFR)
 //! ```
 //!
@@ -27,6 +28,7 @@
 mod binaries;
 mod control;
 mod import;
+mod ixfr_check;
 mod ports;
 mod process;
 mod query;
@@ -41,6 +43,9 @@ pub use backend_mongo::testing::*;
 pub use binaries::{bin_dir, binary};
 pub use control::{connect_loopback, http, http_as, http_request, stat};
 pub use import::{TestZoneDb, ZoneImport};
+pub use ixfr_check::{
+    apply_ixfr, axfr_set, is_soa, ixfr_query, serial_after, serial_of, transfer_lines,
+};
 pub use ports::{free_port, free_tcp_port};
 pub use process::run_bounded;
 pub use query::{
@@ -52,4 +57,6 @@ pub use secondary::{soa_serial, Secondary, SecondaryKind, SharedKey};
 pub use seeded::{seed, Rng};
 pub use server::{start_with_control, ServerProcess};
 pub use update::{update_message, UpdateRr};
-pub use zone_check::{axfr_text, dig_transfer, record_lines, verify_signed_zone};
+pub use zone_check::{
+    axfr_text, dig_transfer, dig_transfer_with, record_lines, verify_signed_zone,
+};

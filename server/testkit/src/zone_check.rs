@@ -2,7 +2,8 @@
 //! `dig`, and DNSSEC validity by BIND's and ldns's verifiers.
 //!
 //! ```text
-//!  dig_transfer(port, zone, kind) ─► dig's records (AXFR, IXFR=N, SOA)
+//!  dig_transfer(port, zone, kind) ─► dig's records (AXFR, IXFR=N, SOA);
+//!     dig_transfer_with: the same with more options (+notcp, -y …)
 //!  axfr_text(port, zone) ─► dig AXFR ─► the zone file text (two SOAs, or panic)
 //!  verify_signed_zone(dir, zone, text) ─► dnssec-verify -o zone ─► ldns-verify-zone
 //! ```
@@ -13,6 +14,12 @@ use std::process::Command;
 /// What `dig` prints for `kind` (`AXFR`, `IXFR=<serial>`, `SOA`, …) of
 /// `zone` asked of the server on `port`: records only, no comments.
 pub fn dig_transfer(port: u16, zone: &str, kind: &str) -> String {
+    dig_transfer_with(port, zone, kind, &[])
+}
+
+/// As [`dig_transfer`], with `extra` options after the usual ones
+/// (`+notcp`, `+noedns`, `-y …`, `+comments` to see the status).
+pub fn dig_transfer_with(port: u16, zone: &str, kind: &str, extra: &[&str]) -> String {
     let out = Command::new("dig")
         .args(["@127.0.0.1", "-p", &port.to_string(), zone, kind])
         .args([
@@ -22,6 +29,7 @@ pub fn dig_transfer(port: u16, zone: &str, kind: &str) -> String {
             "+noquestion",
             "+time=10",
         ])
+        .args(extra)
         .output()
         .expect("dig is needed (bind9-dnsutils)");
     String::from_utf8_lossy(&out.stdout).to_string()

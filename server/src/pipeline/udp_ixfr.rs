@@ -1,0 +1,168 @@
+//! IXFR over UDP (RFC 1995 §2): the journal's changes in one datagram when
+//! they fit, else our SOA alone, which tells the client to ask over TCP.
+//!
+//! ```text
+//!  (TSIG and the access list: admit.rs; only admitted clients get here)
+//!  qname the apex of a served zone? ── no ──► NOTAUTH
+//!  apex SOA (transfer::zone_and_soa) ── none ──► SERVFAIL
+//!  the client's serial (its authority SOA) absent, or not older than ours
+//!     ──► our SOA alone
+//!  Backend::journal_chain from their serial ── none ──► our SOA alone
+//!     (ixfr_udp_to_tcp)
+//!  our SOA, per change: old SOA, removed, new SOA, added; our SOA
+//!  (transfer::diff_records), every record within the client's size (EDNS
+//!  or 512, less room for a TSIG):
+//!     all fit ──► that one message (ixfr_udp, ixfr_incremental)
+//!     one does not ──► our SOA alone (ixfr_udp_to_tcp): never a partial diff
+//!  then NSID / EXPIRE as asked (edns_options.rs)
+//! ```
+
+use super::render;
+use super::transfer::{self, FirstOptions};
+use crate::backend::Backend;
+use crate::guard::{bump, GUARD};
+use crate::wire::{flags, MessageWriter, Query, Rcode, Section};
+use backend_mongo::{Name, RRset, RType, StoreError, ZoneInfo};
+use dns::journal::JournalEntry;
+use dns::serial::{serial_gt, soa_serial};
+
+/// Where a UDP reply must fit: `limit` bytes (the client's size, less
+/// room for a TSIG), with `max_udp` advertised in its OPT.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Room {
+    /// Largest reply, in bytes.
+    pub(super) limit: usize,
+    /// The server's UDP size, for the OPT.
+    pub(super) max_udp: u16,
+}
+
+/// How far behind the client is.
+enum Behind {
+    /// Up to date, or it sent no serial: our SOA says all there is.
+    Current,
+    /// These changes take it to our serial.
+    Changes(Vec<JournalEntry>),
+    /// The journal does not reach its serial.
+    Unreached,
+}
+
+/// Answers an IXFR that came over UDP from an admitted client: the changes
+/// since its serial in one message when they fit in `room`, else our SOA
+/// alone; NOTAUTH for a name that is not the apex of a zone.
+pub(super) async fn ixfr_over_udp<B: Backend>(
+    backend: &B,
+    packet: &[u8],
+    query: &Query,
+    room: Room,
+    first: &FirstOptions,
+) -> Result<Vec<u8>, StoreError> {
+    let Some((zone, soa)) = transfer::zone_and_soa(backend, query).await? else {
+        return Ok(render::rcode_only(
+            packet,
+            query,
+            Rcode::NOTAUTH,
+            room.max_udp,
+        ));
+    };
+    let Some(soa) = soa else {
+        return Ok(render::rcode_only(
+            packet,
+            query,
+            Rcode::SERVFAIL,
+            room.max_udp,
+        ));
+    };
+    let out = Out {
+        packet,
+        query,
+        room,
+    };
+    let mut reply = match behind(backend, &zone, &soa, query).await? {
+        Behind::Current => out.soa_alone(&zone.apex, &soa),
+        Behind::Changes(chain) => match out.changes(&zone.apex, &soa, &chain) {
+            Some(reply) => {
+                bump(&GUARD.ixfr_udp);
+                bump(&GUARD.ixfr_incremental);
+                tracing::debug!(zone = %zone.apex, changes = chain.len(), bytes = reply.len(), "incremental zone transfer over UDP");
+                reply
+            }
+            None => out.use_tcp(&zone.apex, &soa),
+        },
+        Behind::Unreached => out.use_tcp(&zone.apex, &soa),
+    };
+    let expire = super::edns_options::soa_expire(&soa.rdata[0]);
+    let nsid = first.nsid.as_deref();
+    super::edns_options::decorate(&mut reply, first.asked, nsid, expire, room.limit);
+    Ok(reply)
+}
+
+/// How far the client's serial is behind ours, read from the journal.
+async fn behind<B: Backend>(
+    backend: &B,
+    zone: &ZoneInfo,
+    soa: &RRset,
+    query: &Query,
+) -> Result<Behind, StoreError> {
+    let (Some(theirs), Some(ours)) = (query.ixfr_serial, soa_serial(&soa.rdata[0])) else {
+        return Ok(Behind::Current);
+    };
+    if !serial_gt(ours, theirs) {
+        return Ok(Behind::Current);
+    }
+    Ok(match backend.journal_chain(zone, theirs).await? {
+        Some(chain) => Behind::Changes(chain),
+        None => Behind::Unreached,
+    })
+}
+
+/// The reply being written: to `query` (in `packet`), within `room`.
+struct Out<'a> {
+    packet: &'a [u8],
+    query: &'a Query,
+    room: Room,
+}
+
+impl Out<'_> {
+    fn writer(&self) -> MessageWriter {
+        let question = &self.packet[self.query.question.clone()];
+        let edns = self.query.edns.is_some();
+        MessageWriter::new(question, &self.query.qname, self.room.limit, edns)
+    }
+
+    /// Our SOA, then `chain`'s records, then our SOA, if all fit.
+    fn changes(&self, apex: &Name, soa: &RRset, chain: &[JournalEntry]) -> Option<Vec<u8>> {
+        let mut w = self.writer();
+        let ours = std::slice::from_ref(&soa.rdata[0]);
+        w.push_records(Section::Answer, apex, RType::SOA, soa.ttl, ours)
+            .ok()?;
+        for r in transfer::diff_records(chain) {
+            let rdata = std::slice::from_ref(&r.rdata);
+            w.push_records(Section::Answer, &r.owner, r.rtype, r.ttl, rdata)
+                .ok()?;
+        }
+        w.push_records(Section::Answer, apex, RType::SOA, soa.ttl, ours)
+            .ok()?;
+        Some(transfer::finish(w, self.query, self.room.max_udp))
+    }
+
+    /// Our SOA alone, where the client expected changes: it asks over TCP.
+    fn use_tcp(&self, apex: &Name, soa: &RRset) -> Vec<u8> {
+        bump(&GUARD.ixfr_udp_to_tcp);
+        self.soa_alone(apex, soa)
+    }
+
+    /// Our SOA alone; the question with TC if even that does not fit.
+    fn soa_alone(&self, apex: &Name, soa: &RRset) -> Vec<u8> {
+        let mut w = self.writer();
+        let ours = std::slice::from_ref(&soa.rdata[0]);
+        if w.push_records(Section::Answer, apex, RType::SOA, soa.ttl, ours)
+            .is_ok()
+        {
+            return transfer::finish(w, self.query, self.room.max_udp);
+        }
+        let mut reply = transfer::finish(self.writer(), self.query, self.room.max_udp);
+        let f = u16::from_be_bytes([reply[2], reply[3]]) | flags::TC;
+        reply[2..4].copy_from_slice(&f.to_be_bytes());
+        reply
+    }
+}
