@@ -21,7 +21,7 @@
 //! (replaces, the signer, edits of secured zones) leave a gap, which only
 //! costs a full transfer.
 
-use crate::schema::{node_from_doc, node_id, SchemaError, ZoneInfo};
+use crate::schema::{SchemaError, ZoneInfo};
 use crate::store::{Store, StoreError};
 use crate::{Name, RRset, RType};
 use dns::journal::{JournalEntry, JournalRecord};
@@ -153,13 +153,9 @@ impl Store {
         ver: i64,
         name: &Name,
     ) -> Result<Vec<RRset>, StoreError> {
-        let found = self
-            .nodes
-            .find_one(doc! {"_id": node_id(zone, ver, name)})
-            .await?;
-        let node = found.as_ref().map(node_from_doc).transpose()?;
+        let node = self.read_full_node(zone, ver, name).await?;
         Ok(node.map_or_else(Vec::new, |n| {
-            n.rrsets.iter().map(|r| RRset::clone(r)).collect()
+            n.rrsets.into_iter().map(|s| s.rrset).collect()
         }))
     }
 
