@@ -455,16 +455,19 @@ struct Op {
     /// Why it failed, when it did (for the assertion's message: writers'
     /// own output is lost when their runtime thread belongs to another test).
     error: Option<String>,
+    /// A first run was killed mid-way (then run again).
+    killed: bool,
 }
 
 /// Runs `fut`, cancelled after a random delay one time in `cancel_one_in`
 /// (the writer dies mid-way, as if killed); the same operation is then
-/// run again to completion. Returns the last run's result.
+/// run again to completion. Returns the last run's result, and whether a
+/// run was killed.
 async fn maybe_cancelled<F, Fut, T>(
     rng: &Mutex<Rng>,
     cancel_one_in: u64,
     make: F,
-) -> Result<T, String>
+) -> (Result<T, String>, bool)
 where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = Result<T, String>> + Send + 'static,
@@ -475,7 +478,7 @@ where
         (r.below(cancel_one_in) == 0, r.below(1500))
     };
     if !cancel {
-        return make().await;
+        return (make().await, false);
     }
     let task = tokio::spawn(make());
     tokio::time::sleep(Duration::from_millis(after)).await;
@@ -492,7 +495,7 @@ where
             _ => break,
         }
     }
-    r
+    (r, true)
 }
 
 /// The record-edit writer of the randomized test: every 0.1–0.6 s a
@@ -549,7 +552,7 @@ async fn edit_writer(
             })
             .collect();
         let started = Instant::now();
-        let r = maybe_cancelled(&rng, 6, || {
+        let (r, killed) = maybe_cancelled(&rng, 6, || {
             let (store, edits) = (store.clone(), edits.clone());
             async move {
                 signer::edit::edit_zone(&store, &zone(), &edits)
@@ -573,6 +576,7 @@ async fn edit_writer(
             ok: r.is_ok(),
             taken_over: false,
             error: r.err(),
+            killed,
         });
     }
 }
@@ -618,6 +622,7 @@ fn randomized_many_writers_lose_nothing() {
         ok: true,
         taken_over: false,
         error: None,
+        killed: false,
     }]));
     let deadline = Instant::now() + Duration::from_secs(secs);
     // Until one secure-zone has finished, merges and signing go on past the
@@ -653,7 +658,7 @@ fn randomized_many_writers_lose_nothing() {
                     let text = zone_text(0, false, &names);
                     let file = format!("merge-{w}-{n}.zone");
                     let started = Instant::now();
-                    let r = maybe_cancelled(&rng, 4, || {
+                    let (r, killed) = maybe_cancelled(&rng, 4, || {
                         let (store, dir, text, file) =
                             (store.clone(), dir.clone(), text.clone(), file.clone());
                         async move { import(&store, &dir, &file, &text, false, Some(1000.0)).await }
@@ -670,6 +675,7 @@ fn randomized_many_writers_lose_nothing() {
                         ok: r.is_ok(),
                         taken_over: false,
                         error: r.err(),
+                        killed,
                     });
                 }
             }));
@@ -689,7 +695,7 @@ fn randomized_many_writers_lose_nothing() {
                     let text = zone_text(1, true, &names);
                     let file = format!("replace-{n}.zone");
                     let started = Instant::now();
-                    let r = maybe_cancelled(&rng, 4, || {
+                    let (r, killed) = maybe_cancelled(&rng, 4, || {
                         let (store, dir, text, file) =
                             (store.clone(), dir.clone(), text.clone(), file.clone());
                         async move { import(&store, &dir, &file, &text, true, None).await }
@@ -707,6 +713,7 @@ fn randomized_many_writers_lose_nothing() {
                         ok: r.is_ok(),
                         taken_over,
                         error: r.err(),
+                        killed,
                     });
                 }
             }));
@@ -717,11 +724,12 @@ fn randomized_many_writers_lose_nothing() {
             tasks.push(tokio::spawn(edit_writer(store, rng, ops, go_on)));
         }
         {
-            let (store, rng, last, go_on) = (
+            let (store, rng, last, go_on, ops) = (
                 db.store.clone(),
                 rng.clone(),
                 last_signing.clone(),
                 go_on.clone(),
+                ops.clone(),
             );
             let secured_once = secured_once.clone();
             let signed_ok = signed_ok.clone();
@@ -739,7 +747,8 @@ fn randomized_many_writers_lose_nothing() {
                         0
                     };
                     let kind = ["secure-zone", "resign", "unsecure-zone"][pick as usize];
-                    let r = maybe_cancelled(&rng, 4, || {
+                    let started = Instant::now();
+                    let (r, killed) = maybe_cancelled(&rng, 4, || {
                         let store = store.clone();
                         async move {
                             let z = zone();
@@ -775,6 +784,16 @@ fn randomized_many_writers_lose_nothing() {
                         }
                     })
                     .await;
+                    ops.lock().unwrap().push(Op {
+                        kind,
+                        names: Vec::new(),
+                        started,
+                        ended: Instant::now(),
+                        ok: true,
+                        taken_over: false,
+                        error: r.as_ref().err().cloned(),
+                        killed,
+                    });
                     if r.is_ok() {
                         signed_ok.lock().unwrap().push(kind);
                         if kind == "secure-zone" {
@@ -888,7 +907,11 @@ fn randomized_many_writers_lose_nothing() {
         "the zone is secured exactly when the last signing operation secured it"
     );
     if secured {
-        verify_signed(&db.dir, &text);
+        let verified = std::panic::catch_unwind(|| verify_signed(&db.dir, &text));
+        if let Err(panic) = verified {
+            print_timeline(&ops);
+            std::panic::resume_unwind(panic);
+        }
     }
     let signed_ok = signed_ok.lock().unwrap().clone();
     let secures = signed_ok.iter().filter(|k| **k == "secure-zone").count();
@@ -915,6 +938,33 @@ fn randomized_many_writers_lose_nothing() {
     );
     drop(server);
     rt.block_on(db.drop_db());
+}
+
+/// Every operation of the randomized test, in the order they began, for
+/// a failure's message: when each ran (ms from the start), whether a first
+/// run was killed, how it ended, and its first names.
+fn print_timeline(ops: &[Op]) {
+    let t0 = ops[0].started;
+    let at = |t: Instant| t.saturating_duration_since(t0).as_millis();
+    let mut sorted: Vec<&Op> = ops.iter().collect();
+    sorted.sort_by_key(|o| o.started);
+    eprintln!("timeline (ms from the start):");
+    for o in sorted {
+        eprintln!(
+            "  {:>6}–{:<6} {:<13} {}{} {:?}{}",
+            at(o.started),
+            at(o.ended),
+            o.kind,
+            if o.killed { "killed, re-run; " } else { "" },
+            o.error.as_deref().unwrap_or("ok"),
+            &o.names[..o.names.len().min(4)],
+            if o.names.len() > 4 {
+                format!(" +{}", o.names.len() - 4)
+            } else {
+                String::new()
+            },
+        );
+    }
 }
 
 /// The signing lease is enforced: while one signer holds it, another fails

@@ -284,3 +284,84 @@ fn a_re_run_of_a_killed_signed_delete_repairs_the_chain() {
     drop(server);
     block_on(db.drop_db());
 }
+
+/// An edit killed between its two chain writes (the new name written with
+/// its own NSEC, its predecessor's NSEC not yet pointing to it) leaves the
+/// name outside the chain; the re-run of the same edit (which finds the
+/// record already there) links the predecessor to it. (Found by the
+/// randomized many-writers test: "Bad NSEC record for e75-3, next name
+/// mismatch".)
+#[test]
+fn a_re_run_of_a_killed_signed_add_repairs_the_chain() {
+    re_run_of_a_killed_signed_add("edits_rerun_add", false);
+}
+
+/// The same when the killed run's lease is still held as the re-run
+/// begins (it is released in the background, or lapses): the re-run finds
+/// nothing to write, waits for the lease and repairs the chain.
+#[test]
+fn a_re_run_of_a_killed_signed_add_waits_for_the_lease_and_repairs_the_chain() {
+    re_run_of_a_killed_signed_add("edits_rerun_add_leased", true);
+}
+
+fn re_run_of_a_killed_signed_add(tag: &str, lease_held: bool) {
+    use backend_mongo::dnssec::{type_bitmap, FullNode, NodeChange, SignedRRset};
+    let (db, server) = served(tag);
+    let port = server.port;
+    secure(&db, false);
+    let zone: Name = ZONE.parse().unwrap();
+    let served = block_on(db.store.find_zone(&zone)).unwrap().unwrap();
+    // The killed run's first write: "n" (between mail and ns), its A and
+    // its NSEC pointing to ns, unsigned; mail's NSEC still points to ns.
+    let name = n("n");
+    let mut nsec = n("ns").as_wire().to_vec();
+    nsec.extend(type_bitmap(&[RType::A, RType::NSEC, RType::RRSIG]));
+    let set = |rtype, ttl, rd: Vec<u8>| SignedRRset {
+        rrset: RRset {
+            rtype,
+            ttl,
+            rdata: vec![rd.into()],
+        },
+        sigs: Vec::new(),
+        sd: None,
+    };
+    let node = FullNode {
+        name: name.clone(),
+        rrsets: vec![
+            set(RType::A, 300, vec![192, 0, 2, 7]),
+            set(RType::NSEC, 60, nsec),
+        ],
+        dk: Some(name.canonical_key()),
+        nsec3: false,
+    };
+    block_on(
+        db.store
+            .apply_changes(&zone, served.ver, &[NodeChange::PutRRsets(node)]),
+    )
+    .unwrap();
+    let s = if lease_held {
+        let lease = block_on(signer::lease::take(
+            &db.store,
+            &zone,
+            "killed-edit",
+            Duration::ZERO,
+        ))
+        .expect("the lease is free");
+        let released = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(800));
+            block_on(lease.release_with(Ok(()))).unwrap();
+        });
+        let s = edit(&db, &[add_a("n", 7)]);
+        released.join().unwrap();
+        s
+    } else {
+        edit(&db, &[add_a("n", 7)])
+    };
+    assert_eq!(s.outcomes, vec![Edited::Unchanged]);
+    assert!(s.gen.is_some(), "the re-run's signing was published");
+    answered(port, "n", ResponseCode::NoError, 1);
+    let text = axfr_text(port, ZONE);
+    verify_signed_zone(&db.dir, ZONE, &text);
+    drop(server);
+    block_on(db.drop_db());
+}

@@ -7,7 +7,9 @@
 //!    not secured ─► Store::edit_zone
 //!    secured ─► lease::try_take ─ held by another signer ─► Store::edit_zone
 //!       │        unsigned (its change record hands the names to the holder),
-//!       │        then handoff::sign_unsigned_writes once the lease is free
+//!       │        then handoff::sign_unsigned_writes once the lease is free;
+//!       │        nothing written (a killed run's re-run?): the signed path
+//!       │        below once the lease is free, to repair its names' chain
 //!       ─► MergeSigner for the served version V (keys, chain read once)
 //!       ─► Store::begin_edit(V) [zone lock] records written, emptied names gone
 //!       ─► resign_names(written): signatures, chain relinked around them
@@ -68,6 +70,13 @@ async fn unsigned_edit(store: &Store, change: &ChangeSet) -> Result<EditSummary,
     tracing::info!(%zone, "another signer holds the zone's lease: the edit is written unsigned");
     let since = store.find_zone(zone).await?.map_or(0, |z| z.gen);
     let mut summary = unsigned(store, change).await?;
+    if summary.gen.is_none() && summary.unmet.is_none() {
+        // Nothing left to write: maybe the re-run of an edit killed
+        // mid-way, whose names may be half-signed (a new name not yet in
+        // its predecessor's NSEC, a deleted one still pointed to). Their
+        // chain is repaired under the lease once it is free.
+        return signed_once_free(store, change, summary).await;
+    }
     if summary.gen.is_some() {
         // The change-set is in: a signing fault now does not undo it, and
         // its change record still hands the names to the next signer.
@@ -80,6 +89,30 @@ async fn unsigned_edit(store: &Store, change: &ChangeSet) -> Result<EditSummary,
         }
     }
     Ok(summary)
+}
+
+/// A change-set that wrote nothing, in a secured zone whose lease another
+/// signer held: run again signed once the lease is free (it writes nothing
+/// and signs only what its names lack), unless the holder keeps the lease
+/// (`resign --follow`, which signs the names the edit's change records
+/// list). `summary` is what the unsigned run did.
+async fn signed_once_free(
+    store: &Store,
+    change: &ChangeSet,
+    summary: EditSummary,
+) -> Result<EditSummary, SignError> {
+    let zone = &change.zone;
+    match lease::take_behind_signers(store, zone, "edit", handoff::UNSIGNED_HANDOFF_WAIT).await {
+        Ok(lease) => {
+            let r = signed_edit(store, change).await;
+            lease.release_with(r).await
+        }
+        Err(SignError::Busy(holder)) => {
+            tracing::info!(%zone, %holder, "the edit's names are left to the signer holding the lease");
+            Ok(summary)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// The secured path, the lease held: retried when a replace switched the

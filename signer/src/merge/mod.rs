@@ -536,6 +536,44 @@ impl MergeSigner {
         Some(old_next)
     }
 
+    /// The member after `key` in the chain (wrapping), `None` when `key`
+    /// is the only one.
+    fn successor(&self, key: &str) -> Option<(String, Name)> {
+        use std::ops::Bound::{Excluded, Unbounded};
+        self.chain
+            .range::<str, _>((Excluded(key), Unbounded))
+            .next()
+            .or_else(|| self.chain.iter().next())
+            .filter(|(k, _)| k.as_str() != key)
+            .map(|(k, link)| (k.clone(), link.owner.clone()))
+    }
+
+    /// Points the predecessor of member `key` (chain owner `owner`) at it
+    /// when it points elsewhere, in memory; its new record goes to
+    /// `neighbours`.
+    fn point_predecessor_at(
+        &mut self,
+        key: &str,
+        owner: &Name,
+        neighbours: &mut BTreeMap<String, Link>,
+    ) {
+        let Some((pred_key, pred)) = self
+            .chain
+            .range::<str, _>((std::ops::Bound::Unbounded, std::ops::Bound::Excluded(key)))
+            .next_back()
+            .or_else(|| self.chain.iter().next_back())
+            .filter(|(k, _)| k.as_str() != key)
+            .map(|(k, l)| (k.clone(), l.clone()))
+        else {
+            return;
+        };
+        if self.next_of(&pred.record.rrset.rdata[0]).0 == key {
+            return;
+        }
+        let relinked = self.relink(&pred.record.rrset.rdata[0], key, owner);
+        self.put_relinked(pred_key, &pred, relinked, neighbours);
+    }
+
     /// Stores `pred`'s chain record with rdata `relinked` (unsigned), in
     /// memory and in `neighbours` (to be signed and written).
     fn put_relinked(

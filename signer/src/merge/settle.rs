@@ -219,11 +219,17 @@ impl MergeSigner {
         work: &mut ChainWork,
     ) -> Option<SignedRRset> {
         let types = self.chain_types(node, kind.delegation);
-        let (next_key, next_owner) = match self.chain.get(key) {
-            // Already a member: keep its next, refresh its bitmap.
-            Some(link) => self.next_of(&link.record.rrset.rdata[0]),
+        let (next_key, next_owner) = match self.chain.contains_key(key) {
+            // Already a member: its bitmap refreshed, its links checked (a
+            // writer killed between writing a new member and relinking its
+            // predecessor left the predecessor pointing past it).
+            true => {
+                self.point_predecessor_at(key, owner, &mut work.neighbours);
+                self.successor(key)
+                    .unwrap_or_else(|| (key.to_string(), owner.clone()))
+            }
             // New: after the greatest key below it (wrapping).
-            None => self.relink_predecessor(key, Some(owner), &mut work.neighbours)?,
+            false => self.relink_predecessor(key, Some(owner), &mut work.neighbours)?,
         };
         let rd = self.chain_rdata(&next_key, &next_owner, &types);
         let prev = self.chain.get(key).map(|l| l.record.clone());
