@@ -546,6 +546,12 @@ impl Store {
         found.as_ref().map(full_node_from_doc).transpose()
     }
 
+    /// The node (ordinary or NSEC3) stored under `_id` `id`.
+    pub async fn read_full_node_by_id(&self, id: &str) -> Result<Option<FullNode>, StoreError> {
+        let found = self.nodes.find_one(doc! {"_id": id}).await?;
+        found.as_ref().map(full_node_from_doc).transpose()
+    }
+
     /// The NSEC or NSEC3 chain of version `ver`: every node with a denial
     /// key, with only its NSEC/NSEC3 RRset read.
     pub async fn read_chain(&self, zone: &Name, ver: i64) -> Result<Vec<FullNode>, StoreError> {

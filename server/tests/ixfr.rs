@@ -92,6 +92,24 @@ fn until_serial_after(port: u16, serial: u32) -> u32 {
     serial_after(port, ZONE, serial)
 }
 
+/// IXFR from each `(serial, zone held at it)` applied to that zone gives
+/// `now`; returns how many were incremental (the rest were whole zones).
+fn ixfr_gives(
+    port: u16,
+    bases: &[(u32, &BTreeSet<String>)],
+    now: &BTreeSet<String>,
+    what: &str,
+) -> usize {
+    let mut incremental = 0;
+    for (from, base) in bases {
+        let ixfr = transfer(port, &format!("IXFR={from}"));
+        let mut zone = (*base).clone();
+        incremental += usize::from(apply_ixfr(&mut zone, &ixfr));
+        assert_eq!(&zone, now, "IXFR from {from} applied ({what})");
+    }
+    incremental
+}
+
 #[test]
 fn ixfr_applied_to_the_old_zone_gives_the_new_one() {
     let seed = seed("IXFR_SEED");
@@ -132,15 +150,13 @@ fn ixfr_applied_to_the_old_zone_gives_the_new_one() {
         }
         serial = until_serial_after(ours.port, serial);
         let now = axfr(ours.port);
-        for (from, base) in [(first_serial, &oldest), (recent_serial, &recent)] {
-            let ixfr = transfer(ours.port, &format!("IXFR={from}"));
-            let mut zone = base.clone();
-            incremental += usize::from(apply_ixfr(&mut zone, &ixfr));
-            assert_eq!(
-                zone, now,
-                "IXFR from {from} applied (seed {seed}, round {round})"
-            );
-        }
+        let what = format!("seed {seed}, round {round}");
+        incremental += ixfr_gives(
+            ours.port,
+            &[(first_serial, &oldest), (recent_serial, &recent)],
+            &now,
+            &what,
+        );
         (recent, recent_serial) = (now, serial);
     }
     assert_eq!(incremental, 24, "every IXFR was incremental (seed {seed})");
@@ -347,6 +363,71 @@ fn while_a_merge_is_live_other_writers_entries_are_not_exact() {
     );
     assert_eq!(zone, axfr(ours.port));
     assert_eq!(stat(control, "ixfr_full"), 1);
+    drop(ours);
+    block_on(db.drop_db());
+}
+
+/// A secured zone (NSEC, then NSEC3): signed record edits are journaled with
+/// their signatures and chain changes, so an IXFR from the serial after
+/// `secure-zone` (and from the last one seen) applied to the zone held
+/// there gives the zone as it is now, which verifies.
+#[test]
+fn ixfr_of_a_signed_zone_applied_to_the_old_zone_gives_the_new_one() {
+    for nsec3 in [false, true] {
+        signed_zone_ixfr(nsec3);
+    }
+}
+
+fn signed_zone_ixfr(nsec3: bool) {
+    let seed = seed("IXFR_SEED");
+    eprintln!("ixfr of a signed zone (nsec3: {nsec3}): IXFR_SEED={seed}");
+    let mut rng = Rng(seed);
+    let db = block_on(async {
+        let db = TestZoneDb::new("ixfr_signed").await;
+        db.import(ZONE, ZONE_TEXT, true).await;
+        db
+    });
+    let (ours, control) = start_with_control(&db.name, &["--axfr-allow", "127.0.0.1/32"]);
+    let mut serial = serial_of(&transfer(ours.port, "SOA")[0]);
+    let args: &[&str] = match nsec3 {
+        true => &["-q", "secure-zone", ZONE, "--grace", "0", "--nsec3"],
+        false => &["-q", "secure-zone", ZONE, "--grace", "0"],
+    };
+    run_tool(&db.name, "mongodns-sign", args);
+    serial = until_serial_after(ours.port, serial);
+    let oldest = axfr(ours.port);
+    let first_serial = serial;
+    let (mut recent, mut recent_serial) = (oldest.clone(), first_serial);
+    let mut incremental = 0;
+    for round in 0..6u8 {
+        let edits = vec![
+            random_edit(&mut rng),
+            random_edit(&mut rng),
+            RecordEdit::add(
+                name("n.ixfr.test."),
+                RType::A,
+                60,
+                vec![vec![198, 51, 100, round].into()],
+            ),
+        ];
+        apply(&db, edits);
+        serial = until_serial_after(ours.port, serial);
+        let now = axfr(ours.port);
+        let what = format!("signed, nsec3 {nsec3}, seed {seed}, round {round}");
+        incremental += ixfr_gives(
+            ours.port,
+            &[(first_serial, &oldest), (recent_serial, &recent)],
+            &now,
+            &what,
+        );
+        (recent, recent_serial) = (now, serial);
+    }
+    assert_eq!(
+        incremental, 12,
+        "every IXFR was incremental (nsec3 {nsec3}, seed {seed})"
+    );
+    assert_eq!(stat(control, "ixfr_incremental"), 12);
+    verify_signed_zone(&db.dir, ZONE, &axfr_text(ours.port, ZONE));
     drop(ours);
     block_on(db.drop_db());
 }

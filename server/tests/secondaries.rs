@@ -137,15 +137,7 @@ fn acknowledged(control: u16) -> u64 {
 }
 
 fn cli(db: &TestZoneDb, bin: &str, args: &[&str]) {
-    let mut cmd = Command::new(binary(bin));
-    cmd.args(["--mongodb-uri", &database_uri(), "--database", &db.name])
-        .args(args);
-    let out = run_bounded(cmd, bin, Duration::from_secs(60));
-    assert!(
-        out.status.success(),
-        "{bin} {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_tool(&db.name, bin, args);
 }
 
 fn edit_a(db: &TestZoneDb, label: &str, last: u8) {

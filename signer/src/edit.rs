@@ -139,6 +139,7 @@ async fn signed_edit(store: &Store, change: &ChangeSet) -> Result<EditSummary, S
         // What was written, and every name the change-set is about: a
         // killed run may have written them unsigned (a re-run then finds
         // nothing to change, and signing them is a no-op when all is well).
+        signer.keep_images(edit.take_images());
         let mut names = edit.names().to_vec();
         names.extend(
             change
@@ -162,6 +163,7 @@ async fn signed_edit(store: &Store, change: &ChangeSet) -> Result<EditSummary, S
         }
         signer.sign_soa(store, edit.served_serial()).await?;
         let touched = [touched, signer.take_touched()].concat();
+        edit.put_images(signer.take_images());
         edit.note_signed(&touched);
         return Ok(edit.publish().await?);
     }

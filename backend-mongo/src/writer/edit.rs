@@ -26,7 +26,7 @@
 //! hands the names to the signer (`mongodns-sign` signs them, or the
 //! caller does, holding the signing lease).
 
-use super::{WriteMode, ZoneWriter, LOCK_WAIT};
+use super::{NodeImages, WriteMode, ZoneWriter, LOCK_WAIT};
 use crate::lock::{Held, ZONE_LOCK};
 use crate::schema::{self, node_id, RRset, ZoneInfo};
 use crate::store::{Store, StoreError};
@@ -72,6 +72,13 @@ pub struct ZoneEdit {
     changes: Option<(Vec<JournalRecord>, Vec<JournalRecord>)>,
     /// The generation the zone's serial last moved at, as read.
     serial_gen: Option<i64>,
+    /// Secured zones: the nodes' before-images, for the journal (lent to
+    /// the signer while it signs, see [`ZoneEdit::take_images`]).
+    images: Option<NodeImages>,
+    /// Secured zones: the apex SOA before the change-set.
+    soa_before: Option<JournalRecord>,
+    /// A signer signed the change-set ([`ZoneEdit::note_signed`]).
+    signed: bool,
 }
 
 impl ZoneEdit {
@@ -112,6 +119,20 @@ impl ZoneEdit {
     pub fn note_signed(&mut self, names: &[Name]) {
         self.writer.note_signed(names.iter());
         self.written.extend(names.iter().cloned());
+        self.signed = true;
+    }
+
+    /// Secured zones: the before-images of what the change-set wrote, for
+    /// a signer to add what it writes to ([`NodeImages::capture_changes`])
+    /// and give back with [`ZoneEdit::put_images`]; the signed change is
+    /// then journaled. Not given back: no journal entry.
+    pub fn take_images(&mut self) -> Option<NodeImages> {
+        self.images.take()
+    }
+
+    /// Gives the images back after signing (see [`ZoneEdit::take_images`]).
+    pub fn put_images(&mut self, images: Option<NodeImages>) {
+        self.images = images;
     }
 
     /// Publishes the change-set: the
@@ -160,14 +181,22 @@ impl ZoneEdit {
         self.store.apex_soa_record(apex, self.served.ver).await
     }
 
-    /// Journals the published change (generation `gen`) for IXFR, unless
-    /// the zone is secured (its signer's writes are not journaled).
+    /// Journals the published change (generation `gen`) for IXFR. In a
+    /// secured zone only a signed change-set is, from the before-images of
+    /// every node it and its signer wrote (RRSIGs and chain included).
     async fn journal(
         &mut self,
         from_soa: Option<JournalRecord>,
         gen: i64,
     ) -> Result<(), StoreError> {
-        let (Some((removed, added)), Some(from_soa)) = (self.changes.take(), from_soa) else {
+        let (changes, from_soa) = match (self.secured, self.images.take()) {
+            (true, Some(images)) if self.signed => {
+                (images.diff(&self.store).await?, self.soa_before.take())
+            }
+            (true, _) => return Ok(()),
+            (false, _) => (self.changes.take(), from_soa),
+        };
+        let (Some((removed, added)), Some(from_soa)) = (changes, from_soa) else {
             return Ok(());
         };
         let Some(to_soa) = self.apex_soa().await? else {
@@ -209,6 +238,22 @@ fn journal_changes(changed: &[&Pending]) -> (Vec<JournalRecord>, Vec<JournalReco
         added.extend(a);
     }
     (removed, added)
+}
+
+/// Every name the writes of `changed` may touch: the edited names and
+/// their ancestors below the apex. Before anything is written, a change
+/// record lists them at a generation of its own (the intent): a writer
+/// killed before its publish leaves it behind, so whoever reads the records
+/// past it (a signer catching up, a server) still learns of those names; a
+/// re-run finds nothing left to do and publishes nothing.
+fn touched_names(zone: &Name, changed: &[&Pending]) -> Vec<Name> {
+    let mut names: Vec<Name> = changed
+        .iter()
+        .flat_map(|p| p.edit.name().ancestors().take_while(|a| a != zone))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// One name being edited: what was stored, and the edit in memory.
@@ -307,6 +352,9 @@ impl Store {
             serial_gen: current
                 .as_ref()
                 .and_then(|d| schema::int_field(d, super::SERIAL_GEN)),
+            images: None,
+            soa_before: None,
+            signed: false,
         };
         if let Err(unmet) = self
             .check_prerequisites(zone, ver, &change.prerequisites)
@@ -329,10 +377,17 @@ impl Store {
             .values()
             .filter(|p| !p.edit.writes().is_empty() && (p.existed || !p.edit.is_empty()))
             .collect();
+        let touched = touched_names(zone, &changed);
         if !changed.is_empty() {
-            self.record_intent(zone, &changed).await?;
+            self.take_generation_with(zone, Some(&touched), false)
+                .await?;
         }
-        if !secured {
+        if secured {
+            let mut images = NodeImages::new(zone, ver);
+            images.capture_names(self, &touched).await?;
+            edit.images = Some(images);
+            edit.soa_before = self.apex_soa_record(zone, ver).await?;
+        } else {
             edit.changes = Some(journal_changes(&changed));
         }
         let mut written: Vec<Name> = Vec::new();
@@ -346,23 +401,6 @@ impl Store {
         }
         edit.written = written;
         Ok(edit)
-    }
-
-    /// Before anything is written: a change record listing every name the
-    /// writes may touch (the edited names and their ancestors), at a
-    /// generation of its own. A writer killed before its publish leaves it
-    /// behind, so whoever reads the records past it (a signer catching up, a
-    /// server) still learns of those names; a re-run finds nothing left to
-    /// do and publishes nothing.
-    async fn record_intent(&self, zone: &Name, changed: &[&Pending]) -> Result<(), StoreError> {
-        let mut names: Vec<Name> = changed
-            .iter()
-            .flat_map(|p| p.edit.name().ancestors().take_while(|a| a != zone))
-            .collect();
-        names.sort();
-        names.dedup();
-        self.take_generation_with(zone, Some(&names), false).await?;
-        Ok(())
     }
 
     /// Reads the names the prerequisites are about and checks them.

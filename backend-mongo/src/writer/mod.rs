@@ -41,6 +41,7 @@ mod edit;
 mod journal;
 mod merge_journal;
 mod meta;
+mod node_images;
 mod publish;
 mod settings;
 mod zones;
@@ -53,6 +54,7 @@ pub use delete::{DeletedZone, DELETED, LAST_VER};
 pub use edit::{EditSummary, ZoneEdit};
 pub use journal::{JOURNAL, JOURNAL_KEPT, JOURNAL_MAX_AGE, MAX_JOURNAL_RECORDS, SERIAL_GEN};
 pub use merge_journal::MERGE_LEASE;
+pub use node_images::{node_records, NodeImages, MAX_IMAGED_NODES};
 pub use settings::{ZoneSettings, ZONE_SETTINGS};
 pub use zones::ZoneContent;
 

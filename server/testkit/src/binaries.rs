@@ -3,6 +3,7 @@
 //! ```text
 //!  current test: target/<profile>/deps/<test>-<hash>
 //!  binary(name) ─► target/<profile>/<name> ─► missing? `cargo build -p PKG --bins`
+//!  run_tool(database, name, args) ─► it, on the test database; must succeed
 //! ```
 //!
 //! A crate's own tests get its binaries built by cargo; the binaries of
@@ -30,6 +31,26 @@ pub fn binary(name: &str) -> PathBuf {
     }
     assert!(path.is_file(), "{} was not built", path.display());
     path
+}
+
+/// Runs the workspace tool `name` (`mongodns-sign`, `mongodns-zone`, ...)
+/// with `args` on the test database `database` (at most 60 s); fails the
+/// test, with its stderr, unless it succeeds.
+pub fn run_tool(database: &str, name: &str, args: &[&str]) {
+    let mut cmd = Command::new(binary(name));
+    cmd.args([
+        "--mongodb-uri",
+        &backend_mongo::testing::database_uri(),
+        "--database",
+        database,
+    ])
+    .args(args);
+    let out = crate::run_bounded(cmd, name, std::time::Duration::from_secs(60));
+    assert!(
+        out.status.success(),
+        "{name} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// The package that holds the binary `name`.

@@ -40,7 +40,7 @@ mod update;
 mod zone_check;
 
 pub use backend_mongo::testing::*;
-pub use binaries::{bin_dir, binary};
+pub use binaries::{bin_dir, binary, run_tool};
 pub use control::{connect_loopback, http, http_as, http_request, stat};
 pub use import::{TestZoneDb, ZoneImport};
 pub use ixfr_check::{

@@ -36,6 +36,7 @@
 use crate::plan::{self, signer_owned, KeySet, SignOptions};
 use crate::SignError;
 use backend_mongo::dnssec_store::{DnssecConfig, FullNode, NodeChange, Nsec3Config, SignedRRset};
+use backend_mongo::writer::NodeImages;
 use backend_mongo::{NodeWrite, RRset, Store, StoreError, WriteStats};
 use dns::dnssec::{bitmap_types, nsec3_hash, rrset_digest, type_bitmap};
 use dns::encoding::{base32hex, from_base32hex};
@@ -94,6 +95,9 @@ pub struct MergeSigner {
     full_resign: bool,
     /// Owner names written since [`MergeSigner::take_touched`].
     touched: Vec<Name>,
+    /// Before-images of what it writes, for a journal entry (a record
+    /// edit's, see [`MergeSigner::keep_images`]).
+    images: Option<NodeImages>,
 }
 
 impl MergeSigner {
@@ -179,6 +183,7 @@ impl MergeSigner {
             occluders: HashMap::new(),
             full_resign: false,
             touched: Vec::new(),
+            images: None,
         })
     }
 
@@ -621,6 +626,26 @@ impl MergeSigner {
         self.put_relinked(pred_key, &pred, relinked, neighbours);
     }
 
+    /// From now on, takes a before-image of every node it writes into
+    /// `images` (a record edit's, to journal the signed change).
+    pub fn keep_images(&mut self, images: Option<NodeImages>) {
+        self.images = images.filter(|i| i.ver() == self.ver);
+    }
+
+    /// The images kept since [`MergeSigner::keep_images`].
+    pub fn take_images(&mut self) -> Option<NodeImages> {
+        self.images.take()
+    }
+
+    /// Applies `changes` to the version, imaging the nodes first when
+    /// images are kept.
+    async fn apply(&mut self, store: &Store, changes: &[NodeChange]) -> Result<(), StoreError> {
+        if let Some(images) = self.images.as_mut() {
+            images.capture_changes(store, changes).await?;
+        }
+        store.apply_changes(&self.zone, self.ver, changes).await
+    }
+
     /// The owner names written since the last call (for the writer's
     /// change record: chain neighbours and NSEC3 owners included).
     pub fn take_touched(&mut self) -> Vec<Name> {
@@ -664,17 +689,15 @@ impl MergeSigner {
                 .into_boxed_slice()
             })
             .collect();
-        store
-            .apply_changes(
-                &self.zone,
-                self.ver,
-                &[NodeChange::Own {
-                    name: self.zone.clone(),
-                    rtype: RType::SOA,
-                    set: Some(soa),
-                }],
-            )
-            .await?;
+        self.apply(
+            store,
+            &[NodeChange::Own {
+                name: self.zone.clone(),
+                rtype: RType::SOA,
+                set: Some(soa),
+            }],
+        )
+        .await?;
         Ok(serial)
     }
 }

@@ -404,8 +404,8 @@ impl MergeSigner {
         for (key, owner) in leaving {
             second.extend(self.leaving_changes(key, owner, &stored[..split]));
         }
-        store.apply_changes(&self.zone, self.ver, &first).await?;
-        store.apply_changes(&self.zone, self.ver, &second).await?;
+        self.apply(store, &first).await?;
+        self.apply(store, &second).await?;
         self.touched.extend(changed_owners(&self.zone, &first));
         self.touched.extend(changed_owners(&self.zone, &second));
         Ok(Settled {

@@ -1,0 +1,224 @@
+//! Before-images of the nodes a signing writer changes in place, and the
+//! records IXFR sends for the change: what went and what came, RRSIGs and
+//! chain records included.
+//!
+//! ```text
+//!  NodeImages::new(zone, ver)
+//!  capture_names / capture_changes ─► each node not seen yet: one point
+//!     read by _id (ordinary and NSEC3 nodes), kept as the before-image
+//!     (more than MAX_IMAGED_NODES: overflow, no diff)
+//!  ...the writer writes...
+//!  diff ─► each imaged node read again ─► node_records(before) vs (after):
+//!     every record but the apex SOA, each RRset's signatures as RRSIGs
+//!     with its TTL (as AXFR sends them) ─► (removed, added)
+//! ```
+//!
+//! The earliest image of a node is kept, so several writes of one change
+//! (the edit's records, then the signer's signatures and chain) compose
+//! into one difference.
+
+use crate::dnssec_store::{nsec3_node_id, FullNode, NodeChange};
+use crate::schema::node_id;
+use crate::store::{Store, StoreError};
+use crate::{Name, RType};
+use dns::journal::JournalRecord;
+use futures::future::try_join_all;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Most nodes imaged for one change; a larger one is not journaled (a
+/// secondary behind it gets the whole zone).
+pub const MAX_IMAGED_NODES: usize = 20_000;
+
+/// Point reads in flight at once.
+const READS_AT_ONCE: usize = 32;
+
+/// Before-images of the nodes one change writes (see the module
+/// documentation).
+#[derive(Debug)]
+pub struct NodeImages {
+    zone: Name,
+    ver: i64,
+    before: BTreeMap<String, Option<FullNode>>,
+    overflow: bool,
+}
+
+impl NodeImages {
+    /// Images of nodes of version `ver` of `zone`, none taken yet.
+    pub fn new(zone: &Name, ver: i64) -> Self {
+        NodeImages {
+            zone: zone.clone(),
+            ver,
+            before: BTreeMap::new(),
+            overflow: false,
+        }
+    }
+
+    /// The version imaged.
+    pub fn ver(&self) -> i64 {
+        self.ver
+    }
+
+    /// Takes the before-images of the ordinary nodes `names` not imaged yet.
+    pub async fn capture_names(&mut self, store: &Store, names: &[Name]) -> Result<(), StoreError> {
+        let ids = names
+            .iter()
+            .map(|n| node_id(&self.zone, self.ver, n))
+            .collect();
+        self.capture_ids(store, ids).await
+    }
+
+    /// Takes the before-images of the nodes `changes` write, not imaged yet.
+    pub async fn capture_changes(
+        &mut self,
+        store: &Store,
+        changes: &[NodeChange],
+    ) -> Result<(), StoreError> {
+        let ids = changes.iter().map(|c| self.id_of(c)).collect();
+        self.capture_ids(store, ids).await
+    }
+
+    fn id_of(&self, change: &NodeChange) -> String {
+        let (zone, ver) = (&self.zone, self.ver);
+        match change {
+            NodeChange::Sign { name, .. }
+            | NodeChange::Own { name, .. }
+            | NodeChange::DenialKey { name, .. } => node_id(zone, ver, name),
+            NodeChange::PutRRsets(n) => node_id(zone, ver, &n.name),
+            NodeChange::PutNsec3(n) => n.id(zone, ver),
+            NodeChange::DeleteNsec3(b32) => nsec3_node_id(zone, ver, b32),
+        }
+    }
+
+    async fn capture_ids(&mut self, store: &Store, ids: Vec<String>) -> Result<(), StoreError> {
+        if self.overflow {
+            return Ok(());
+        }
+        let mut new: Vec<String> = ids
+            .into_iter()
+            .filter(|id| !self.before.contains_key(id))
+            .collect();
+        new.sort();
+        new.dedup();
+        if self.before.len() + new.len() > MAX_IMAGED_NODES {
+            self.overflow = true;
+            self.before.clear();
+            return Ok(());
+        }
+        let read = read_nodes(store, &new).await?;
+        self.before.extend(new.into_iter().zip(read));
+        Ok(())
+    }
+
+    /// What the change removed and added, from the before-images to the
+    /// nodes as stored now; `None` when too many nodes were written.
+    pub async fn diff(
+        &self,
+        store: &Store,
+    ) -> Result<Option<(Vec<JournalRecord>, Vec<JournalRecord>)>, StoreError> {
+        if self.overflow {
+            return Ok(None);
+        }
+        let ids: Vec<String> = self.before.keys().cloned().collect();
+        let after = read_nodes(store, &ids).await?;
+        let (mut removed, mut added) = (Vec::new(), Vec::new());
+        for (before, after) in self.before.values().zip(after) {
+            let old = node_records(&self.zone, before.as_ref());
+            let new = node_records(&self.zone, after.as_ref());
+            removed.extend(old.difference(&new).cloned());
+            added.extend(new.difference(&old).cloned());
+        }
+        Ok(Some((removed, added)))
+    }
+}
+
+/// The nodes stored under `ids`, in order (`None` where there is none).
+async fn read_nodes(store: &Store, ids: &[String]) -> Result<Vec<Option<FullNode>>, StoreError> {
+    let mut out = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(READS_AT_ONCE) {
+        out.extend(try_join_all(chunk.iter().map(|id| store.read_full_node_by_id(id))).await?);
+    }
+    Ok(out)
+}
+
+/// Every record of `node` as a transfer sends it: the apex SOA left out
+/// (IXFR frames each change with its SOAs), each RRset's signatures as
+/// RRSIG records with the RRset's TTL.
+pub fn node_records(zone: &Name, node: Option<&FullNode>) -> BTreeSet<JournalRecord> {
+    let mut out = BTreeSet::new();
+    let Some(node) = node else {
+        return out;
+    };
+    let record = |rtype: RType, ttl: u32, rdata: &[u8]| JournalRecord {
+        owner: node.name.clone(),
+        rtype,
+        ttl,
+        rdata: rdata.into(),
+    };
+    for set in &node.rrsets {
+        let (rtype, ttl) = (set.rrset.rtype, set.rrset.ttl);
+        if !(rtype == RType::SOA && node.name == *zone) {
+            out.extend(set.rrset.rdata.iter().map(|rd| record(rtype, ttl, rd)));
+        }
+        out.extend(set.sigs.iter().map(|rd| record(RType::RRSIG, ttl, rd)));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dnssec_store::SignedRRset;
+    use crate::RRset;
+
+    fn set(rtype: RType, ttl: u32, rdata: &[&[u8]], sigs: &[&[u8]]) -> SignedRRset {
+        SignedRRset {
+            rrset: RRset::of(rtype, ttl, rdata),
+            sigs: sigs.iter().map(|s| (*s).into()).collect(),
+            sd: None,
+        }
+    }
+
+    fn node(name: &str, rrsets: Vec<SignedRRset>) -> FullNode {
+        FullNode {
+            name: name.parse().unwrap(),
+            rrsets,
+            dk: None,
+            nsec3: false,
+        }
+    }
+
+    #[test]
+    fn the_apex_soa_is_left_out_and_its_signature_kept() {
+        let zone: Name = "z.test.".parse().unwrap();
+        let apex = node(
+            "z.test.",
+            vec![set(RType::SOA, 300, &[b"soa"], &[b"sig-soa"])],
+        );
+        let got = node_records(&zone, Some(&apex));
+        let types: Vec<(RType, u32)> = got.iter().map(|r| (r.rtype, r.ttl)).collect();
+        assert_eq!(types, vec![(RType::RRSIG, 300)]);
+        let below = node("a.z.test.", vec![set(RType::SOA, 60, &[b"x"], &[])]);
+        assert_eq!(node_records(&zone, Some(&below)).len(), 1);
+    }
+
+    #[test]
+    fn records_carry_their_rrsets_ttl_and_signatures() {
+        let zone: Name = "z.test.".parse().unwrap();
+        let n = node(
+            "a.z.test.",
+            vec![
+                set(RType::A, 60, &[&[192, 0, 2, 1], &[192, 0, 2, 2]], &[b"s1"]),
+                set(RType::NSEC, 30, &[b"next"], &[b"s2"]),
+            ],
+        );
+        let got: Vec<(RType, u32, Vec<u8>)> = node_records(&zone, Some(&n))
+            .into_iter()
+            .map(|r| (r.rtype, r.ttl, r.rdata.to_vec()))
+            .collect();
+        assert!(got.contains(&(RType::RRSIG, 60, b"s1".to_vec())));
+        assert!(got.contains(&(RType::RRSIG, 30, b"s2".to_vec())));
+        assert!(got.contains(&(RType::A, 60, vec![192, 0, 2, 2])));
+        assert_eq!(got.len(), 5);
+        assert!(node_records(&zone, None).is_empty());
+    }
+}
