@@ -20,9 +20,9 @@
 //! every denial proof is one indexed lookup (`zone_ver_dk`).
 
 use crate::lock::ZONE_LOCK;
-use crate::schema::{self, binary, node_id, RRset, ZoneInfo, NODES};
+use crate::schema::{self, binary, int_field, node_id, RRset, ZoneInfo, NODES};
 use crate::store::{Store, StoreError};
-use crate::writer::LOCK_WAIT;
+use crate::writer::{self, NodeImages, LOCK_WAIT};
 use crate::{Name, Node, RType};
 use dns::dnssec::dnskey_rdata;
 use dns::encoding::{from_hex, to_hex};
@@ -716,16 +716,20 @@ impl Store {
     /// them. Under the zone lock; fails with [`StoreError::Conflict`] when
     /// another writer switched the zone away from `ver` meanwhile (what was
     /// written went into a version no longer served).
+    ///
+    /// With `images` (the before-images of every node written), the change
+    /// is journaled for IXFR.
     pub async fn publish_in_place(
         &self,
         zone: &Name,
         ver: i64,
         serial: u32,
         changed: Option<&[Name]>,
+        images: Option<&NodeImages>,
     ) -> Result<i64, StoreError> {
         let lock = self.lock(ZONE_LOCK, zone, "publish", LOCK_WAIT).await?;
         let r = self
-            .publish_in_place_locked(zone, ver, serial, changed)
+            .publish_in_place_locked(zone, ver, serial, changed, images)
             .await;
         lock.release_with(r).await
     }
@@ -736,20 +740,33 @@ impl Store {
         ver: i64,
         serial: u32,
         changed: Option<&[Name]>,
+        images: Option<&NodeImages>,
     ) -> Result<i64, StoreError> {
-        let served = self.find_zone(zone).await?;
-        if served.as_ref().map(|z| z.ver) != Some(ver) {
+        let current = self.zones.find_one(doc! {"_id": zone.to_string()}).await?;
+        let served = current.as_ref().and_then(|d| int_field(d, "ver"));
+        if served != Some(ver) {
             return Err(StoreError::Conflict(format!(
                 "zone {zone}: another writer switched it away from version {ver} while it was being signed; nothing was published"
             )));
         }
         let gen = self.take_generation_with(zone, changed, true).await?;
+        let mut set = doc! {"serial": i64::from(serial), "updated": DateTime::now()};
+        if !writer::merge_live(current.as_ref()) {
+            // The content at this serial is the content at this generation.
+            set.insert(writer::SERIAL_GEN, gen);
+        }
         self.zones
             .update_one(
                 doc! {"_id": zone.to_string()},
-                doc! {"$set": {"serial": i64::from(serial), "updated": DateTime::now()}, "$max": {"gen": gen}},
+                doc! {"$set": set, "$max": {"gen": gen}},
             )
             .await?;
+        if let Some(images) = images {
+            if let Err(e) = self.journal_in_place(images, current.as_ref(), gen).await {
+                // The change is in; a secondary behind it gets the whole zone.
+                tracing::warn!(%zone, error = %e, "the signed change could not be journaled");
+            }
+        }
         Ok(gen)
     }
 }

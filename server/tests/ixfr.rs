@@ -11,6 +11,8 @@
 //!     serial seen> ─► applied to that zone == AXFR now
 //!  a merge import (journaled) ─► IXFR=S and IXFR=<before it> applied == AXFR
 //!  a replace import (no journal) ─► IXFR=S ─► the whole zone, == AXFR
+//!  secured (NSEC, NSEC3): signed edits and resign --full, journaled with
+//!     their RRSIGs and chain ─► IXFR applied == AXFR, which verifies
 //!  Knot (testkit Secondary, refresh a day) told by --notify ─► three edits
 //!     ─► each served, its log says IXFR; NSD (testkit Secondary) the
 //!     same, its transfers answered from the journal (ixfr_incremental)
@@ -367,10 +369,11 @@ fn while_a_merge_is_live_other_writers_entries_are_not_exact() {
     block_on(db.drop_db());
 }
 
-/// A secured zone (NSEC, then NSEC3): signed record edits are journaled with
-/// their signatures and chain changes, so an IXFR from the serial after
-/// `secure-zone` (and from the last one seen) applied to the zone held
-/// there gives the zone as it is now, which verifies.
+/// A secured zone (NSEC, then NSEC3): signed record edits and a full
+/// re-sign are journaled with their signatures and chain changes, so an
+/// IXFR from the serial after `secure-zone` (and from the last one seen)
+/// applied to the zone held there gives the zone as it is now, which
+/// verifies.
 #[test]
 fn ixfr_of_a_signed_zone_applied_to_the_old_zone_gives_the_new_one() {
     for nsec3 in [false, true] {
@@ -422,11 +425,28 @@ fn signed_zone_ixfr(nsec3: bool) {
         );
         (recent, recent_serial) = (now, serial);
     }
+    // A full re-sign in place (every signature new) is journaled too.
+    run_tool(&db.name, "mongodns-sign", &["-q", "resign", "--full", ZONE]);
+    until_serial_after(ours.port, serial);
+    let now = axfr(ours.port);
+    let what = format!("re-signed, nsec3 {nsec3}, seed {seed}");
+    incremental += ixfr_gives(
+        ours.port,
+        &[(first_serial, &oldest), (recent_serial, &recent)],
+        &now,
+        &what,
+    );
+    let ixfr = transfer(ours.port, &format!("IXFR={recent_serial}"));
+    let rrsigs = ixfr.iter().filter(|l| l.contains(" RRSIG ")).count();
+    assert!(
+        rrsigs >= 2 * now.iter().filter(|l| l.contains(" RRSIG ")).count(),
+        "the re-sign's IXFR removes and adds every signature ({rrsigs} RRSIG lines)"
+    );
     assert_eq!(
-        incremental, 12,
+        incremental, 14,
         "every IXFR was incremental (nsec3 {nsec3}, seed {seed})"
     );
-    assert_eq!(stat(control, "ixfr_incremental"), 12);
+    assert_eq!(stat(control, "ixfr_incremental"), 15);
     verify_signed_zone(&db.dir, ZONE, &axfr_text(ours.port, ZONE));
     drop(ours);
     block_on(db.drop_db());

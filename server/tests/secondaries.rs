@@ -8,9 +8,9 @@
 //!     ─► knotd + nsd: secondaries with refresh a day (SOA and config), so
 //!        only a NOTIFY explains an update within 2 s
 //!  each write (merge import, mongodns-zone add-record, secure-zone,
-//!  resign --full) ─► both serve the new serial ≤ 2 s after the write
-//!     ─► the import and the record update by IXFR from the journal, the
-//!        new version and the re-sign as the whole zone (ixfr_* counters)
+//!  add-record signed, resign --full) ─► both serve the new serial ≤ 2 s
+//!     after the write ─► all by IXFR from the journal but secure-zone's
+//!        new version, sent as the whole zone (ixfr_* counters)
 //!     ─► mongodns_notify_acknowledged moved ─► AXFR of all three equal
 //!        (sorted records and ldns-compare-zones)
 //!  TSIG: Knot demanding the key acknowledges the signed NOTIFY and
@@ -178,7 +178,7 @@ fn knot_and_nsd_follow_every_writer_by_notify() {
     let both = [&knot, &nsd];
     let mut serial = soa_serial(server.port, ZONE).unwrap();
     // (what, its write, journaled: the secondaries get it by IXFR).
-    let writes: [(&str, Write, bool); 4] = [
+    let writes: [(&str, Write, bool); 5] = [
         (
             "merge import",
             Box::new(|| {
@@ -207,9 +207,17 @@ fn knot_and_nsd_follow_every_writer_by_notify() {
             false,
         ),
         (
+            "signed record update",
+            Box::new(|| {
+                let args = ["add-record", ZONE, "signed", "A", "192.0.2.22"];
+                cli(&db, "mongodns-zone", &args);
+            }),
+            true,
+        ),
+        (
             "re-sign",
             Box::new(|| cli(&db, "mongodns-sign", &["-q", "resign", "--full", ZONE])),
-            false,
+            true,
         ),
     ];
     for (what, write, journaled) in &writes {
@@ -239,8 +247,8 @@ fn knot_and_nsd_follow_every_writer_by_notify() {
                 "{what}: both followed by IXFR from the journal"
             );
         } else {
-            // A new version (secure-zone) and the signer are not journaled:
-            // both secondaries asked IXFR and got the whole zone.
+            // A new version (secure-zone) is not journaled: both
+            // secondaries asked IXFR and got the whole zone.
             assert_eq!(moved, (0, 2), "{what}: the whole zone, in answer to IXFR");
         }
     }

@@ -155,7 +155,7 @@ impl Follower<'_> {
             touched.dedup();
             let gen = self
                 .store
-                .publish_in_place(self.zone, served.ver, serial, Some(&touched))
+                .publish_in_place(self.zone, served.ver, serial, Some(&touched), None)
                 .await?;
             self.ours.insert(gen);
             report.published_gen = Some(gen);

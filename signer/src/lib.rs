@@ -36,7 +36,7 @@ use backend_mongo::dnssec_store::{
     changed_owners, DnssecConfig, FullNode, KeyState, NodeChange, Nsec3Config, StoredKey,
 };
 use backend_mongo::lock::ZONE_LOCK;
-use backend_mongo::writer::LOCK_WAIT;
+use backend_mongo::writer::{NodeImages, LOCK_WAIT};
 use backend_mongo::{Collected, Name, RType, Store, StoreError, WriteMode};
 use dns::dnssec::rrset_digest;
 use dns::serial::{serial_gt, soa_serial};
@@ -790,6 +790,12 @@ pub async fn resign_version(
         return Err(SignError::NotSecured(zone.to_string()));
     }
     let keys = store.zone_keys(zone).await?;
+    // Read before the version: a writer that publishes after it makes the
+    // journal entry inexact (its generation moves).
+    let base_gen = match publish {
+        true => store.find_zone(zone).await?.map(|z| z.gen),
+        false => None,
+    };
     let current = store.read_version(zone, ver).await?;
     let nodes = current.len() as u64;
     let mut opts = sign_options(config.nsec3.clone(), validity, threads, full);
@@ -845,13 +851,17 @@ pub async fn resign_version(
     let mut published_gen = None;
     if !changes.is_empty() {
         progress.phase("writing", written);
+        let mut images = base_gen.map(|g| NodeImages::new(zone, ver, g));
+        if let Some(images) = images.as_mut() {
+            images.capture_changes(store, &changes).await?;
+        }
         store.apply_changes(zone, ver, &changes).await?;
         progress.set(written);
         if publish {
             let owners = changed_owners(zone, &changes);
             published_gen = Some(
                 store
-                    .publish_in_place(zone, ver, serial, Some(&owners))
+                    .publish_in_place(zone, ver, serial, Some(&owners), images.as_ref())
                     .await?,
             );
         }

@@ -202,10 +202,17 @@ impl ZoneEdit {
         let Some(to_soa) = self.apex_soa().await? else {
             return Ok(());
         };
+        // A merge that began meanwhile may have written batches before
+        // this publish (it lists itself before its first write).
+        let now = self
+            .store
+            .zones
+            .find_one(doc! {"_id": self.served.apex.to_string()})
+            .await?;
         let entry = JournalEntry {
             gen,
             base_gen: self.served.gen,
-            exact: self.serial_gen == Some(self.served.gen),
+            exact: self.serial_gen == Some(self.served.gen) && !super::merge_live(now.as_ref()),
             from_soa,
             to_soa,
             removed,
@@ -383,8 +390,10 @@ impl Store {
                 .await?;
         }
         if secured {
-            let mut images = NodeImages::new(zone, ver);
-            images.capture_names(self, &touched).await?;
+            let mut images = NodeImages::new(zone, ver, edit.served.gen);
+            let edited = changed.iter().map(|p| p.edit.name().clone());
+            let imaged: Vec<Name> = touched.iter().cloned().chain(edited).collect();
+            images.capture_names(self, &imaged).await?;
             edit.images = Some(images);
             edit.soa_before = self.apex_soa_record(zone, ver).await?;
         } else {

@@ -270,10 +270,9 @@ impl Store {
             let changed = Some(Vec::new());
             let mut writer =
                 ZoneWriter::new(self, zone, info.ver, mode, served.clone(), key, changed);
-            if !publish::is_secured(&current) {
-                self.begin_merge_journal(&mut writer, current.as_ref(), info)
-                    .await?;
-            }
+            let journaled = !publish::is_secured(&current);
+            self.begin_merge_journal(&mut writer, current.as_ref(), info, journaled)
+                .await?;
             return Ok((writer, done));
         }
         let pending = current.as_ref().and_then(|d| int_field(d, "pending_ver"));
@@ -325,21 +324,33 @@ impl Store {
     }
 }
 
+/// True when a merge into the zone (document `zone_doc`) is live: while
+/// it writes, no journal entry is exact and the serial is not tied to a
+/// generation (merge_journal.rs).
+pub fn merge_live(zone_doc: Option<&Document>) -> bool {
+    merge_journal::other_merge_live(zone_doc, None)
+}
+
 impl Store {
-    /// A merge into an unsigned zone keeps a journal (a signed zone's
-    /// signer writes RRSIGs and chain records the merge does not see) and
-    /// lists itself as live, which keeps everyone else's entries inexact.
+    /// A merge lists itself as live, which keeps everyone else's entries
+    /// inexact while it writes. Into an unsigned zone (`journaled`) it also
+    /// keeps a journal (a signed zone's signer writes RRSIGs and chain
+    /// records the merge does not see).
     async fn begin_merge_journal(
         &self,
         writer: &mut ZoneWriter,
         zone_doc: Option<&Document>,
         info: &ZoneInfo,
+        journaled: bool,
     ) -> Result<(), StoreError> {
         let id = merge_journal::merge_id();
-        let serial_gen = zone_doc.and_then(|d| int_field(d, SERIAL_GEN));
-        let alone = !merge_journal::other_merge_live(zone_doc, None);
-        let soa = self.apex_soa_record(&info.apex, info.ver).await?;
-        let journal = MergeJournal::new(info.gen, serial_gen.filter(|_| alone), soa);
+        if journaled {
+            let serial_gen = zone_doc.and_then(|d| int_field(d, SERIAL_GEN));
+            let alone = !merge_journal::other_merge_live(zone_doc, None);
+            let soa = self.apex_soa_record(&info.apex, info.ver).await?;
+            let journal = MergeJournal::new(info.gen, serial_gen.filter(|_| alone), soa);
+            *writer.journal.lock().unwrap_or_else(|p| p.into_inner()) = Some(journal);
+        }
         self.zones
             .update_one(
                 doc! {"_id": info.apex.to_string()},
@@ -349,7 +360,6 @@ impl Store {
                 },
             )
             .await?;
-        *writer.journal.lock().unwrap_or_else(|p| p.into_inner()) = Some(journal);
         writer.merge_id = Some(id);
         Ok(())
     }

@@ -17,12 +17,15 @@
 //! (the edit's records, then the signer's signatures and chain) compose
 //! into one difference.
 
+use super::merge_journal::other_merge_live;
+use super::SERIAL_GEN;
 use crate::dnssec_store::{nsec3_node_id, FullNode, NodeChange};
-use crate::schema::node_id;
+use crate::schema::{int_field, node_id};
 use crate::store::{Store, StoreError};
 use crate::{Name, RType};
-use dns::journal::JournalRecord;
+use dns::journal::{JournalEntry, JournalRecord};
 use futures::future::try_join_all;
+use mongodb::bson::Document;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Most nodes imaged for one change; a larger one is not journaled (a
@@ -38,16 +41,19 @@ const READS_AT_ONCE: usize = 32;
 pub struct NodeImages {
     zone: Name,
     ver: i64,
+    base_gen: i64,
     before: BTreeMap<String, Option<FullNode>>,
     overflow: bool,
 }
 
 impl NodeImages {
-    /// Images of nodes of version `ver` of `zone`, none taken yet.
-    pub fn new(zone: &Name, ver: i64) -> Self {
+    /// Images of nodes of version `ver` of `zone`, none taken yet, for a
+    /// change made on the zone as published at generation `base_gen`.
+    pub fn new(zone: &Name, ver: i64, base_gen: i64) -> Self {
         NodeImages {
             zone: zone.clone(),
             ver,
+            base_gen,
             before: BTreeMap::new(),
             overflow: false,
         }
@@ -56,6 +62,20 @@ impl NodeImages {
     /// The version imaged.
     pub fn ver(&self) -> i64 {
         self.ver
+    }
+
+    /// The apex SOA before the change, when the apex was imaged.
+    pub fn soa_before(&self) -> Option<JournalRecord> {
+        let apex = self
+            .before
+            .get(&node_id(&self.zone, self.ver, &self.zone))?;
+        let soa = apex.as_ref()?.get(RType::SOA)?;
+        Some(JournalRecord {
+            owner: self.zone.clone(),
+            rtype: RType::SOA,
+            ttl: soa.rrset.ttl,
+            rdata: soa.rrset.rdata.first()?.clone(),
+        })
     }
 
     /// Takes the before-images of the ordinary nodes `names` not imaged yet.
@@ -128,6 +148,43 @@ impl NodeImages {
             added.extend(new.difference(&old).cloned());
         }
         Ok(Some((removed, added)))
+    }
+}
+
+impl Store {
+    /// Journals a change a signer made in place and published at `gen`
+    /// (under the zone lock; `current` the zone document read before the
+    /// publish): exact when the serial was set at the images' base
+    /// generation, nobody published since, and no merge is live.
+    pub(crate) async fn journal_in_place(
+        &self,
+        images: &NodeImages,
+        current: Option<&Document>,
+        gen: i64,
+    ) -> Result<(), StoreError> {
+        let zone = &images.zone;
+        let field = |k: &str| current.and_then(|d| int_field(d, k));
+        let exact = field(SERIAL_GEN) == Some(images.base_gen)
+            && field("gen") == Some(images.base_gen)
+            && !other_merge_live(current, None);
+        let (Some((removed, added)), Some(from_soa)) =
+            (images.diff(self).await?, images.soa_before())
+        else {
+            return Ok(());
+        };
+        let Some(to_soa) = self.apex_soa_record(zone, images.ver).await? else {
+            return Ok(());
+        };
+        let entry = JournalEntry {
+            gen,
+            base_gen: images.base_gen,
+            exact,
+            from_soa,
+            to_soa,
+            removed,
+            added,
+        };
+        self.append_journal(zone, &entry).await
     }
 }
 

@@ -9,8 +9,8 @@
 //!     ─► solve_additional ─► dnssec::sign_additional (DO=1)
 //!     ─► render (render.rs) ─► packet cache (cached.rs)
 //!  AXFR/IXFR over TCP take their own path: admit.rs, then transfer.rs;
-//!  IXFR over UDP too (before TSIG, which admit.rs checks with the client's
-//!  address): admit.rs, then udp_ixfr.rs
+//!  IXFR over UDP too, from the cache miss (never cached) or the TSIG path
+//!  (admit.rs checks the TSIG with the client's address): udp_ixfr.rs
 //!  UPDATE (opcode 5) is not answered here: crate::update applies it
 //!  A storage fault, malformed stored data (never a panic) or a timeout
 //!  anywhere becomes SERVFAIL, or a stale reply (failure.rs); NXDOMAIN,
@@ -35,11 +35,11 @@ use crate::cache::{Counters, PacketCache, PacketKey, ZoneRegistry};
 use crate::frontend::{TcpPeer, TcpReply};
 use crate::ratelog::RateLimited;
 use crate::tsig;
-use crate::wire::{parse_query, question_type, Query, Rcode, CLASS_ANY, CLASS_IN};
+use crate::wire::{parse_query, Query, Rcode, CLASS_ANY, CLASS_IN};
 use backend_mongo::{RType, StoreError, ZoneInfo};
 use cached::Cached;
 use failure::{FailureRecheck, FAULT_LOG_PERIOD};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -239,15 +239,15 @@ impl<B: Backend> Responder<B> {
         if crate::update::is_update(packet) {
             return self.update(packet, peer).await;
         }
-        if transport == Transport::Udp && question_type(packet) == Some(RType::IXFR) {
-            return self.ixfr_udp_reply(packet, peer.map(|p| p.ip())).await;
-        }
-        if let Some(signed) = self.respond_signed(packet, transport).await {
+        let peer = peer.map(|p| p.ip());
+        if let Some(signed) = self.respond_signed(packet, transport, peer).await {
             return signed;
         }
+        // An IXFR is never cached: it misses, and respond_uncached sends it
+        // to udp_ixfr.rs (no extra walk of every query's question here).
         match self.lookup_cached(packet, transport) {
             Cached::Hit(reply) => Some(reply),
-            Cached::Miss(key) => self.respond_uncached(packet, transport, key).await,
+            Cached::Miss(key) => self.respond_uncached(packet, transport, key, peer).await,
         }
     }
 
@@ -268,6 +268,7 @@ impl<B: Backend> Responder<B> {
         packet: &[u8],
         transport: Transport,
         key: Option<PacketKey>,
+        peer: Option<IpAddr>,
     ) -> Option<Vec<u8>> {
         if let Some(counters) = &self.counters {
             counters.pipeline_queries.fetch_add(1, Ordering::Relaxed);
@@ -277,8 +278,8 @@ impl<B: Backend> Responder<B> {
             Err(reply) => return reply,
         };
         if query.qtype == RType::IXFR {
-            // Not seen as one before (respond_peer): the client is unknown.
-            return self.ixfr_udp_reply(packet, None).await;
+            // Over UDP (over TCP the front end sends it to the transfer).
+            return self.ixfr_udp_reply(packet, peer).await;
         }
         let stale_before = self.stale_nodes();
         let solved = tokio::time::timeout(self.config.query_timeout, self.solve(&query)).await;

@@ -16,6 +16,8 @@ use super::{render, Responder, Transport};
 use crate::backend::Backend;
 use crate::tsig;
 use crate::wire::{parse_query, Query, Rcode};
+use backend_mongo::RType;
+use std::net::IpAddr;
 
 impl<B: Backend> Responder<B> {
     /// A query with a TSIG record (RFC 8945): verified, answered as the
@@ -27,6 +29,7 @@ impl<B: Backend> Responder<B> {
         &self,
         packet: &[u8],
         transport: Transport,
+        peer: Option<IpAddr>,
     ) -> Option<Option<Vec<u8>>> {
         let config = &self.config;
         if !tsig::has_tsig(packet) {
@@ -37,8 +40,15 @@ impl<B: Backend> Responder<B> {
         let max_udp = config.max_udp_size;
         let Ok(query) = parse_query(&unsigned) else {
             // Not a query we can answer: the error reply, unsigned.
-            return Some(self.respond_uncached(&unsigned, transport, None).await);
+            return Some(
+                self.respond_uncached(&unsigned, transport, None, peer)
+                    .await,
+            );
         };
+        if query.qtype == RType::IXFR && transport == Transport::Udp {
+            // udp_ixfr.rs verifies the TSIG and signs its reply itself.
+            return Some(self.ixfr_udp_reply(packet, peer).await);
+        }
         // Keys are scoped to zones; the client's address is not known here,
         // so a key limited to address blocks does not apply (tsig/key.rs).
         let scope = tsig::Scope {

@@ -15,7 +15,7 @@ pub mod query;
 pub mod walk;
 pub mod writer;
 
-pub use query::{parse_query, question_type, Edns, Query, QueryError};
+pub use query::{parse_query, Edns, Query, QueryError};
 pub use walk::read_name;
 pub use writer::{MessageWriter, Section};
 

@@ -178,19 +178,6 @@ pub fn parse_query(packet: &[u8]) -> Result<Query, QueryError> {
     })
 }
 
-/// The QTYPE of a query with one question, read without parsing the rest
-/// (`None`: a reply, another opcode, or no readable question); for routing
-/// a message before [`parse_query`] judges it.
-pub fn question_type(packet: &[u8]) -> Option<RType> {
-    let flags = u16_at(packet, 2)?;
-    let opcode = (flags >> 11) & 0xF;
-    if flags & super::flags::QR != 0 || opcode != 0 || u16_at(packet, 4)? != 1 {
-        return None;
-    }
-    let end = name_end(packet, HEADER_LEN)?;
-    u16_at(packet, end).map(RType)
-}
-
 /// True when OPT rdata is a sequence of whole options (code, length, data),
 /// as RFC 6891 §6.1.2 lays them out; an option whose length runs past the
 /// rdata is a malformed query.
@@ -340,10 +327,6 @@ mod tests {
         let q = parse_query(&p).unwrap();
         assert_eq!(q.qtype, RType::IXFR);
         assert_eq!(q.ixfr_serial, Some(2024));
-        assert_eq!(question_type(&p), Some(RType::IXFR));
-        p[2] |= 0x80; // a reply: not routed as a query
-        assert_eq!(question_type(&p), None);
-        assert_eq!(question_type(&p[..14]), None);
         // A plain query has none.
         let q = parse_query(&query(b"\x00", 1, &[], 0)).unwrap();
         assert_eq!(q.ixfr_serial, None);
