@@ -532,6 +532,37 @@ impl Store {
         Ok(out)
     }
 
+    /// Versions `a` and `b` of `zone`, in one read: `None` when either
+    /// holds more than `max` nodes.
+    pub async fn read_versions_upto(
+        &self,
+        zone: &Name,
+        (a, b): (i64, i64),
+        max: usize,
+    ) -> Result<Option<(Vec<FullNode>, Vec<FullNode>)>, StoreError> {
+        let limit = i64::try_from(2 * max + 2).unwrap_or(i64::MAX);
+        let mut cursor = self
+            .nodes
+            .find(doc! {"zone": zone.to_string(), "ver": {"$in": [a, b]}})
+            .projection(doc! {"zone": 0, "ck": 0})
+            .limit(limit)
+            .batch_size(1000)
+            .await?;
+        let (mut first, mut second) = (Vec::new(), Vec::new());
+        while let Some(d) = cursor.try_next().await? {
+            let ver = int_field(&d, "ver");
+            let node = full_node_from_doc(&d)?;
+            match ver == Some(a) {
+                true => first.push(node),
+                false => second.push(node),
+            }
+            if first.len() > max || second.len() > max {
+                return Ok(None);
+            }
+        }
+        Ok(Some((first, second)))
+    }
+
     /// One ordinary node of version `ver` with signatures and denial key.
     pub async fn read_full_node(
         &self,

@@ -10,7 +10,8 @@
 //!     ─► applied to the old zone == AXFR now;  and IXFR=<the last
 //!     serial seen> ─► applied to that zone == AXFR now
 //!  a merge import (journaled) ─► IXFR=S and IXFR=<before it> applied == AXFR
-//!  a replace import (no journal) ─► IXFR=S ─► the whole zone, == AXFR
+//!  a replace import of the small zone (its diff journaled) ─► IXFR=S
+//!     applied == AXFR; IXFR from a serial it never had ─► the whole zone
 //!  secured (NSEC, NSEC3): signed edits and resign --full, journaled with
 //!     their RRSIGs and chain ─► IXFR applied == AXFR, which verifies
 //!  Knot (testkit Secondary, refresh a day) told by --notify ─► three edits
@@ -181,20 +182,33 @@ fn ixfr_applied_to_the_old_zone_gives_the_new_one() {
     }
     assert_eq!(stat(control, "ixfr_incremental"), 26);
 
-    // A writer that keeps no journal (a replace): IXFR from before it is
-    // the whole zone.
+    // A replace of a small zone is journaled as its difference from the
+    // version it replaced.
     block_on(async {
         let text = format!("{ZONE_TEXT}r IN A 192.0.2.78\n");
         db.import(ZONE, &text, true).await;
     });
     serial = until_serial_after(ours.port, serial);
-    let ixfr = transfer(ours.port, &format!("IXFR={first_serial}"));
+    let now = axfr(ours.port);
+    assert_eq!(
+        ixfr_gives(
+            ours.port,
+            &[(first_serial, &oldest)],
+            &now,
+            "over a replace"
+        ),
+        1,
+        "a small replace is journaled"
+    );
+    assert_eq!(stat(control, "ixfr_incremental"), 27);
+    // A serial the zone never had (older than its history): the whole zone.
+    let ixfr = transfer(ours.port, &format!("IXFR={}", first_serial.wrapping_sub(7)));
     let mut zone = oldest.clone();
     assert!(
         !apply_ixfr(&mut zone, &ixfr),
-        "past a replace the whole zone is sent"
+        "from a serial the journal does not reach, the whole zone is sent"
     );
-    assert_eq!(zone, axfr(ours.port));
+    assert_eq!(zone, now);
     assert_eq!(stat(control, "ixfr_full"), 1);
     // After it, edits are journaled from the import's serial again.
     let before = axfr(ours.port);
@@ -369,8 +383,8 @@ fn while_a_merge_is_live_other_writers_entries_are_not_exact() {
     block_on(db.drop_db());
 }
 
-/// A secured zone (NSEC, then NSEC3): signed record edits and a full
-/// re-sign are journaled with their signatures and chain changes, so an
+/// A secured zone (NSEC, then NSEC3): signed record edits, a full
+/// re-sign and a replace are journaled with their signatures and chain changes, so an
 /// IXFR from the serial after `secure-zone` (and from the last one seen)
 /// applied to the zone held there gives the zone as it is now, which
 /// verifies.
@@ -442,11 +456,22 @@ fn signed_zone_ixfr(nsec3: bool) {
         rrsigs >= 2 * now.iter().filter(|l| l.contains(" RRSIG ")).count(),
         "the re-sign's IXFR removes and adds every signature ({rrsigs} RRSIG lines)"
     );
+    // A replace of the secured zone (signed before its switch) is
+    // journaled as its difference too.
+    let serial = serial_of(&transfer(ours.port, "SOA")[0]);
+    block_on(async {
+        let text = format!("{ZONE_TEXT}r IN A 192.0.2.78\n");
+        db.import(ZONE, &text, true).await;
+    });
+    until_serial_after(ours.port, serial);
+    let now = axfr(ours.port);
+    let what = format!("replaced, nsec3 {nsec3}, seed {seed}");
+    incremental += ixfr_gives(ours.port, &[(first_serial, &oldest)], &now, &what);
     assert_eq!(
-        incremental, 14,
+        incremental, 15,
         "every IXFR was incremental (nsec3 {nsec3}, seed {seed})"
     );
-    assert_eq!(stat(control, "ixfr_incremental"), 15);
+    assert_eq!(stat(control, "ixfr_incremental"), 16);
     verify_signed_zone(&db.dir, ZONE, &axfr_text(ours.port, ZONE));
     drop(ours);
     block_on(db.drop_db());

@@ -43,6 +43,7 @@ mod merge_journal;
 mod meta;
 mod node_images;
 mod publish;
+mod replace_diff;
 mod settings;
 mod zones;
 
@@ -55,6 +56,7 @@ pub use edit::{EditSummary, ZoneEdit};
 pub use journal::{JOURNAL, JOURNAL_KEPT, JOURNAL_MAX_AGE, MAX_JOURNAL_RECORDS, SERIAL_GEN};
 pub use merge_journal::MERGE_LEASE;
 pub use node_images::{node_records, NodeImages, MAX_IMAGED_NODES};
+pub use replace_diff::REPLACE_DIFF_WAIT;
 pub use settings::{ZoneSettings, ZONE_SETTINGS};
 pub use zones::ZoneContent;
 
@@ -146,8 +148,11 @@ pub struct ZoneWriter {
     /// `Merge` into an unsigned zone: what was removed and added since the
     /// serial last moved, for the IXFR journal (merge_journal.rs).
     journal: Mutex<Option<MergeJournal>>,
-    /// Its listing in the zone document's `merging` (with a journal only).
+    /// Its listing in the zone document's `merging`.
     merge_id: Option<String>,
+    /// `Replace`: the difference from the version it replaces, for the
+    /// journal (replace_diff.rs).
+    replace_diff: Mutex<Option<replace_diff::ReplaceDiff>>,
 }
 
 /// The `resume` field of a zone document: `{key, ver, done}`, when it
@@ -193,6 +198,7 @@ impl ZoneWriter {
             moved_gen: Mutex::new(None),
             journal: Mutex::new(None),
             merge_id: None,
+            replace_diff: Mutex::new(None),
         }
     }
 

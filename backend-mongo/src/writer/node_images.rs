@@ -69,13 +69,7 @@ impl NodeImages {
         let apex = self
             .before
             .get(&node_id(&self.zone, self.ver, &self.zone))?;
-        let soa = apex.as_ref()?.get(RType::SOA)?;
-        Some(JournalRecord {
-            owner: self.zone.clone(),
-            rtype: RType::SOA,
-            ttl: soa.rrset.ttl,
-            rdata: soa.rrset.rdata.first()?.clone(),
-        })
+        soa_record(apex.as_ref()?)
     }
 
     /// Takes the before-images of the ordinary nodes `names` not imaged yet.
@@ -195,6 +189,17 @@ async fn read_nodes(store: &Store, ids: &[String]) -> Result<Vec<Option<FullNode
         out.extend(try_join_all(chunk.iter().map(|id| store.read_full_node_by_id(id))).await?);
     }
     Ok(out)
+}
+
+/// The SOA of `node` (an apex) as a journal record.
+pub(super) fn soa_record(node: &FullNode) -> Option<JournalRecord> {
+    let soa = node.get(RType::SOA)?;
+    Some(JournalRecord {
+        owner: node.name.clone(),
+        rtype: RType::SOA,
+        ttl: soa.rrset.ttl,
+        rdata: soa.rrset.rdata.first()?.clone(),
+    })
 }
 
 /// Every record of `node` as a transfer sends it: the apex SOA left out

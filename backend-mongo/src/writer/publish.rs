@@ -228,6 +228,10 @@ impl ZoneWriter {
     /// [`Store::collect_old_versions`], or a later write does.
     pub async fn switch(self) -> Result<Switched, StoreError> {
         self.settle().await?;
+        if self.mode == WriteMode::Replace {
+            let diff = self.diff_replaced().await;
+            *self.replace_diff.lock().unwrap_or_else(|p| p.into_inner()) = diff;
+        }
         let lock = self
             .store
             .lock(ZONE_LOCK, &self.zone, "switch", LOCK_WAIT)
@@ -380,6 +384,14 @@ impl ZoneWriter {
         let gen_before = current.as_ref().and_then(|d| int_field(d, "gen"));
         self.journal_merge(ver, gen_before.unwrap_or(0), gen, before != Some(serial))
             .await;
+        let diff = self
+            .replace_diff
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(diff) = diff.filter(|_| switching) {
+            self.journal_replace(diff, current.as_ref(), gen, ver).await;
+        }
         Ok(Published {
             serial,
             gen,
