@@ -9,6 +9,7 @@
 //! ```
 
 use backend_mongo::lock::SIGN_LEASE;
+use backend_mongo::writer::NodeImages;
 use backend_mongo::{
     BaselineWriter, Name, NodeWrite, RRset, RType, Store, StoreError, WriteMode, WriteStats,
     ZoneContent, ZoneInfo, ZoneWriter,
@@ -592,7 +593,17 @@ pub async fn import_file_with(
             .map_err(signing_failed)?;
         if lease.is_some() {
             match signer::merge::MergeSigner::new(store, &options.zone, writer.ver()).await {
-                Ok(s) => merge_signer = s,
+                Ok(s) => {
+                    // Before-images of what it signs, for the journal.
+                    merge_signer = s.map(|mut s| {
+                        s.keep_images(Some(NodeImages::new(
+                            &options.zone,
+                            writer.ver(),
+                            start_gen,
+                        )));
+                        s
+                    })
+                }
                 // The version began into was switched away and deleted
                 // meanwhile: write unsigned (the merge follows the switch)
                 // and sign what was written at the end, as below.
@@ -711,6 +722,7 @@ pub async fn import_file_with(
             .await
             .map_err(signing_failed)?;
         writer.note_signed(std::iter::once(&options.zone));
+        writer.keep_signed_images(signer.take_images());
     }
     let unsigned_since = (merge_signer.is_none() && writer.mode() == WriteMode::Merge)
         // A resumed run skipped records a killed one wrote unsigned, before

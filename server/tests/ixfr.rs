@@ -12,7 +12,8 @@
 //!  a merge import (journaled) ─► IXFR=S and IXFR=<before it> applied == AXFR
 //!  a replace import of the small zone (its diff journaled) ─► IXFR=S
 //!     applied == AXFR; IXFR from a serial it never had ─► the whole zone
-//!  secured (NSEC, NSEC3): signed edits and resign --full, journaled with
+//!  secured (NSEC, NSEC3): signed edits, resign --full, a replace and a
+//!     merge import, journaled with
 //!     their RRSIGs and chain ─► IXFR applied == AXFR, which verifies
 //!  Knot (testkit Secondary, refresh a day) told by --notify ─► three edits
 //!     ─► each served, its log says IXFR; NSD (testkit Secondary) the
@@ -384,7 +385,7 @@ fn while_a_merge_is_live_other_writers_entries_are_not_exact() {
 }
 
 /// A secured zone (NSEC, then NSEC3): signed record edits, a full
-/// re-sign and a replace are journaled with their signatures and chain changes, so an
+/// re-sign, a replace and a merge import are journaled with their signatures and chain changes, so an
 /// IXFR from the serial after `secure-zone` (and from the last one seen)
 /// applied to the zone held there gives the zone as it is now, which
 /// verifies.
@@ -467,11 +468,34 @@ fn signed_zone_ixfr(nsec3: bool) {
     let now = axfr(ours.port);
     let what = format!("replaced, nsec3 {nsec3}, seed {seed}");
     incremental += ixfr_gives(ours.port, &[(first_serial, &oldest)], &now, &what);
+    // A merge import into the secured zone (signed batch by batch) is
+    // journaled from its signer's node images.
+    let serial = serial_of(&transfer(ours.port, "SOA")[0]);
+    let before_merge = axfr(ours.port);
+    block_on(async {
+        let more = "$ORIGIN ixfr.test.\n$TTL 300\nm IN A 192.0.2.77\n\
+                    a 120 IN A 192.0.2.2\nx.ent.m IN TXT \"deep\"\n";
+        db.import(ZONE, more, false).await;
+    });
+    let merged = until_serial_after(ours.port, serial);
+    let now = axfr(ours.port);
+    let what = format!("merged, nsec3 {nsec3}, seed {seed}");
+    incremental += ixfr_gives(
+        ours.port,
+        &[(first_serial, &oldest), (serial, &before_merge)],
+        &now,
+        &what,
+    );
     assert_eq!(
-        incremental, 15,
+        serial_of(&transfer(ours.port, "SOA")[0]),
+        merged,
+        "one serial for the signed merge"
+    );
+    assert_eq!(
+        incremental, 17,
         "every IXFR was incremental (nsec3 {nsec3}, seed {seed})"
     );
-    assert_eq!(stat(control, "ixfr_incremental"), 16);
+    assert_eq!(stat(control, "ixfr_incremental"), 18);
     verify_signed_zone(&db.dir, ZONE, &axfr_text(ours.port, ZONE));
     drop(ours);
     block_on(db.drop_db());

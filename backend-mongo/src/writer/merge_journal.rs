@@ -77,6 +77,9 @@ pub(super) struct MergeJournal {
     overflow: bool,
     removed: Vec<JournalRecord>,
     added: Vec<JournalRecord>,
+    /// A merge into a secured zone: its signer's node images give the
+    /// records ([`MergeJournal::fill`]); a write outside them spoils it.
+    pub(super) imaged: bool,
 }
 
 impl MergeJournal {
@@ -91,11 +94,36 @@ impl MergeJournal {
             overflow: false,
             removed: Vec::new(),
             added: Vec::new(),
+            imaged: false,
+        }
+    }
+
+    /// The same, its records to come from node images (secured zones).
+    pub(super) fn imaged(
+        gen: i64,
+        serial_gen: Option<i64>,
+        from_soa: Option<JournalRecord>,
+    ) -> Self {
+        MergeJournal {
+            imaged: true,
+            ..MergeJournal::new(gen, serial_gen, from_soa)
+        }
+    }
+
+    /// An imaged journal's records, from the images' difference (`None`:
+    /// no images, or too many nodes).
+    pub(super) fn fill(&mut self, diff: Option<(Vec<JournalRecord>, Vec<JournalRecord>)>) {
+        match diff {
+            Some((removed, added)) => self.note(removed, added),
+            None => self.spoil(),
         }
     }
 
     /// Notes one name's change: `before` as stored, `written` as merged in.
     pub(super) fn note_merge(&mut self, node: &NodeWrite, before: &[RRset]) {
+        if self.imaged {
+            return self.spoil();
+        }
         let after = merged(before, &node.rrsets);
         let (removed, added) = record_changes(&node.name, before, &after);
         self.note(removed, added);
@@ -103,6 +131,9 @@ impl MergeJournal {
 
     /// Notes a name that did not exist: all its records are new.
     pub(super) fn note_insert(&mut self, node: &NodeWrite) {
+        if self.imaged {
+            return self.spoil();
+        }
         let (removed, added) = record_changes(&node.name, &[], &node.rrsets);
         self.note(removed, added);
     }
@@ -155,7 +186,9 @@ impl MergeJournal {
             }),
             _ => None,
         };
+        let imaged = self.imaged;
         *self = MergeJournal::new(gen, Some(gen), Some(to_soa));
+        self.imaged = imaged;
         entry
     }
 }

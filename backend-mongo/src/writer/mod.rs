@@ -153,6 +153,9 @@ pub struct ZoneWriter {
     /// `Replace`: the difference from the version it replaces, for the
     /// journal (replace_diff.rs).
     replace_diff: Mutex<Option<replace_diff::ReplaceDiff>>,
+    /// `Merge` into a secured zone: the signer's before-images of what it
+    /// wrote, for the journal ([`ZoneWriter::keep_signed_images`]).
+    images: Mutex<Option<NodeImages>>,
 }
 
 /// The `resume` field of a zone document: `{key, ver, done}`, when it
@@ -199,7 +202,16 @@ impl ZoneWriter {
             journal: Mutex::new(None),
             merge_id: None,
             replace_diff: Mutex::new(None),
+            images: Mutex::new(None),
         }
+    }
+
+    /// A signed merge into a secured zone: `images` holds the before-image
+    /// of every node its signer wrote (records, chain, the apex SOA); the
+    /// publish that moves the serial journals their difference. `None`
+    /// (the signer changed version, or gave up its lease): not journaled.
+    pub fn keep_signed_images(&self, images: Option<NodeImages>) {
+        *self.images.lock().unwrap_or_else(|p| p.into_inner()) = images;
     }
 
     /// Runs `f` on the merge journal, when this writer keeps one.
@@ -276,8 +288,8 @@ impl Store {
             let changed = Some(Vec::new());
             let mut writer =
                 ZoneWriter::new(self, zone, info.ver, mode, served.clone(), key, changed);
-            let journaled = !publish::is_secured(&current);
-            self.begin_merge_journal(&mut writer, current.as_ref(), info, journaled)
+            let secured = publish::is_secured(&current);
+            self.begin_merge_journal(&mut writer, current.as_ref(), info, secured)
                 .await?;
             return Ok((writer, done));
         }
@@ -339,24 +351,27 @@ pub fn merge_live(zone_doc: Option<&Document>) -> bool {
 
 impl Store {
     /// A merge lists itself as live, which keeps everyone else's entries
-    /// inexact while it writes. Into an unsigned zone (`journaled`) it also
-    /// keeps a journal (a signed zone's signer writes RRSIGs and chain
-    /// records the merge does not see).
+    /// inexact while it writes, and keeps a journal: of what it writes in
+    /// an unsigned zone; in a `secured` one, of its signer's node images
+    /// (the signer writes RRSIGs and chain records the merge does not see).
     async fn begin_merge_journal(
         &self,
         writer: &mut ZoneWriter,
         zone_doc: Option<&Document>,
         info: &ZoneInfo,
-        journaled: bool,
+        secured: bool,
     ) -> Result<(), StoreError> {
         let id = merge_journal::merge_id();
-        if journaled {
-            let serial_gen = zone_doc.and_then(|d| int_field(d, SERIAL_GEN));
-            let alone = !merge_journal::other_merge_live(zone_doc, None);
-            let soa = self.apex_soa_record(&info.apex, info.ver).await?;
-            let journal = MergeJournal::new(info.gen, serial_gen.filter(|_| alone), soa);
-            *writer.journal.lock().unwrap_or_else(|p| p.into_inner()) = Some(journal);
-        }
+        let alone = !merge_journal::other_merge_live(zone_doc, None);
+        let serial_gen = zone_doc
+            .and_then(|d| int_field(d, SERIAL_GEN))
+            .filter(|_| alone);
+        let soa = self.apex_soa_record(&info.apex, info.ver).await?;
+        let journal = match secured {
+            false => MergeJournal::new(info.gen, serial_gen, soa),
+            true => MergeJournal::imaged(info.gen, serial_gen, soa),
+        };
+        *writer.journal.lock().unwrap_or_else(|p| p.into_inner()) = Some(journal);
         self.zones
             .update_one(
                 doc! {"_id": info.apex.to_string()},
@@ -459,8 +474,14 @@ impl ZoneWriter {
     /// Journals names about to be merged: their before-images are read
     /// (under the merge lock, so this writer's own updates do not race).
     async fn journal_merges(&self, ver: i64, nodes: &[&NodeWrite]) -> Result<(), StoreError> {
-        if self.with_journal(|_| ()).is_none() {
-            return Ok(());
+        match self.with_journal(|j| j.imaged) {
+            None => return Ok(()),
+            // Written outside the signer's images: spoiled, nothing to read.
+            Some(true) => {
+                self.with_journal(MergeJournal::spoil);
+                return Ok(());
+            }
+            Some(false) => {}
         }
         let reads = nodes
             .iter()

@@ -116,7 +116,11 @@ impl ZoneWriter {
             .await?;
         let r = async {
             match self.served_ver().await? {
-                Some((v, _)) if v == self.ver() => self.publish_gen().await.map(|_| None),
+                Some((v, before)) if v == self.ver() => {
+                    let gen = self.publish_gen().await?;
+                    self.with_journal(|j| j.published(before, gen));
+                    Ok(None)
+                }
                 Some((v, gen)) => {
                     *self.moved_gen.lock().unwrap_or_else(|p| p.into_inner()) = Some(gen);
                     self.ver.store(v, std::sync::atomic::Ordering::SeqCst);
@@ -413,6 +417,14 @@ impl ZoneWriter {
             return;
         }
         let r = async {
+            if self.with_journal(|j| j.imaged) == Some(true) {
+                let images = self.images.lock().unwrap_or_else(|p| p.into_inner()).take();
+                let diff = match images.filter(|i| i.ver() == ver) {
+                    Some(images) => images.diff(&self.store).await?,
+                    None => None,
+                };
+                self.with_journal(|j| j.fill(diff));
+            }
             let Some(to_soa) = self.store.apex_soa_record(&self.zone, ver).await? else {
                 self.with_journal(MergeJournal::spoil);
                 return Ok(());
