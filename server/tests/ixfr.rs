@@ -12,8 +12,8 @@
 //!  a merge import (journaled) ─► IXFR=S and IXFR=<before it> applied == AXFR
 //!  a replace import of the small zone (its diff journaled) ─► IXFR=S
 //!     applied == AXFR; IXFR from a serial it never had ─► the whole zone
-//!  secured (NSEC, NSEC3): signed edits, resign --full, a replace and a
-//!     merge import, journaled with
+//!  secured (NSEC, NSEC3): secure-zone, signed edits, resign --full, a
+//!     replace and a merge import, journaled with
 //!     their RRSIGs and chain ─► IXFR applied == AXFR, which verifies
 //!  Knot (testkit Secondary, refresh a day) told by --notify ─► three edits
 //!     ─► each served, its log says IXFR; NSD (testkit Secondary) the
@@ -384,8 +384,9 @@ fn while_a_merge_is_live_other_writers_entries_are_not_exact() {
     block_on(db.drop_db());
 }
 
-/// A secured zone (NSEC, then NSEC3): signed record edits, a full
-/// re-sign, a replace and a merge import are journaled with their signatures and chain changes, so an
+/// A secured zone (NSEC, then NSEC3): `secure-zone` of the small zone,
+/// signed record edits, a full re-sign, a replace and a merge import are
+/// journaled with their signatures and chain changes, so an
 /// IXFR from the serial after `secure-zone` (and from the last one seen)
 /// applied to the zone held there gives the zone as it is now, which
 /// verifies.
@@ -407,6 +408,7 @@ fn signed_zone_ixfr(nsec3: bool) {
     });
     let (ours, control) = start_with_control(&db.name, &["--axfr-allow", "127.0.0.1/32"]);
     let mut serial = serial_of(&transfer(ours.port, "SOA")[0]);
+    let (unsigned, unsigned_serial) = (axfr(ours.port), serial);
     let args: &[&str] = match nsec3 {
         true => &["-q", "secure-zone", ZONE, "--grace", "0", "--nsec3"],
         false => &["-q", "secure-zone", ZONE, "--grace", "0"],
@@ -482,7 +484,12 @@ fn signed_zone_ixfr(nsec3: bool) {
     let what = format!("merged, nsec3 {nsec3}, seed {seed}");
     incremental += ixfr_gives(
         ours.port,
-        &[(first_serial, &oldest), (serial, &before_merge)],
+        &[
+            (first_serial, &oldest),
+            (serial, &before_merge),
+            // secure-zone's new version of this small zone is journaled too.
+            (unsigned_serial, &unsigned),
+        ],
         &now,
         &what,
     );
@@ -492,10 +499,10 @@ fn signed_zone_ixfr(nsec3: bool) {
         "one serial for the signed merge"
     );
     assert_eq!(
-        incremental, 17,
+        incremental, 18,
         "every IXFR was incremental (nsec3 {nsec3}, seed {seed})"
     );
-    assert_eq!(stat(control, "ixfr_incremental"), 18);
+    assert_eq!(stat(control, "ixfr_incremental"), 19);
     verify_signed_zone(&db.dir, ZONE, &axfr_text(ours.port, ZONE));
     drop(ours);
     block_on(db.drop_db());

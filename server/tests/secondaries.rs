@@ -8,9 +8,10 @@
 //!     ─► knotd + nsd: secondaries with refresh a day (SOA and config), so
 //!        only a NOTIFY explains an update within 2 s
 //!  each write (merge import, mongodns-zone add-record, secure-zone,
-//!  add-record signed, resign --full) ─► both serve the new serial ≤ 2 s
-//!     after the write ─► all by IXFR from the journal but secure-zone's
-//!        new version, sent as the whole zone (ixfr_* counters)
+//!  add-record signed, resign --full; an add-record while a merge is
+//!  listed) ─► both serve the new serial ≤ 2 s after the write ─► all by
+//!     IXFR from the journal but the last, sent as the whole zone in
+//!     answer to IXFR (ixfr_* counters)
 //!     ─► mongodns_notify_acknowledged moved ─► AXFR of all three equal
 //!        (sorted records and ldns-compare-zones)
 //!  TSIG: Knot demanding the key acknowledges the signed NOTIFY and
@@ -178,7 +179,7 @@ fn knot_and_nsd_follow_every_writer_by_notify() {
     let both = [&knot, &nsd];
     let mut serial = soa_serial(server.port, ZONE).unwrap();
     // (what, its write, journaled: the secondaries get it by IXFR).
-    let writes: [(&str, Write, bool); 5] = [
+    let writes: [(&str, Write, bool); 6] = [
         (
             "merge import",
             Box::new(|| {
@@ -204,7 +205,7 @@ fn knot_and_nsd_follow_every_writer_by_notify() {
                     &["-q", "secure-zone", ZONE, "--grace", "0"],
                 )
             }),
-            false,
+            true,
         ),
         (
             "signed record update",
@@ -218,6 +219,32 @@ fn knot_and_nsd_follow_every_writer_by_notify() {
             "re-sign",
             Box::new(|| cli(&db, "mongodns-sign", &["-q", "resign", "--full", ZONE])),
             true,
+        ),
+        (
+            "a record update while a merge is listed as live",
+            Box::new(|| {
+                // A merge writing beside it: the update's entry cannot be
+                // exact, so the secondaries get the whole zone.
+                let zones = db
+                    .store
+                    .database()
+                    .collection::<backend_mongo::bson::Document>("zones");
+                let listed = backend_mongo::bson::doc! {"$set": {
+                    "merging.test": backend_mongo::bson::DateTime::now()
+                }};
+                block_on(async {
+                    zones
+                        .update_one(backend_mongo::bson::doc! {"_id": ZONE}, listed)
+                        .await
+                })
+                .expect("the merge is listed");
+                cli(
+                    &db,
+                    "mongodns-zone",
+                    &["add-record", ZONE, "late", "A", "192.0.2.23"],
+                );
+            }),
+            false,
         ),
     ];
     for (what, write, journaled) in &writes {
@@ -247,8 +274,8 @@ fn knot_and_nsd_follow_every_writer_by_notify() {
                 "{what}: both followed by IXFR from the journal"
             );
         } else {
-            // A new version (secure-zone) is not journaled: both
-            // secondaries asked IXFR and got the whole zone.
+            // No exact history reaches their serial: both asked IXFR and
+            // got, and took, the whole zone.
             assert_eq!(moved, (0, 2), "{what}: the whole zone, in answer to IXFR");
         }
     }

@@ -150,9 +150,6 @@ pub struct ZoneWriter {
     journal: Mutex<Option<MergeJournal>>,
     /// Its listing in the zone document's `merging`.
     merge_id: Option<String>,
-    /// `Replace`: the difference from the version it replaces, for the
-    /// journal (replace_diff.rs).
-    replace_diff: Mutex<Option<replace_diff::ReplaceDiff>>,
     /// `Merge` into a secured zone: the signer's before-images of what it
     /// wrote, for the journal ([`ZoneWriter::keep_signed_images`]).
     images: Mutex<Option<NodeImages>>,
@@ -201,7 +198,6 @@ impl ZoneWriter {
             moved_gen: Mutex::new(None),
             journal: Mutex::new(None),
             merge_id: None,
-            replace_diff: Mutex::new(None),
             images: Mutex::new(None),
         }
     }

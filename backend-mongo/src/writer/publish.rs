@@ -232,10 +232,6 @@ impl ZoneWriter {
     /// [`Store::collect_old_versions`], or a later write does.
     pub async fn switch(self) -> Result<Switched, StoreError> {
         self.settle().await?;
-        if self.mode == WriteMode::Replace {
-            let diff = self.diff_replaced().await;
-            *self.replace_diff.lock().unwrap_or_else(|p| p.into_inner()) = diff;
-        }
         let lock = self
             .store
             .lock(ZONE_LOCK, &self.zone, "switch", LOCK_WAIT)
@@ -303,6 +299,13 @@ impl ZoneWriter {
         let served = current.as_ref().and_then(|d| int_field(d, "ver"));
         let pending = current.as_ref().and_then(|d| int_field(d, "pending_ver"));
         let switching = last && self.mode == WriteMode::Replace;
+        // Under the lock: read any earlier, the served serial could move
+        // past a signed new version's SOA meanwhile (the switch would then
+        // move it, unsigned).
+        let diff = match switching {
+            true => self.diff_replaced().await,
+            false => None,
+        };
         if let Some(e) = expect_served {
             if served != Some(e) {
                 return Err(conflict(format!(
@@ -388,12 +391,7 @@ impl ZoneWriter {
         let gen_before = current.as_ref().and_then(|d| int_field(d, "gen"));
         self.journal_merge(ver, gen_before.unwrap_or(0), gen, before != Some(serial))
             .await;
-        let diff = self
-            .replace_diff
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        if let Some(diff) = diff.filter(|_| switching) {
+        if let Some(diff) = diff {
             self.journal_replace(diff, current.as_ref(), gen, ver).await;
         }
         Ok(Published {

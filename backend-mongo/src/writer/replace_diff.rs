@@ -1,17 +1,21 @@
 //! A replace of a small zone, journaled: its difference from the version
-//! it replaces, stored at the switch.
+//! it replaces, stored at the switch. The same for any new version of a
+//! small zone (`secure-zone`, `unsecure-zone`).
 //!
 //! ```text
-//!  ZoneWriter::switch (Replace), before the zone lock
+//!  publish_locked (Replace, switching), under the zone lock
 //!    ─► the zone as served now: version V, generation G (none: a new zone)
 //!    ─► V and the new version in one read, at most MAX_IMAGED_NODES
 //!       nodes each, within REPLACE_DIFF_WAIT (a big zone, or FerretDB
 //!       scanning a big collection: not journaled, logged)
 //!    ─► node_records of each ─► (removed, added), V's SOA
-//!  publish_locked (switching, under the lock) ─► journal_replace: exact
-//!    when the zone is still at G, its serial set there, no merge live
+//!  ...the switch... ─► journal_replace: exact when the zone was still at
+//!    G, its serial set there, no merge live
 //! ```
 //!
+//! The read holds the zone lock up to REPLACE_DIFF_WAIT longer. It is not
+//! made before taking it: a signed new version's SOA must stay ahead of
+//! the served serial, which other writers move while they may publish.
 //! On MongoDB the read is an index range of the two versions; FerretDB
 //! scans the collection, so beside big zones it gives up after the wait and
 //! secondaries get the whole zone, as before.
