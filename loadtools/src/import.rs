@@ -8,8 +8,8 @@
 //!  finish  ZoneWriter::finish: serial, generation, switch version
 //! ```
 
-use backend_mongo::lock::SIGN_LEASE;
-use backend_mongo::writer::NodeImages;
+use backend_mongo::lock::{SIGN_LEASE, ZONE_LOCK};
+use backend_mongo::writer::{NodeImages, LOCK_WAIT};
 use backend_mongo::{
     BaselineWriter, Name, NodeWrite, RRset, RType, Store, StoreError, WriteMode, WriteStats,
     ZoneContent, ZoneInfo, ZoneWriter,
@@ -705,7 +705,9 @@ pub async fn import_file_with(
     // its SOA is signed with the new serial before `finish` publishes it.
     // The new version is not served yet: no other signer touches it, so
     // signing it needs no lease (resign --follow re-signs after the switch).
-    if writer.mode() == WriteMode::Replace && zone_secured(store, &options.zone).await? {
+    let signed_replace =
+        writer.mode() == WriteMode::Replace && zone_secured(store, &options.zone).await?;
+    if signed_replace {
         let served_serial = writer.previous().map(|p| p.serial);
         signer::sign_after_write(store, &options.zone, writer.ver(), served_serial, false)
             .await
@@ -734,7 +736,10 @@ pub async fn import_file_with(
                 writer.moved_at_gen().unwrap_or(start_gen)
             }
         });
-    let mut zone = writer.finish(options.grace).await?;
+    let mut zone = match signed_replace {
+        true => switch_signed_replace(store, writer, options.grace).await?,
+        false => writer.finish(options.grace).await?,
+    };
     if merge_signer.as_ref().is_some_and(|s| s.needs_full_resign()) {
         // A delegation or DNAME appeared above existing names.
         if let Some(r) = signer::sign_after_write(store, &options.zone, zone.ver, None, true)
@@ -834,6 +839,41 @@ async fn signed_batch(
         writer.note_signed(signer.take_touched().iter());
     }
     Ok(stats)
+}
+
+/// Publishes a signed replace: under the zone lock, its SOA moved past
+/// the served serial and signed again when other writers moved that on
+/// while the new version was signed (else the switch would move it
+/// unsigned), then the switch; the old version deleted after `grace`.
+async fn switch_signed_replace(
+    store: &Store,
+    writer: ZoneWriter,
+    grace: Duration,
+) -> Result<ZoneInfo, ImportError> {
+    let zone = writer.zone().clone();
+    let fence = store
+        .lock(ZONE_LOCK, &zone, "import-switch", LOCK_WAIT)
+        .await?;
+    let switched = async {
+        let Some(served) = store.find_zone(&zone).await? else {
+            return Err(ImportError::Zone(format!(
+                "zone {zone} is no longer served"
+            )));
+        };
+        signer::soa::sign_soa_past(store, &zone, writer.ver(), served.serial)
+            .await
+            .map_err(signing_failed)?;
+        Ok(writer
+            .switch_under(&fence, served.ver, Default::default())
+            .await?)
+    }
+    .await;
+    fence.release().await?;
+    let switched = switched?;
+    if switched.old.is_some() {
+        store.collect_old_versions(&zone, grace, &|_| {}).await?;
+    }
+    Ok(switched.zone)
 }
 
 /// The version of `zone` served now, if it is served.

@@ -441,6 +441,72 @@ fn secure_while_importing(tag: &str, secured_first: bool) {
     rt.block_on(db.drop_db());
 }
 
+/// Reproduction 3: a replace of a secured zone signs its new version with
+/// a serial past the one served when it began. Record edits moving the
+/// served serial on while it ran used to make its switch move the SOA
+/// serial again, unsigned (the randomized test, when the replace was the
+/// last write: "No correct signature for many.test SOA"). Now the SOA is
+/// signed again past the served serial under the zone lock.
+#[test]
+fn a_signed_replace_outruns_edits_that_moved_the_serial() {
+    let rt = runtime();
+    let db = rt.block_on(async {
+        let db = TestZoneDb::new("mw_signed_replace").await;
+        db.import(ZONE, &zone_text(1, true, &labels("old", 20)), true)
+            .await;
+        signer::secure_zone(&db.store, &zone(), &secure_options(), &signer::NoProgress)
+            .await
+            .expect("secure-zone");
+        db
+    });
+    let server = server_for(&db);
+    let names = labels("new", 400);
+    let served_before = rt
+        .block_on(db.store.find_zone(&zone()))
+        .unwrap()
+        .unwrap()
+        .serial;
+    rt.block_on(async {
+        // 400 names at 200 records/s: about 2 s, with edits meanwhile.
+        let text = zone_text(1, true, &names);
+        let replace = import(
+            &db.store,
+            &db.dir,
+            "slow-replace.zone",
+            &text,
+            true,
+            Some(200.0),
+        );
+        let edits = async {
+            for i in 0..3u8 {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                let name: Name = format!("edit{i}.{ZONE}").parse().unwrap();
+                let add = RecordEdit::add(name, RType::A, 60, vec![vec![10, 0, 0, i].into()]);
+                signer::edit::edit_zone(&db.store, &zone(), &[add])
+                    .await
+                    .expect("a signed edit");
+            }
+        };
+        let (replaced, ()) = tokio::join!(replace, edits);
+        replaced.expect("the replace");
+    });
+    wait_caught_up(rt, &db.store, server.port);
+    let (text, served) = axfr(server.port);
+    let now = rt
+        .block_on(db.store.find_zone(&zone()))
+        .unwrap()
+        .unwrap()
+        .serial;
+    assert!(
+        now > served_before + 3,
+        "the edits moved the serial while the replace ran ({served_before} -> {now})"
+    );
+    assert!(served.contains("new-399"), "the replace is served");
+    verify_signed(&db.dir, &text);
+    drop(server);
+    rt.block_on(db.drop_db());
+}
+
 /// One writer's operation in the randomized test, for the model.
 #[derive(Clone, Debug)]
 struct Op {

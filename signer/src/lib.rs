@@ -31,6 +31,7 @@ pub mod handoff;
 pub mod lease;
 pub mod merge;
 pub mod plan;
+pub mod soa;
 
 use backend_mongo::dnssec_store::{
     changed_owners, DnssecConfig, FullNode, KeyState, NodeChange, Nsec3Config, StoredKey,

@@ -38,7 +38,7 @@ use crate::SignError;
 use backend_mongo::dnssec_store::{DnssecConfig, FullNode, NodeChange, Nsec3Config, SignedRRset};
 use backend_mongo::writer::NodeImages;
 use backend_mongo::{NodeWrite, RRset, Store, StoreError, WriteStats};
-use dns::dnssec::{bitmap_types, nsec3_hash, rrset_digest, type_bitmap};
+use dns::dnssec::{bitmap_types, nsec3_hash, type_bitmap};
 use dns::encoding::{base32hex, from_base32hex};
 use dns::serial::soa_serial;
 use dns::{Name, RType};
@@ -662,33 +662,13 @@ impl MergeSigner {
             .read_full_node(&self.zone, self.ver, &self.zone)
             .await?
             .ok_or_else(|| plan::PlanError::NoSoa(self.zone.to_string()))?;
-        let mut soa = apex
+        let soa = apex
             .get(RType::SOA)
             .cloned()
             .ok_or_else(|| plan::PlanError::NoSoa(self.zone.to_string()))?;
         let current = soa_serial(&soa.rrset.rdata[0]).unwrap_or(served);
         let serial = crate::next_serial(&[served, current]);
-        let mut rd = soa.rrset.rdata[0].to_vec();
-        let n = rd.len();
-        rd[n - 20..n - 16].copy_from_slice(&serial.to_be_bytes());
-        soa.rrset.rdata = vec![rd.into_boxed_slice()];
-        soa.sd = Some(rrset_digest(soa.rrset.ttl, &soa.rrset.rdata));
-        soa.sigs = self
-            .keys
-            .zsks
-            .iter()
-            .map(|k| {
-                k.sign_rrset(
-                    &self.zone,
-                    RType::SOA,
-                    soa.rrset.ttl,
-                    &soa.rrset.rdata,
-                    self.options.inception,
-                    self.options.expiration,
-                )
-                .into_boxed_slice()
-            })
-            .collect();
+        let soa = crate::soa::with_serial(&self.zone, soa, serial, &self.keys, &self.options);
         self.apply(
             store,
             &[NodeChange::Own {
