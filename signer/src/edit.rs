@@ -4,7 +4,8 @@
 //! ```text
 //!  edit_zone(zone, edits) = apply(ChangeSet: zone, prerequisites, edits,
 //!                                 when_ignored)
-//!    not secured ─► Store::edit_zone
+//!    not secured ─► Store::edit_zone (secured meanwhile, by a secure-zone
+//!       switching while it waited for the zone lock: signed as below)
 //!    secured ─► lease::try_take ─ held by another signer ─► Store::edit_zone
 //!       │        unsigned (its change record hands the names to the holder),
 //!       │        then handoff::sign_unsigned_writes once the lease is free;
@@ -47,13 +48,44 @@ pub async fn edit_zone(
 pub async fn apply(store: &Store, change: &ChangeSet) -> Result<EditSummary, SignError> {
     let zone = &change.zone;
     if !handoff::zone_secured(store, zone).await? {
-        return Ok(unsigned(store, change).await?);
+        return unsigned_then_secured(store, change).await;
     }
     let Some(lease) = lease::try_take(store, zone, "edit").await? else {
         return unsigned_edit(store, change).await;
     };
     let r = signed_edit(store, change).await;
     lease.release_with(r).await
+}
+
+/// A zone not secured when the edit began: written unsigned. If
+/// `secure-zone` switched while the edit waited for the zone lock, the
+/// edit went into the secured version: then what it wrote is signed like
+/// any unsigned write into a secured zone ([`handoff::sign_unsigned_writes`]).
+async fn unsigned_then_secured(
+    store: &Store,
+    change: &ChangeSet,
+) -> Result<EditSummary, SignError> {
+    let zone = &change.zone;
+    let since = store.find_zone(zone).await?.map_or(0, |z| z.gen);
+    let mut summary = unsigned(store, change).await?;
+    if summary.gen.is_some() && handoff::zone_secured(store, zone).await? {
+        sign_written(store, zone, since, &mut summary).await;
+    }
+    Ok(summary)
+}
+
+/// Signs what an edit wrote unsigned into a secured zone (the changes
+/// since generation `since`), its serial into `summary`. A fault is
+/// logged: the change-set is in, and its change record still hands the
+/// names to the next signer.
+async fn sign_written(store: &Store, zone: &Name, since: i64, summary: &mut EditSummary) {
+    match handoff::sign_unsigned_writes(store, zone, since, None, "edit").await {
+        Ok(Some(r)) => summary.serial = r.serial,
+        Ok(None) => {}
+        Err(e) => {
+            tracing::warn!(%zone, error = %e, "the edit is in; signing it is left to the next signer")
+        }
+    }
 }
 
 /// The change-set written and published, nothing signed.
@@ -78,15 +110,7 @@ async fn unsigned_edit(store: &Store, change: &ChangeSet) -> Result<EditSummary,
         return signed_once_free(store, change, summary).await;
     }
     if summary.gen.is_some() {
-        // The change-set is in: a signing fault now does not undo it, and
-        // its change record still hands the names to the next signer.
-        match handoff::sign_unsigned_writes(store, zone, since, None, "edit").await {
-            Ok(Some(r)) => summary.serial = r.serial,
-            Ok(None) => {}
-            Err(e) => {
-                tracing::warn!(%zone, error = %e, "the edit is in; signing it is left to the next signer")
-            }
-        }
+        sign_written(store, zone, since, &mut summary).await;
     }
     Ok(summary)
 }

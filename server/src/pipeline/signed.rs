@@ -45,10 +45,6 @@ impl<B: Backend> Responder<B> {
                     .await,
             );
         };
-        if query.qtype == RType::IXFR && transport == Transport::Udp {
-            // udp_ixfr.rs verifies the TSIG and signs its reply itself.
-            return Some(self.ixfr_udp_reply(packet, peer).await);
-        }
         // Keys are scoped to zones; the client's address is not known here,
         // so a key limited to address blocks does not apply (tsig/key.rs).
         let scope = tsig::Scope {
@@ -73,6 +69,16 @@ impl<B: Backend> Responder<B> {
             tsig::Verified::Failed(failure) => {
                 tracing::debug!(qname = %query.qname, error = failure.error, "query with a bad TSIG: NOTAUTH");
                 Some(notauth_reply(&unsigned, &query, failure, limit, max_udp))
+            }
+            tsig::Verified::Signed(_)
+                if query.qtype == RType::IXFR
+                    && transport == Transport::Udp
+                    && self.admit_query(&unsigned, transport).is_ok() =>
+            {
+                // An IXFR for one of our zones: udp_ixfr.rs checks the TSIG
+                // again and signs its reply itself. (A bad TSIG is NOTAUTH
+                // above, for any name, as for every signed query.)
+                return Some(self.ixfr_udp_reply(packet, peer).await);
             }
             tsig::Verified::Signed(mut signer) => {
                 let reply = Box::pin(self.respond(&unsigned, transport)).await?;
