@@ -39,7 +39,6 @@ use backend_mongo::dnssec_store::{
 use backend_mongo::lock::ZONE_LOCK;
 use backend_mongo::writer::{NodeImages, LOCK_WAIT};
 use backend_mongo::{Collected, Name, RType, Store, StoreError, WriteMode};
-use dns::dnssec::rrset_digest;
 use dns::serial::{serial_gt, soa_serial};
 use futures::stream::{FuturesUnordered, StreamExt};
 use plan::{KeySet, PlanError, PlanStats, SignOptions};
@@ -819,26 +818,7 @@ pub async fn resign_version(
             .iter_mut()
             .find(|r| r.rrset.rtype == RType::SOA)
             .ok_or_else(|| PlanError::NoSoa(zone.to_string()))?;
-        let mut rd = soa.rrset.rdata[0].to_vec();
-        let n = rd.len();
-        rd[n - 20..n - 16].copy_from_slice(&serial.to_be_bytes());
-        soa.rrset.rdata[0] = rd.into_boxed_slice();
-        soa.sd = Some(rrset_digest(soa.rrset.ttl, &soa.rrset.rdata));
-        soa.sigs = keyset
-            .zsks
-            .iter()
-            .map(|k| {
-                k.sign_rrset(
-                    zone,
-                    RType::SOA,
-                    soa.rrset.ttl,
-                    &soa.rrset.rdata,
-                    opts.inception,
-                    opts.expiration,
-                )
-                .into_boxed_slice()
-            })
-            .collect();
+        *soa = soa::with_serial(zone, soa.clone(), serial, &keyset, &opts);
         stats.signed += soa.sigs.len() as u64;
         let soa = soa.clone();
         changes.retain(|c| !matches!(c, NodeChange::Own { rtype, .. } if *rtype == RType::SOA));
