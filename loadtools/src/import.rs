@@ -755,7 +755,12 @@ pub async fn import_file_with(
         }
     }
     if let Some(l) = lease {
-        l.release_with(Ok(())).await.map_err(signing_failed)?;
+        // Writers that found the lease held wrote unsigned meanwhile and
+        // handed their names to this import.
+        let handed = signer::handoff::sign_handed_over(store, &options.zone, start_gen).await;
+        if let Some(r) = l.release_with(handed).await.map_err(signing_failed)? {
+            zone.serial = r.serial;
+        }
     }
     Ok(ImportSummary {
         records: total,

@@ -73,6 +73,30 @@ pub(crate) async fn records_since(
     Ok(Some(out))
 }
 
+/// True when a change record of `zone` for generations `from+1..=to` is
+/// not signed (a writer that does not sign, or found the lease held), or
+/// when there are too many generations to look at.
+pub(crate) async fn unsigned_writes_since(
+    store: &Store,
+    zone: &Name,
+    from: i64,
+    to: i64,
+) -> Result<bool, StoreError> {
+    if to - from > MAX_GENERATIONS {
+        return Ok(true);
+    }
+    let mut first = from + 1;
+    while first <= to {
+        let last = (first + RECORDS_AT_ONCE - 1).min(to);
+        let records = store.change_records(first, last).await?;
+        if records.values().any(|r| r.zone == *zone && !r.signed) {
+            return Ok(true);
+        }
+        first = last + 1;
+    }
+    Ok(false)
+}
+
 /// Why a catch-up cannot go on: the caller builds the version again.
 #[derive(Debug)]
 pub(crate) struct StartOver(pub String);

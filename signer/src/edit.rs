@@ -126,7 +126,10 @@ async fn signed_once_free(
     summary: EditSummary,
 ) -> Result<EditSummary, SignError> {
     let zone = &change.zone;
-    match lease::take_behind_signers(store, zone, "edit", handoff::UNSIGNED_HANDOFF_WAIT).await {
+    if handoff::follower_holds(store, zone).await? {
+        return Ok(summary);
+    }
+    match lease::take_behind_signers(store, zone, "edit", handoff::unsigned_handoff_wait()).await {
         Ok(lease) => {
             let r = signed_edit(store, change).await;
             lease.release_with(r).await

@@ -27,6 +27,10 @@ use backend_mongo::{Name, Store, StoreError, ZoneInfo};
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
+/// The lease holder's name of `resign --follow` (writers that find it
+/// holding the lease leave their names to it at once).
+pub(crate) const FOLLOWER: &str = "resign --follow";
+
 /// What changed between two polls, by the change records.
 #[derive(Debug, Default)]
 struct Since {
@@ -246,8 +250,7 @@ pub async fn follow(
     // The one signing writer of this zone for as long as it follows;
     // importers that find the lease held hand their names over through
     // their (unsigned) change records.
-    let lease =
-        crate::lease::take(store, zone, "resign --follow", crate::lease::lease_wait()).await?;
+    let lease = crate::lease::take(store, zone, FOLLOWER, crate::lease::lease_wait()).await?;
     let mut follower = Follower {
         store,
         zone,

@@ -22,10 +22,15 @@ use std::time::Duration;
 /// How long a signer waits for another's lease before failing:
 /// `MONGODNS_LEASE_WAIT_S` seconds, default 30.
 pub fn lease_wait() -> Duration {
-    let secs = std::env::var("MONGODNS_LEASE_WAIT_S")
+    seconds_from_env("MONGODNS_LEASE_WAIT_S", 30)
+}
+
+/// `var` read as whole seconds, `default` when unset or not a number.
+pub(crate) fn seconds_from_env(var: &str, default: u64) -> Duration {
+    let secs = std::env::var(var)
         .ok()
         .and_then(|v| v.parse::<u64>().ok())
-        .unwrap_or(30);
+        .unwrap_or(default);
     Duration::from_secs(secs)
 }
 

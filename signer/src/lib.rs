@@ -876,11 +876,17 @@ pub async fn resign(
             .find_zone(zone)
             .await?
             .ok_or_else(|| StoreError::NoSuchZone(zone.to_string()))?;
-        resign_version(
+        let (mut report, _) = resign_version(
             store, zone, served.ver, None, true, full, validity, threads, progress,
         )
-        .await
-        .map(|(report, _)| report)
+        .await?;
+        // Writers that found the lease held wrote unsigned meanwhile and
+        // handed their names to us.
+        if let Some(signed) = handoff::sign_handed_over(store, zone, served.gen).await? {
+            report.serial = signed.serial;
+            report.published_gen = signed.published_gen.or(report.published_gen);
+        }
+        Ok(report)
     }
     .await;
     lease.release_with(r).await
