@@ -3,79 +3,46 @@
 //! ```text
 //!  ZoneCopy { ver, gen (atomic), data: RwLock<ZoneData> }
 //!     serves(zone) ⇔ zone.ver == ver ∧ zone.gen == gen   (else: today's path)
-//!  ZoneData: nodes  HashSet<ByName(Arc<Node>)>  — point lookups by owner name,
-//!                   the name stored once (in the node)
-//!            denials BTreeMap<dk, Arc<Node>>   — NSEC (dk = canonical key) and
-//!                   NSEC3 nodes (dk = hash): the greatest key not above the
-//!                   one asked, wrapping to the greatest (Store::denial's rule)
+//!  ZoneData: arena   NodeArena — every node as wire bytes in large chunks
+//!            names   NameIndex — point lookups by owner name (the name is
+//!                    stored once, in the arena)
+//!            denials BTreeMap<dk, Handle> — NSEC (dk = canonical key) and
+//!                    NSEC3 nodes (dk = hash): the greatest key not above the
+//!                    one asked, wrapping to the greatest (Store::denial's rule)
 //!  load: insert(KeyedNode) for each node of the version's stream
 //!  merge generation: replace_name(name, what the store holds now) per listed name
+//!     (the old bytes become garbage; the arena is rebuilt when garbage
+//!     passes half of it)
+//!  lookups decode the node they find into a fresh Node
 //! ```
 //!
 //! NSEC3 nodes are only in `denials`: a point lookup of a hashed owner name
 //! finds nothing, as in the database (their `_id`s have four parts).
 
+use super::arena::{Handle, NameIndex, NodeArena};
+use super::node_codec;
 use backend_mongo::resident::KeyedNode;
 use backend_mongo::{Name, Node, ZoneInfo};
-use std::borrow::Borrow;
-use std::collections::{BTreeMap, HashSet};
-use std::hash::{Hash, Hasher};
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, RwLock};
 
-/// A node in the set, found by its owner name.
-struct ByName(Arc<Node>);
-
-impl Borrow<Name> for ByName {
-    fn borrow(&self) -> &Name {
-        &self.0.name
-    }
-}
-
-impl PartialEq for ByName {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.name == other.0.name
-    }
-}
-
-impl Eq for ByName {}
-
-impl Hash for ByName {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.0.name.hash(state)
-    }
-}
-
-/// Approximate heap bytes of one node as held here: the node, its name,
-/// its RRsets and each rdata, with allocation headers (16 bytes each).
-pub fn node_bytes(node: &Node) -> usize {
-    let sets = node.rrsets.iter().chain(node.sigs.iter());
-    let rdata: usize = sets
-        .map(|r| {
-            16 + 40 + 16 + r.rdata.len() * 16 + r.rdata.iter().map(|d| d.len() + 16).sum::<usize>()
-        })
-        .sum();
-    // Arc<Node> (16 + 56), name (wire + 16), two Vecs' buffers (16 each),
-    // the set's slot (8, at a load factor of about 7/8).
-    16 + 56 + node.name.wire_len() + 16 + 32 + 10 + rdata
-}
-
-/// Records of a node (rdata items, signatures not counted).
-fn node_records(node: &Node) -> usize {
-    node.rrsets.iter().map(|r| r.rdata.len()).sum()
-}
-
 /// Bytes of one denial map entry besides its key's text: the key's box
 /// header and the tree's share per entry.
-const DENIAL_SLOT: usize = 16 + 48;
+const DENIAL_SLOT: usize = 16 + 40;
+
+/// Garbage below this is never worth a rebuild.
+const REBUILD_FLOOR: usize = 1 << 20;
 
 /// The data of one resident zone version.
 #[derive(Default)]
 pub struct ZoneData {
-    nodes: HashSet<ByName>,
-    denials: BTreeMap<Box<str>, Arc<Node>>,
-    bytes: usize,
+    arena: NodeArena,
+    names: NameIndex,
+    denials: BTreeMap<Box<str>, Handle>,
+    /// Bytes of the denial keys' text.
+    key_bytes: usize,
     records: usize,
 }
 
@@ -83,41 +50,49 @@ impl ZoneData {
     /// Adds one node read from the store (a load, or a name read again
     /// after [`ZoneData::replace_name`] took what was held).
     pub fn insert(&mut self, keyed: KeyedNode) {
-        let node = Arc::new(keyed.node);
-        self.bytes += node_bytes(&node);
-        self.records += node_records(&node);
+        let h = self.arena.push(&keyed.node);
+        self.records += node_codec::records(self.arena.get(h));
         if let Some(dk) = keyed.dk {
-            self.bytes += DENIAL_SLOT + dk.len();
-            let slot = DENIAL_SLOT + dk.len();
-            if let Some(old) = self.denials.insert(dk.into_boxed_str(), node.clone()) {
-                // The same key held another node: one slot, not two.
-                self.bytes = self.bytes.saturating_sub(slot);
-                self.forget_unless_in_set(&old);
+            let len = dk.len();
+            match self.denials.insert(dk.into_boxed_str(), h) {
+                // The same key held another node: its text counted once.
+                Some(old) => self.release_unless_named(old),
+                None => self.key_bytes += len,
             }
         }
         if !keyed.nsec3 {
-            if let Some(old) = self.nodes.replace(ByName(node)) {
-                self.forget(&old.0);
+            if let Some(old) = self.names.insert(&self.arena, h) {
+                self.release_unless_denial(old);
             }
         }
+        self.rebuild_if_wasteful();
     }
 
-    /// Takes `node`'s weight off the totals.
-    fn forget(&mut self, node: &Node) {
-        self.bytes = self.bytes.saturating_sub(node_bytes(node));
-        self.records = self.records.saturating_sub(node_records(node));
-    }
-
-    /// Forgets a node leaving the denial map, unless the set holds it too
-    /// (an NSEC node, weighed once).
-    fn forget_unless_in_set(&mut self, node: &Arc<Node>) {
-        let in_set = self
-            .nodes
-            .get(&node.name)
-            .is_some_and(|n| Arc::ptr_eq(&n.0, node));
-        if !in_set {
-            self.forget(node);
+    /// Marks `h` unreachable unless the name index still holds it.
+    fn release_unless_named(&mut self, h: Handle) {
+        let name = Name::from_wire(node_codec::owner(self.arena.get(h))).ok();
+        if name.and_then(|n| self.names.get(&self.arena, &n)) != Some(h) {
+            self.release(h);
         }
+    }
+
+    /// Marks `h` unreachable unless a denial entry still holds it (an NSEC
+    /// node is in both).
+    fn release_unless_denial(&mut self, h: Handle) {
+        let key = Name::from_wire(node_codec::owner(self.arena.get(h)))
+            .map(|n| n.canonical_key())
+            .ok();
+        let held = key.is_some_and(|k| self.denials.get(k.as_str()) == Some(&h));
+        if !held {
+            self.release(h);
+        }
+    }
+
+    fn release(&mut self, h: Handle) {
+        self.records = self
+            .records
+            .saturating_sub(node_codec::records(self.arena.get(h)));
+        self.arena.release(h);
     }
 
     /// Replaces whatever is held for `name` (its node, and the denial
@@ -125,29 +100,63 @@ impl ZoneData {
     /// label) by `now`, what the store holds for it.
     pub fn replace_name(&mut self, name: &Name, now: Vec<KeyedNode>) {
         let first_label = name.to_string().split('.').next().map(str::to_string);
+        let mut gone = Vec::new();
         for key in [Some(name.canonical_key()), first_label].iter().flatten() {
             let owned = self
                 .denials
                 .get(key.as_str())
-                .is_some_and(|n| n.name == *name);
+                .is_some_and(|h| node_codec::owner(self.arena.get(*h)) == name.as_wire());
             if owned {
                 if let Some(old) = self.denials.remove(key.as_str()) {
-                    self.bytes = self.bytes.saturating_sub(DENIAL_SLOT + key.len());
-                    self.forget_unless_in_set(&old);
+                    self.key_bytes = self.key_bytes.saturating_sub(key.len());
+                    gone.push(old);
                 }
             }
         }
-        if let Some(old) = self.nodes.take(name) {
-            self.forget(&old.0);
+        gone.extend(self.names.remove(&self.arena, name));
+        gone.sort();
+        gone.dedup();
+        for h in gone {
+            self.release(h);
         }
         for keyed in now {
             self.insert(keyed);
         }
     }
 
+    /// Rebuilds the arena from what is reachable when replaced nodes fill
+    /// more than half of it.
+    fn rebuild_if_wasteful(&mut self) {
+        let garbage = self.arena.garbage();
+        if garbage < REBUILD_FLOOR || garbage * 2 < self.arena.used() {
+            return;
+        }
+        let mut arena = NodeArena::default();
+        let mut names = NameIndex::default();
+        let mut moved = HashMap::new();
+        for h in self.names.handles() {
+            let new = arena.push_encoded(self.arena.get(h));
+            moved.insert(h, new);
+            names.insert(&arena, new);
+        }
+        let denials = std::mem::take(&mut self.denials)
+            .into_iter()
+            .map(|(k, h)| {
+                let new = *moved
+                    .entry(h)
+                    .or_insert_with(|| arena.push_encoded(self.arena.get(h)));
+                (k, new)
+            })
+            .collect();
+        self.arena = arena;
+        self.names = names;
+        self.denials = denials;
+    }
+
     /// The node `name`, if stored.
     pub fn node(&self, name: &Name) -> Option<Arc<Node>> {
-        self.nodes.get(name).map(|n| n.0.clone())
+        let h = self.names.get(&self.arena, name)?;
+        Some(Arc::new(self.arena.node(h)))
     }
 
     /// The denial node with the greatest key not above `key`; with `wrap`,
@@ -157,16 +166,21 @@ impl ZoneData {
             .denials
             .range::<str, _>((Bound::Unbounded, Bound::Included(key)))
             .next_back();
-        match below {
-            Some((_, node)) => Some(node.clone()),
-            None if wrap => self.denials.values().next_back().cloned(),
-            None => None,
-        }
+        let h = match below {
+            Some((_, h)) => *h,
+            None if wrap => *self.denials.values().next_back()?,
+            None => return None,
+        };
+        Some(Arc::new(self.arena.node(h)))
     }
 
-    /// Approximate heap bytes held.
+    /// Approximate heap bytes held: the arena's chunks, the name index,
+    /// and the denial map with its keys.
     pub fn bytes(&self) -> usize {
-        self.bytes
+        self.arena.allocated()
+            + self.names.allocated()
+            + self.denials.len() * DENIAL_SLOT
+            + self.key_bytes
     }
 
     /// Records held (rdata items).
@@ -176,10 +190,12 @@ impl ZoneData {
 
     /// True when the zone has NSEC3 nodes (a name read again may own one).
     pub fn has_nsec3(&self) -> bool {
-        self.denials
-            .values()
-            .next()
-            .is_some_and(|n| n.rrset(backend_mongo::RType::NSEC3).is_some())
+        self.denials.values().next().is_some_and(|h| {
+            self.arena
+                .node(*h)
+                .rrset(backend_mongo::RType::NSEC3)
+                .is_some()
+        })
     }
 }
 
@@ -276,6 +292,50 @@ mod tests {
         assert_eq!(owner("a", false), None);
         assert_eq!(owner("a", true).as_deref(), Some("d.z."));
         assert_eq!(data.records(), 2);
+    }
+
+    #[test]
+    fn replaced_names_leave_garbage_that_a_rebuild_drops() {
+        let mut data = ZoneData::default();
+        let name = |i: u32| format!("n{i:05}.z.");
+        for i in 0..20_000 {
+            let key = format!("n{i:05}");
+            data.insert(keyed(&name(i), Some(&key), false, RType::NSEC));
+        }
+        let loaded = data.bytes();
+        for round in 0..6 {
+            for i in 0..20_000 {
+                let n: Name = name(i).parse().unwrap();
+                let key = format!("n{i:05}");
+                let rtype = if round % 2 == 0 {
+                    RType::NSEC
+                } else {
+                    RType::TXT
+                };
+                let mut k = keyed(&name(i), Some(&key), false, RType::NSEC);
+                k.node
+                    .rrsets
+                    .push(Arc::new(RRset::of(rtype, 60, &[&[round as u8]])));
+                data.replace_name(&n, vec![k]);
+            }
+        }
+        assert!(
+            data.arena.garbage() * 2 < data.arena.used().max(REBUILD_FLOOR * 2),
+            "garbage was dropped: {} of {} arena bytes",
+            data.arena.garbage(),
+            data.arena.used()
+        );
+        assert!(
+            data.bytes() < loaded * 3,
+            "{} bytes after six rounds of replacing, {loaded} loaded",
+            data.bytes()
+        );
+        assert_eq!(data.records(), 40_000);
+        let n: Name = name(12_345).parse().unwrap();
+        let node = data.node(&n).expect("still found");
+        assert_eq!(node.rrset(RType::TXT).unwrap().rdata[0][0], 5);
+        let below = data.denial("n12345a", false).expect("denial found");
+        assert_eq!(below.name, n);
     }
 
     #[test]

@@ -10,7 +10,8 @@
 //!                      RecordCache ─► Store              (today's path, unchanged)
 //!  Residency (keeper.rs): loads wanted zones by one streaming read of their
 //!     version, applies merge generations name by name, reloads new versions
-//!  ZoneCopy / ZoneData (copy.rs): one version's nodes and denial chain
+//!  ZoneCopy / ZoneData (copy.rs): one version's nodes and denial chain, held
+//!     as wire bytes in a NodeArena with a NameIndex (arena.rs, node_codec.rs)
 //!  ResidentConfig, Residence, ZoneReport (status.rs): settings and state
 //! ```
 //!
@@ -18,11 +19,13 @@
 //! straight to the record cache. find_zone, zone_nodes and the transfer
 //! reads always do.
 
+mod arena;
 mod copy;
 mod keeper;
+mod node_codec;
 mod status;
 
-pub use copy::{node_bytes, ZoneCopy, ZoneData};
+pub use copy::{ZoneCopy, ZoneData};
 pub use keeper::{Residency, ResidentCounters};
 pub use status::{Residence, ResidentConfig, ZoneChoice, ZoneReport};
 

@@ -1,0 +1,158 @@
+//! One node as a run of wire bytes, and back: how resident zones hold
+//! their nodes (in a [`NodeArena`](super::arena::NodeArena)) instead of
+//! many small allocations.
+//!
+//! ```text
+//!  encode(node) = name_len u8 · name (wire, case-folded)
+//!                 · sets u16 · sigs u16
+//!                 · per RRset (sets, then sigs): rtype u16 · ttl u32 · count u16
+//!                                                · per rdata: len u16 · rdata
+//!  decode(bytes) ─► Node (fresh allocations, for the answer path)
+//!  owner(bytes)  ─► the name's wire bytes (no allocation: index lookups)
+//! ```
+//!
+//! Integers are big-endian. Rdata is at most 65,535 bytes (RFC 1035
+//! §3.2.1's RDLENGTH), so every length fits.
+
+use backend_mongo::{Name, Node, RRset, RType};
+use std::sync::Arc;
+
+/// Appends the encoding of `node` to `out`.
+pub(super) fn encode(node: &Node, out: &mut Vec<u8>) {
+    let name = node.name.as_wire();
+    out.push(name.len() as u8);
+    out.extend_from_slice(name);
+    out.extend_from_slice(&(node.rrsets.len() as u16).to_be_bytes());
+    out.extend_from_slice(&(node.sigs.len() as u16).to_be_bytes());
+    for set in node.rrsets.iter().chain(node.sigs.iter()) {
+        out.extend_from_slice(&set.rtype.0.to_be_bytes());
+        out.extend_from_slice(&set.ttl.to_be_bytes());
+        out.extend_from_slice(&(set.rdata.len() as u16).to_be_bytes());
+        for rd in &set.rdata {
+            out.extend_from_slice(&(rd.len() as u16).to_be_bytes());
+            out.extend_from_slice(rd);
+        }
+    }
+}
+
+/// The owner name's wire bytes of an encoded node.
+pub(super) fn owner(bytes: &[u8]) -> &[u8] {
+    let len = bytes[0] as usize;
+    &bytes[1..1 + len]
+}
+
+/// Reads big-endian integers off the front of an encoded node.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Reader<'_> {
+    fn take(&mut self, n: usize) -> &[u8] {
+        let s = &self.bytes[self.at..self.at + n];
+        self.at += n;
+        s
+    }
+
+    fn u16(&mut self) -> u16 {
+        u16::from_be_bytes(self.take(2).try_into().expect("two bytes"))
+    }
+
+    fn u32(&mut self) -> u32 {
+        u32::from_be_bytes(self.take(4).try_into().expect("four bytes"))
+    }
+
+    fn rrset(&mut self) -> RRset {
+        let rtype = RType(self.u16());
+        let ttl = self.u32();
+        let count = self.u16() as usize;
+        let rdata = (0..count)
+            .map(|_| {
+                let len = self.u16() as usize;
+                Box::<[u8]>::from(self.take(len))
+            })
+            .collect();
+        RRset { rtype, ttl, rdata }
+    }
+}
+
+/// The node encoded in `bytes` (written by [`encode`]).
+pub(super) fn decode(bytes: &[u8]) -> Node {
+    let name = Name::from_wire(owner(bytes)).expect("an encoded owner name is valid");
+    let mut r = Reader {
+        bytes,
+        at: 1 + bytes[0] as usize,
+    };
+    let sets = r.u16() as usize;
+    let sigs = r.u16() as usize;
+    let rrsets = (0..sets).map(|_| Arc::new(r.rrset())).collect();
+    let sigs = (0..sigs).map(|_| Arc::new(r.rrset())).collect();
+    Node { name, rrsets, sigs }
+}
+
+/// Records (rdata items of its RRsets, signatures not counted) of an
+/// encoded node, without decoding it.
+pub(super) fn records(bytes: &[u8]) -> usize {
+    let mut r = Reader {
+        bytes,
+        at: 1 + bytes[0] as usize,
+    };
+    let sets = r.u16() as usize;
+    let _sigs = r.u16();
+    let mut records = 0;
+    for _ in 0..sets {
+        r.take(6);
+        let count = r.u16() as usize;
+        records += count;
+        for _ in 0..count {
+            let len = r.u16() as usize;
+            r.take(len);
+        }
+    }
+    records
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(rtype: RType, ttl: u32, rdata: &[&[u8]]) -> Arc<RRset> {
+        Arc::new(RRset::of(rtype, ttl, rdata))
+    }
+
+    #[test]
+    fn a_node_comes_back_as_it_went_in() {
+        let node = Node {
+            name: "WWW.Example.".parse().unwrap(),
+            rrsets: vec![
+                set(RType::A, 300, &[&[192, 0, 2, 1], &[192, 0, 2, 2]]),
+                set(RType::TXT, 60, &[&[0], &[3, b'a', b'b', b'c']]),
+            ],
+            sigs: vec![set(RType::RRSIG, 300, &[&[7u8; 300]])],
+        };
+        let mut bytes = vec![9, 9];
+        encode(&node, &mut bytes);
+        let encoded = &bytes[2..];
+        assert_eq!(owner(encoded), node.name.as_wire());
+        assert_eq!(records(encoded), 4);
+        let back = decode(encoded);
+        assert_eq!(back.name, node.name);
+        assert_eq!(back.rrsets, node.rrsets);
+        assert_eq!(back.sigs, node.sigs);
+    }
+
+    #[test]
+    fn an_empty_non_terminal_is_just_its_name() {
+        let node = Node {
+            name: "a.b.example.".parse().unwrap(),
+            rrsets: Vec::new(),
+            sigs: Vec::new(),
+        };
+        let mut bytes = Vec::new();
+        encode(&node, &mut bytes);
+        assert_eq!(bytes.len(), 1 + node.name.wire_len() + 4);
+        let back = decode(&bytes);
+        assert!(back.rrsets.is_empty() && back.sigs.is_empty());
+        assert_eq!(records(&bytes), 0);
+    }
+}
