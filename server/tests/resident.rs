@@ -534,6 +534,25 @@ fn a_zone_over_the_limit_stays_on_the_record_cache_path() {
         before,
         "the small zone is resident"
     );
+    // A merge grows the small zone past the record limit: its copy goes,
+    // and it is answered on the record cache's path, the merge included.
+    let grown: String = (0..60)
+        .map(|i| format!("g{i}.small.test. 300 IN A 192.0.2.{}\n", i + 1))
+        .collect();
+    block_on(db.import("small.test.", &grown, false));
+    wait_residence(control, "small.test.", "too_large");
+    assert_eq!(stat(control, "resident_too_large"), 2);
+    answered_within_a_second(srv.port, "g59.small.test.", 1, ResponseCode::NoError, 1);
+    let before = stat(control, "db_queries");
+    let g7 = a_of(srv.port, "g7.small.test.");
+    assert!(
+        g7.len() == 1 && g7[0].contains("192.0.2.8"),
+        "g7 from the merge: {g7:?}"
+    );
+    assert!(
+        stat(control, "db_queries") > before,
+        "the grown zone is read from the database"
+    );
     drop((srv, off));
     block_on(db.drop_db());
 }

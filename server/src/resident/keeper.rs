@@ -12,6 +12,7 @@
 //!     slot.names, chain from copy.gen ─► one point read per name
 //!                                       ─► copy updated, copy.gen = to
 //!     a gap in the chain ─► slot.reload
+//!     grown past the budget or record limit ─► copy dropped, too_large
 //!     slot.reload ─► one load at a time, in a task of its own:
 //!        keyed_zone_cursor(version served now) ─► ZoneData (budget, max_records)
 //!        ─► installed with that version and generation; names heard
@@ -289,6 +290,9 @@ impl Residency {
                     }
                     drop(data);
                     copy.set_gen(change.to);
+                    if self.evict_if_grown_too_large(apex, &copy) {
+                        return;
+                    }
                 }
                 Err(e) => {
                     tracing::warn!(zone = %apex, error = %e, "resident zone: reading changed names failed; will retry");
@@ -304,6 +308,27 @@ impl Residency {
                 }
             }
         }
+    }
+
+    /// After merges grew the copy of `apex`: over the budget (with the
+    /// other copies) or the record limit, it is dropped and the zone is
+    /// marked too large (today's path until its next new version).
+    fn evict_if_grown_too_large(&self, apex: &Name, copy: &ZoneCopy) -> bool {
+        let records = copy.read().records();
+        let over = self.bytes_held() > self.config.budget_bytes || self.config.too_many(records);
+        if !over {
+            return false;
+        }
+        tracing::info!(zone = %apex, records, "resident zone grew past the budget: back on the record cache's path");
+        self.copies
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(apex);
+        if let Some(slot) = self.slots().get_mut(apex) {
+            slot.residence = Residence::TooLarge;
+            slot.names.clear();
+        }
+        true
     }
 
     /// What the store holds now for each of `names` in the copy's version.
