@@ -163,11 +163,6 @@ impl RecvBatch {
         Ok(n)
     }
 
-    /// Most datagrams one [`RecvBatch::recv`] reads.
-    pub fn capacity(&self) -> usize {
-        self.batch
-    }
-
     /// Datagrams read by the last [`RecvBatch::recv`].
     pub fn len(&self) -> usize {
         self.count

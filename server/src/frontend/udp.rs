@@ -3,8 +3,7 @@
 //! ```text
 //!  bind_udp(addr, workers) ─► [socket; workers]
 //!  serve_udp(socket) loop (Linux):
-//!     wait readable ─► recvmmsg: up to 32 queries (a short batch emptied
-//!        the queue: readiness cleared, no EAGAIN read) ─► for each:
+//!     wait readable ─► recvmmsg: up to 32 queries ─► for each:
 //!        handle_now (cache hit: reply built in the loop, no task, no
 //!        allocation) ─► queued   |   miss ─► spawn(handle ─► send_to)
 //!     ─► sendmmsg: every queued reply in one call ─► observe_batch (all of them)
@@ -225,6 +224,7 @@ struct Lanes<H> {
 async fn serve_batched<H: Handler>(lanes: Lanes<H>, batch: usize) {
     use super::mmsg::{RecvBatch, SendBatch};
     use std::os::fd::AsRawFd;
+    use tokio::io::Interest;
 
     let (socket, handler, rrl) = (&lanes.socket, &lanes.handler, &lanes.rrl);
     let fd = socket.as_raw_fd();
@@ -238,7 +238,7 @@ async fn serve_batched<H: Handler>(lanes: Lanes<H>, batch: usize) {
             tracing::warn!(error = %e, "udp socket failed");
             return;
         }
-        let n = match drain_recv(socket, &mut queries, fd) {
+        let n = match socket.try_io(Interest::READABLE, || queries.recv(fd)) {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
             Err(e) => {
@@ -282,32 +282,6 @@ async fn serve_batched<H: Handler>(lanes: Lanes<H>, batch: usize) {
             since_yield = 0;
             tokio::task::yield_now().await;
         }
-    }
-}
-
-/// One `recvmmsg` of up to a batch. A batch that came back short emptied
-/// the socket's queue: the socket's readiness is cleared with it (as a
-/// `WouldBlock` would), so the loop waits for the next datagram instead of
-/// asking the kernel once more only to hear `EAGAIN` — one system call
-/// less per wake-up. The readiness seen before the read is the one
-/// cleared: a datagram whose event came in after it wakes the loop again.
-#[cfg(target_os = "linux")]
-fn drain_recv(
-    socket: &UdpSocket,
-    queries: &mut super::mmsg::RecvBatch,
-    fd: std::os::fd::RawFd,
-) -> io::Result<usize> {
-    let mut read = 0;
-    let r = socket.try_io(tokio::io::Interest::READABLE, || {
-        read = queries.recv(fd)?;
-        match read < queries.capacity() {
-            true => Err(io::ErrorKind::WouldBlock.into()),
-            false => Ok(read),
-        }
-    });
-    match r {
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock && read > 0 => Ok(read),
-        r => r,
     }
 }
 
