@@ -42,13 +42,7 @@ pub(crate) async fn records_since(
     if to - from > MAX_GENERATIONS {
         return Ok(None);
     }
-    let mut records = std::collections::HashMap::new();
-    let mut first = from + 1;
-    while first <= to {
-        let last = (first + RECORDS_AT_ONCE - 1).min(to);
-        records.extend(store.change_records(first, last).await?);
-        first = last + 1;
-    }
+    let mut records = change_records_between(store, from, to).await?;
     let mut out = Vec::new();
     let mut missing = Vec::new();
     for gen in from + 1..=to {
@@ -85,16 +79,25 @@ pub(crate) async fn unsigned_writes_since(
     if to - from > MAX_GENERATIONS {
         return Ok(true);
     }
+    let records = change_records_between(store, from, to).await?;
+    Ok(records.values().any(|r| r.zone == *zone && !r.signed))
+}
+
+/// The change records of generations `from+1..=to` (any zone), read
+/// [`RECORDS_AT_ONCE`] at a time.
+async fn change_records_between(
+    store: &Store,
+    from: i64,
+    to: i64,
+) -> Result<std::collections::HashMap<i64, ChangeRecord>, StoreError> {
+    let mut records = std::collections::HashMap::new();
     let mut first = from + 1;
     while first <= to {
         let last = (first + RECORDS_AT_ONCE - 1).min(to);
-        let records = store.change_records(first, last).await?;
-        if records.values().any(|r| r.zone == *zone && !r.signed) {
-            return Ok(true);
-        }
+        records.extend(store.change_records(first, last).await?);
         first = last + 1;
     }
-    Ok(false)
+    Ok(records)
 }
 
 /// Why a catch-up cannot go on: the caller builds the version again.
