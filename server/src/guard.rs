@@ -49,6 +49,8 @@ guard_counters! {
     udp_miss_overflows,
     /// UDP worker loops restarted after a panic
     udp_worker_restarts,
+    /// UDP cache misses whose answer panicked when first run in the receive loop (nothing sent)
+    udp_miss_panics,
     /// zone transfers refused because the connection already runs one
     axfr_busy_connection,
     /// zone transfers refused because the global transfer cap was reached

@@ -1,26 +1,52 @@
 //! The UDP front end in process, with real sockets and a handler built to
 //! misbehave (issue 20, item 9): a panic in the receive loop restarts the
 //! loop on the same socket and is counted; cache misses beyond the miss
-//! limit are dropped and counted instead of spawning without bound.
+//! limit are dropped and counted instead of spawning without bound; a
+//! miss answered without waiting goes out with the loop's batch, and one
+//! that panics at once costs only its own reply.
 
 use mongodns_server::frontend::{udp, Handler};
 use mongodns_server::guard::GUARD;
 use mongodns_server::pipeline::Transport;
 use std::net::UdpSocket;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 /// Answers every query by echoing it; a query whose first byte is 0xEE
-/// panics in the receive loop, and misses wait `slow` first.
+/// panics in the receive loop, and misses wait `slow` first, except 0xAA
+/// (answered without waiting) and 0xEF (panics at once). Counts the
+/// queries observed in batches (the ones sent from the receive loop).
 struct Rig {
     slow: Duration,
+    batched: Arc<AtomicUsize>,
+}
+
+impl Rig {
+    fn new(slow: Duration) -> Rig {
+        Rig {
+            slow,
+            batched: Arc::default(),
+        }
+    }
 }
 
 impl Handler for Rig {
     async fn handle(&self, packet: &[u8], _: Transport) -> Option<Vec<u8>> {
-        tokio::time::sleep(self.slow).await;
+        assert!(packet[0] != 0xEF, "a miss that breaks its own answer");
+        if packet[0] != 0xAA {
+            tokio::time::sleep(self.slow).await;
+        }
         Some(packet.to_vec())
+    }
+
+    fn observe_batch<'a>(
+        &self,
+        n: usize,
+        _: impl Fn(usize) -> (&'a [u8], &'a [u8], std::net::SocketAddr),
+        _: Transport,
+    ) {
+        self.batched.fetch_add(n, Ordering::Relaxed);
     }
 
     fn handle_now(&self, packet: &[u8], _: Transport, out: &mut Vec<u8>) -> bool {
@@ -73,13 +99,7 @@ fn ask(client: &UdpSocket, port: u16, first: u8) -> Option<Vec<u8>> {
 #[test]
 fn a_panic_in_the_receive_loop_restarts_it() {
     for batch in [1, 32] {
-        let (port, runtime) = start(
-            Rig {
-                slow: Duration::ZERO,
-            },
-            batch,
-            64,
-        );
+        let (port, runtime) = start(Rig::new(Duration::ZERO), batch, 64);
         let client = UdpSocket::bind("127.0.0.1:0").unwrap();
         client
             .set_read_timeout(Some(Duration::from_secs(5)))
@@ -116,13 +136,7 @@ fn a_panic_in_the_receive_loop_restarts_it() {
 
 #[test]
 fn misses_beyond_the_limit_are_dropped_and_counted() {
-    let (port, runtime) = start(
-        Rig {
-            slow: Duration::from_secs(3),
-        },
-        32,
-        10,
-    );
+    let (port, runtime) = start(Rig::new(Duration::from_secs(3)), 32, 10);
     let client = UdpSocket::bind("127.0.0.1:0").unwrap();
     let before = GUARD.udp_miss_overflows.load(Ordering::Relaxed);
     for i in 0..50u8 {
@@ -141,4 +155,56 @@ fn misses_beyond_the_limit_are_dropped_and_counted() {
     assert_eq!(replies, 10, "at most the miss limit answered at once");
     assert_eq!(dropped, 40, "the rest dropped and counted");
     runtime.shutdown_background();
+}
+
+#[test]
+fn a_miss_answered_without_waiting_is_sent_from_the_loop() {
+    let rig = Rig::new(Duration::from_millis(50));
+    let batched = rig.batched.clone();
+    let (port, runtime) = start(rig, 32, 64);
+    let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    assert_eq!(
+        ask(&client, port, 0xAA).as_deref(),
+        Some(&[0xAA, 1, 2, 3][..])
+    );
+    assert_eq!(
+        batched.load(Ordering::Relaxed),
+        1,
+        "a miss that never waited is observed with the loop's batch"
+    );
+    assert_eq!(ask(&client, port, 0x01).as_deref(), Some(&[1, 1, 2, 3][..]));
+    assert_eq!(
+        batched.load(Ordering::Relaxed),
+        1,
+        "a miss that waited is sent by its own task"
+    );
+    runtime.shutdown_background();
+}
+
+#[test]
+fn a_miss_that_panics_at_once_costs_only_its_reply() {
+    for batch in [1, 32] {
+        let (port, runtime) = start(Rig::new(Duration::ZERO), batch, 64);
+        let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let panics = GUARD.udp_miss_panics.load(Ordering::Relaxed);
+        client
+            .set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        assert_eq!(ask(&client, port, 0xEF), None, "batch {batch}: no reply");
+        client
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        assert!(
+            ask(&client, port, 0xAA).is_some(),
+            "batch {batch}: the next miss is answered"
+        );
+        assert!(
+            GUARD.udp_miss_panics.load(Ordering::Relaxed) > panics,
+            "batch {batch}: caught and counted as the miss's own"
+        );
+        runtime.shutdown_background();
+    }
 }

@@ -14,6 +14,7 @@ pub mod mmsg;
 pub mod slots;
 pub mod tcp;
 pub mod udp;
+mod udp_miss;
 
 use crate::pipeline::Transport;
 use std::future::Future;

@@ -5,18 +5,21 @@
 //!  serve_udp(socket) loop (Linux):
 //!     wait readable ─► recvmmsg: up to 32 queries ─► for each:
 //!        handle_now (cache hit: reply built in the loop, no task, no
-//!        allocation) ─► queued   |   miss ─► spawn(handle ─► send_to)
+//!        allocation) ─► queued
+//!        miss ─► start_miss (udp_miss.rs): the pipeline polled once;
+//!                answered without waiting ─► queued | waiting ─► spawned
 //!     ─► sendmmsg: every queued reply in one call ─► observe_batch (all of them)
-//!  (elsewhere: recv_from ─► handle_now ─► send_to, one query at a time)
+//!  (elsewhere: recv_from ─► handle_now or start_miss ─► send_to, one query at a time)
 //!  misses: a permit from the shared miss limit, or dropped and counted
 //!  a panic in the loop: caught, counted, the loop restarted on the same socket
 //! ```
 //!
-//! A slow database only delays the spawned tasks (at most the miss limit
+//! A slow database only delays the spawned misses (at most the miss limit
 //! at once); cached answers keep flowing from the receive loop. The loop yields to the runtime every
 //! [`YIELD_EVERY`] datagrams so spawned misses and timers on the same
 //! worker thread are never starved by a flood.
 
+use super::udp_miss::{start_miss, MissStart};
 use super::Handler;
 use crate::guard::{bump, GUARD};
 use crate::pipeline::Transport;
@@ -211,11 +214,11 @@ async fn serve_loop<H: Handler>(
 }
 
 /// What a receive loop and its miss tasks share.
-struct Lanes<H> {
-    socket: Arc<UdpSocket>,
-    handler: Arc<H>,
-    rrl: Option<Arc<Rrl>>,
-    misses: Arc<Semaphore>,
+pub(super) struct Lanes<H> {
+    pub(super) socket: Arc<UdpSocket>,
+    pub(super) handler: Arc<H>,
+    pub(super) rrl: Option<Arc<Rrl>>,
+    pub(super) misses: Arc<Semaphore>,
 }
 
 /// The Linux loop: `recvmmsg` up to `batch` queries, answer the cached ones
@@ -259,14 +262,23 @@ async fn serve_batched<H: Handler>(lanes: Lanes<H>, batch: usize) {
                 continue;
             };
             let out = replies.next_buffer().expect("one reply slot per query");
-            if handler.handle_now(packet, Transport::Udp, out) {
-                if rate_limit(rrl.as_deref(), peer, out) {
-                    replies.commit(from);
-                    answered.push((i, peer));
+            if !handler.handle_now(packet, Transport::Udp, out) {
+                match start_miss(packet, peer, &lanes) {
+                    MissStart::Answered(Some(reply)) => {
+                        out.clear();
+                        out.extend_from_slice(&reply);
+                    }
+                    MissStart::Answered(None) => {
+                        handler.observe(packet, None, peer, Transport::Udp);
+                        continue;
+                    }
+                    MissStart::Spawned | MissStart::Dropped => continue,
                 }
-                continue;
             }
-            spawn_miss(packet, peer, &lanes);
+            if rate_limit(rrl.as_deref(), peer, out) {
+                replies.commit(from);
+                answered.push((i, peer));
+            }
         }
         send_all(socket, &mut replies).await;
         handler.observe_batch(
@@ -329,54 +341,34 @@ async fn serve_one_at_a_time<H: Handler>(lanes: Lanes<H>) {
                 continue;
             }
         };
-        if handler.handle_now(&buf[..len], Transport::Udp, &mut out) {
-            if !rate_limit(rrl.as_deref(), peer, &mut out) {
-                continue;
+        let packet = &buf[..len];
+        if !handler.handle_now(packet, Transport::Udp, &mut out) {
+            match start_miss(packet, peer, &lanes) {
+                MissStart::Answered(Some(reply)) => out = reply,
+                MissStart::Answered(None) => {
+                    handler.observe(packet, None, peer, Transport::Udp);
+                    continue;
+                }
+                MissStart::Spawned | MissStart::Dropped => continue,
             }
-            let sent = match socket.try_send_to(&out, peer) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => socket.send_to(&out, peer).await,
-                other => other,
-            };
-            if let Err(e) = sent {
-                tracing::debug!(error = %e, %peer, "udp send error");
-            }
-            handler.observe(&buf[..len], Some(&out), peer, Transport::Udp);
+        }
+        if !rate_limit(rrl.as_deref(), peer, &mut out) {
             continue;
         }
-        spawn_miss(&buf[..len], peer, &lanes);
-    }
-}
-
-/// Answers a query the caches could not in its own task, so a slow
-/// database never holds up the receive loop; with every miss permit taken,
-/// the query is dropped (the client retries) and counted.
-fn spawn_miss<H: Handler>(packet: &[u8], peer: SocketAddr, lanes: &Lanes<H>) {
-    let Ok(permit) = lanes.misses.clone().try_acquire_owned() else {
-        bump(&GUARD.udp_miss_overflows);
-        return;
-    };
-    let packet = packet.to_vec();
-    let handler = lanes.handler.clone();
-    let socket = lanes.socket.clone();
-    let rrl = lanes.rrl.clone();
-    tokio::spawn(async move {
-        let _permit = permit;
-        let reply = handler.handle_from(&packet, Transport::Udp, peer).await;
-        handler.observe(&packet, reply.as_deref(), peer, Transport::Udp);
-        if let Some(mut reply) = reply {
-            if !rate_limit(rrl.as_deref(), peer, &mut reply) {
-                return;
-            }
-            if let Err(e) = socket.send_to(&reply, peer).await {
-                tracing::debug!(error = %e, %peer, "udp send error");
-            }
+        let sent = match socket.try_send_to(&out, peer) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => socket.send_to(&out, peer).await,
+            other => other,
+        };
+        if let Err(e) = sent {
+            tracing::debug!(error = %e, %peer, "udp send error");
         }
-    });
+        handler.observe(packet, Some(&out), peer, Transport::Udp);
+    }
 }
 
 /// Applies the rate limiter to `reply` for `peer`: false means send nothing
 /// (the reply may have been cut down to a truncated one).
-fn rate_limit(rrl: Option<&Rrl>, peer: SocketAddr, reply: &mut Vec<u8>) -> bool {
+pub(super) fn rate_limit(rrl: Option<&Rrl>, peer: SocketAddr, reply: &mut Vec<u8>) -> bool {
     match rrl.map(|r| r.check(peer.ip())) {
         None | Some(Verdict::Send) => true,
         Some(Verdict::Slip) => make_slip(reply),
