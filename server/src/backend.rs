@@ -3,7 +3,8 @@
 //! ```text
 //!  pipeline ──Backend::{find_zone, get_node, zone_nodes, denial}──► Store (MongoDB)
 //!            (through cache::RecordCache, which caches all but zone_nodes)
-//!  cached_node: what the cache knows already, never a read (the name walk)
+//!  cached_node, known_zone: what the cache knows already, never a read
+//!            (the name walk, the zone lookup)
 //!  transfers ──Backend::{zone_stream, version_deleting, journal_chain}──►
 //!            Store directly (defaults for other backends: zone_nodes,
 //!            never deleting, no journal)
@@ -41,6 +42,14 @@ pub trait Backend: Send + Sync + 'static {
     /// backend without a cache). Lets the name walk skip what is known.
     fn cached_node(&self, _zone: &ZoneInfo, _name: &Name) -> CachedNode {
         CachedNode::Unknown
+    }
+    /// What a cache in front of storage already knows of the deepest
+    /// served zone enclosing `qname`, without a read: `Some(None)` when it
+    /// knows no ancestor is a zone, `None` when a candidate is not known
+    /// (then [`Backend::find_zone`] is asked of each). The default knows
+    /// nothing.
+    fn known_zone(&self, _qname: &Name) -> Option<Option<ZoneInfo>> {
+        None
     }
     /// DNSSEC denial: the node owning the NSEC (key = canonical key `ck`)
     /// or NSEC3 (key = base32hex hash) record that matches or covers `key`,

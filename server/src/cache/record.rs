@@ -338,6 +338,15 @@ impl<B: Backend> RecordCache<B> {
 }
 
 impl<B: Backend> Backend for RecordCache<B> {
+    fn known_zone(&self, qname: &Name) -> Option<Option<ZoneInfo>> {
+        let found = self.zones.deepest_known(qname);
+        if found.is_some() {
+            let counters = &self.shared.counters;
+            counters.zone_hits.fetch_add(1, Ordering::Relaxed);
+        }
+        found
+    }
+
     async fn find_zone(&self, apex: &Name) -> Result<Option<ZoneInfo>, StoreError> {
         let counters = &self.shared.counters;
         match self.zones.lookup(apex) {

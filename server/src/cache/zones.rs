@@ -260,6 +260,20 @@ impl ZoneRegistry {
         }
     }
 
+    /// The deepest zone enclosing `qname` when every candidate apex on
+    /// the way is known (`Some(None)`: none is a zone); `None` as soon as
+    /// one is not.
+    pub fn deepest_known(&self, qname: &Name) -> Option<Option<ZoneInfo>> {
+        for apex in qname.ancestors() {
+            match self.lookup(&apex) {
+                Known::Zone(info) => return Some(Some(info)),
+                Known::NotAZone => {}
+                Known::Unknown => return None,
+            }
+        }
+        Some(None)
+    }
+
     /// The state of a known zone.
     pub fn state(&self, apex: &Name) -> Option<Arc<ZoneState>> {
         self.zones

@@ -2,6 +2,7 @@
 //!
 //! ```text
 //!  find_zone(qname) ── longest apex that is a served zone ──► ZoneInfo
+//!     (from the zone registry alone when it knows every candidate)
 //!  zone_for_question: the same, except DS at a zone's apex goes to the
 //!                     parent zone when we serve it (RFC 4035 §3.1.4.1)
 //!  walk(zone, name):  apex … name, top-down (PathReader):
@@ -68,11 +69,16 @@ pub enum Walk {
     },
 }
 
-/// The served zone with the longest apex that encloses `qname`.
+/// The served zone with the longest apex that encloses `qname`: from
+/// what the cache knows when it knows every candidate, else one lookup of
+/// each candidate, all at once.
 pub async fn find_zone<B: Backend>(
     backend: &B,
     qname: &Name,
 ) -> Result<Option<ZoneInfo>, StoreError> {
+    if let Some(known) = backend.known_zone(qname) {
+        return Ok(known);
+    }
     let candidates: Vec<Name> = qname.ancestors().collect();
     let found = try_join_all(candidates.iter().map(|c| backend.find_zone(c))).await?;
     Ok(found.into_iter().flatten().next())

@@ -13,7 +13,8 @@
 //!  merge generation: replace_name(name, what the store holds now) per listed name
 //!     (the old bytes become garbage; the arena is rebuilt when garbage
 //!     passes half of it)
-//!  lookups decode the node they find into a fresh Node
+//!  lookups decode the node they find into a fresh Node, except the
+//!     shallowest (the apex): kept decoded, since every walk starts there
 //! ```
 //!
 //! NSEC3 nodes are only in `denials`: a point lookup of a hashed owner name
@@ -44,6 +45,9 @@ pub struct ZoneData {
     /// Bytes of the denial keys' text.
     key_bytes: usize,
     records: usize,
+    /// The shallowest node held (the apex, once loaded), kept decoded:
+    /// every name walk starts there.
+    top: Option<(Handle, Arc<Node>)>,
 }
 
 impl ZoneData {
@@ -64,8 +68,20 @@ impl ZoneData {
             if let Some(old) = self.names.insert(&self.arena, h) {
                 self.release_unless_denial(old);
             }
+            self.keep_if_top(h, keyed.node);
         }
         self.rebuild_if_wasteful();
+    }
+
+    /// Keeps `node` (at `h`) decoded when no node held is shallower.
+    fn keep_if_top(&mut self, h: Handle, node: Node) {
+        let shallower = self
+            .top
+            .as_ref()
+            .is_none_or(|(_, top)| node.name.label_count() <= top.name.label_count());
+        if shallower {
+            self.top = Some((h, Arc::new(node)));
+        }
     }
 
     /// Marks `h` unreachable unless the name index still holds it.
@@ -89,6 +105,9 @@ impl ZoneData {
     }
 
     fn release(&mut self, h: Handle) {
+        if self.top.as_ref().is_some_and(|(top, _)| *top == h) {
+            self.top = None;
+        }
         self.records = self
             .records
             .saturating_sub(node_codec::records(self.arena.get(h)));
@@ -148,15 +167,25 @@ impl ZoneData {
                 (k, new)
             })
             .collect();
+        // Handles changed: the top node is found again by its name.
+        let top = self.top.take().map(|(_, node)| node);
         self.arena = arena;
         self.names = names;
         self.denials = denials;
+        if let Some(node) = top {
+            if let Some(h) = self.names.get(&self.arena, &node.name) {
+                self.top = Some((h, node));
+            }
+        }
     }
 
     /// The node `name`, if stored.
     pub fn node(&self, name: &Name) -> Option<Arc<Node>> {
         let h = self.names.get(&self.arena, name)?;
-        Some(Arc::new(self.arena.node(h)))
+        match &self.top {
+            Some((top, node)) if *top == h => Some(node.clone()),
+            _ => Some(Arc::new(self.arena.node(h))),
+        }
     }
 
     /// The denial node with the greatest key not above `key`; with `wrap`,
@@ -295,6 +324,35 @@ mod tests {
     }
 
     #[test]
+    fn the_apex_is_served_decoded_and_follows_its_replacements() {
+        let mut data = ZoneData::default();
+        data.insert(keyed("a.z.", None, false, RType::A));
+        data.insert(keyed("z.", None, false, RType::SOA));
+        data.insert(keyed("b.a.z.", None, false, RType::A));
+        let apex: Name = "z.".parse().unwrap();
+        let first = data.node(&apex).unwrap();
+        assert!(
+            Arc::ptr_eq(&first, &data.node(&apex).unwrap()),
+            "kept decoded"
+        );
+        let below = data.node(&"a.z.".parse().unwrap()).unwrap();
+        assert_eq!(below.name.to_string(), "a.z.");
+        let mut now = keyed("z.", None, false, RType::SOA);
+        now.node
+            .rrsets
+            .push(Arc::new(RRset::of(RType::NS, 60, &[&[0]])));
+        data.replace_name(&apex, vec![now]);
+        let after = data.node(&apex).unwrap();
+        assert!(
+            after.rrset(RType::NS).is_some(),
+            "the replacement is served"
+        );
+        assert!(Arc::ptr_eq(&after, &data.node(&apex).unwrap()));
+        data.replace_name(&apex, Vec::new());
+        assert!(data.node(&apex).is_none(), "a removed apex is gone");
+    }
+
+    #[test]
     fn replaced_names_leave_garbage_that_a_rebuild_drops() {
         let mut data = ZoneData::default();
         let name = |i: u32| format!("n{i:05}.z.");
@@ -336,6 +394,13 @@ mod tests {
         assert_eq!(node.rrset(RType::TXT).unwrap().rdata[0][0], 5);
         let below = data.denial("n12345a", false).expect("denial found");
         assert_eq!(below.name, n);
+        let top = data.top.as_ref().map(|(h, node)| (*h, node.name.clone()));
+        let (h, top_name) = top.expect("a top node");
+        assert_eq!(
+            data.names.get(&data.arena, &top_name),
+            Some(h),
+            "top's handle moved with it"
+        );
     }
 
     #[test]

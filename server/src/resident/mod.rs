@@ -87,6 +87,10 @@ impl<B: Backend> Backend for ResidentZones<B> {
         }
     }
 
+    fn known_zone(&self, qname: &Name) -> Option<Option<ZoneInfo>> {
+        self.inner.known_zone(qname)
+    }
+
     async fn zone_nodes(&self, zone: &ZoneInfo) -> Result<Vec<Node>, StoreError> {
         self.inner.zone_nodes(zone).await
     }
