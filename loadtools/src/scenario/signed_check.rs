@@ -61,7 +61,14 @@ pub fn check_signed_zone(
     let text = match out {
         Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).to_string(),
         Ok(o) => {
-            check.verdict = format!("AXFR failed: {}", String::from_utf8_lossy(&o.stderr));
+            // dig writes its own errors (a timeout, a refusal) to stdout.
+            let said = [&o.stderr, &o.stdout]
+                .iter()
+                .map(|b| String::from_utf8_lossy(b).trim().to_string())
+                .filter(|t| !t.is_empty())
+                .collect::<Vec<_>>()
+                .join("; ");
+            check.verdict = format!("AXFR failed ({}): {said}", o.status);
             return check;
         }
         Err(e) => {
