@@ -412,13 +412,18 @@ fn writes_to_a_resident_zone_are_answered_within_the_bound() {
         stat(control, "resident_names_read") >= 1
     });
     println!("resident: merge applied to the copy {caught_up:?} after it was answered, counted {counted:?} later");
-    let before = stat(control, "db_queries");
-    assert_eq!(a_of(port, "merged.res.test.").len(), 1);
-    assert_eq!(
-        stat(control, "db_queries"),
-        before,
-        "the merged name is in memory"
-    );
+    // In memory: a query that costs no database read, within the bound
+    // (a generation published just after the copy caught up sends a
+    // query or two down the record cache's path once; one CI run saw 2
+    // reads there). Without the merge in the copy this never holds.
+    let mut tries = 0;
+    let in_memory = time_until("the merged name answered with no database read", || {
+        tries += 1;
+        let before = stat(control, "db_queries");
+        let answered = a_of(port, "merged.res.test.").len() == 1;
+        answered && stat(control, "db_queries") == before
+    });
+    println!("resident: the merged name answered from memory after {in_memory:?} ({tries} tries)");
 
     // A record edit (mongodns-zone add-record).
     operator(
