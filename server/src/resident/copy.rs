@@ -73,12 +73,13 @@ impl ZoneData {
         self.rebuild_if_wasteful();
     }
 
-    /// Keeps `node` (at `h`) decoded when no node held is shallower.
+    /// Keeps `node` (at `h`) decoded when it is shallower than the top node
+    /// (a replaced top was released first, so its successor is kept too).
     fn keep_if_top(&mut self, h: Handle, node: Node) {
         let shallower = self
             .top
             .as_ref()
-            .is_none_or(|(_, top)| node.name.label_count() <= top.name.label_count());
+            .is_none_or(|(_, top)| node.name.label_count() < top.name.label_count());
         if shallower {
             self.top = Some((h, Arc::new(node)));
         }
