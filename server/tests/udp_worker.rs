@@ -170,18 +170,30 @@ fn a_miss_answered_without_waiting_is_sent_from_the_loop() {
         ask(&client, port, 0xAA).as_deref(),
         Some(&[0xAA, 1, 2, 3][..])
     );
+    // The loop sends its batch before it observes it, so the reply can
+    // reach us first: wait for the count (generously, for a loaded CI).
     assert_eq!(
-        batched.load(Ordering::Relaxed),
+        settled_count(&batched, 1),
         1,
         "a miss that never waited is observed with the loop's batch"
     );
     assert_eq!(ask(&client, port, 0x01).as_deref(), Some(&[1, 1, 2, 3][..]));
+    std::thread::sleep(Duration::from_millis(200));
     assert_eq!(
         batched.load(Ordering::Relaxed),
         1,
         "a miss that waited is sent by its own task"
     );
     runtime.shutdown_background();
+}
+
+/// The count once it reaches `want`, or what it holds after 5 s.
+fn settled_count(count: &AtomicUsize, want: usize) -> usize {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while count.load(Ordering::Relaxed) < want && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    count.load(Ordering::Relaxed)
 }
 
 #[test]
