@@ -5,6 +5,8 @@
 //!            (through cache::RecordCache, which caches all but zone_nodes)
 //!  cached_node, known_zone: what the cache knows already, never a read
 //!            (the name walk, the zone lookup)
+//!  answer_view: the zone as a question is answered from (resident zones:
+//!            a copy a little behind, within its lag), never a read
 //!  transfers ──Backend::{zone_stream, version_deleting, journal_chain}──►
 //!            Store directly (defaults for other backends: zone_nodes,
 //!            never deleting, no journal)
@@ -50,6 +52,15 @@ pub trait Backend: Send + Sync + 'static {
     /// nothing.
     fn known_zone(&self, _qname: &Name) -> Option<Option<ZoneInfo>> {
         None
+    }
+    /// The zone a question is answered from: `zone` itself (the default),
+    /// or a view of an older generation or version that a layer in front
+    /// of storage holds whole and may still answer from (resident zones
+    /// within `--resident-lag-ms`). Replies from such a view are not kept
+    /// in the packet cache (their generation is past). Zone transfers
+    /// never ask.
+    fn answer_view(&self, zone: ZoneInfo) -> ZoneInfo {
+        zone
     }
     /// DNSSEC denial: the node owning the NSEC (key = canonical key `ck`)
     /// or NSEC3 (key = base32hex hash) record that matches or covers `key`,

@@ -377,6 +377,11 @@ options! {
         /// record cache's path (0: any size the budget holds).
         resident_max_records: usize = 0,
             [env = "MONGODNS_RESIDENT_MAX_RECORDS", value_name = "N"];
+        /// How long a resident zone's copy goes on answering after the zone
+        /// changed, while it catches up (names re-read, a new version
+        /// loading): answers up to this much older than the database, at
+        /// memory speed. 0: only a current copy answers.
+        resident_lag_ms: u64 = 500, [env = "MONGODNS_RESIDENT_LAG_MS", value_name = "MS"];
         /// Replies kept in the packet cache (0 turns it off).
         packet_cache_entries: usize = 1_000_000,
             [env = "MONGODNS_PACKET_CACHE_ENTRIES", value_name = "N"];
@@ -731,6 +736,7 @@ impl Config {
                 budget_bytes: self.resident_mb << 20,
                 zones,
                 max_records: self.resident_max_records,
+                max_lag: std::time::Duration::from_millis(self.resident_lag_ms),
             },
             Err(_) => crate::resident::ResidentConfig::off(),
         }

@@ -2,8 +2,9 @@
 //! held whole in memory answers byte for byte as the record cache's path
 //! does, unsigned and signed (NSEC, NSEC3), with no database read; merge,
 //! record edit, replace and secure-zone are each seen within the freshness
-//! bound (the delays printed); a zone over the limit stays on today's path;
-//! a database outage leaves resident zones answering.
+//! bound (the delays printed); a copy catching up answers within its lag
+//! and switches to a new version whole; a zone over the limit stays on
+//! today's path; a database outage leaves resident zones answering.
 
 use hickory_proto::op::{Message, ResponseCode};
 use mongodns_testkit::*;
@@ -502,6 +503,126 @@ fn writes_to_a_resident_zone_are_answered_within_the_bound() {
         );
     }
     drop(srv);
+    block_on(db.drop_db());
+}
+
+/// The address `www` has in the zone: the first or the replaced one.
+fn www_version(port: u16) -> &'static str {
+    let answers = a_of(port, "www.res.test.");
+    match (
+        answers.iter().any(|l| l.contains("192.0.2.80")),
+        answers.iter().any(|l| l.contains("192.0.2.180")),
+    ) {
+        (true, false) => "old",
+        (false, true) => "new",
+        _ => panic!("www answered neither version alone: {answers:?}"),
+    }
+}
+
+#[test]
+fn a_copy_catching_up_answers_within_its_lag_and_switches_whole() {
+    let db = block_on(async {
+        let db = TestZoneDb::new("resident_lag").await;
+        db.import(APEX, &zone_text(HOSTS), false).await;
+        db
+    });
+    // A: a lag long enough to cover the load (the issue's "serve the old
+    // version until the new one is loaded"), the packet cache on, so that
+    // a reply built from the old copy would show if it were kept. B: a
+    // lag under the freshness bound.
+    let freshness = FRESHNESS_MS.to_string();
+    let common = ["--freshness-ms", freshness.as_str(), "--resident-mb", "64"];
+    let (a, a_control) = start_with_control(
+        &db.name,
+        &[&common[..], &["--resident-lag-ms", "60000"]].concat(),
+    );
+    let (b, b_control) = server(&db, true, &["--resident-lag-ms", "200"]);
+    wait_residence(a_control, APEX, "resident");
+    wait_residence(b_control, APEX, "resident");
+    assert_eq!(www_version(a.port), "old");
+    let (loads, lagging) = (
+        stat(a_control, "resident_loads"),
+        stat(a_control, "resident_lagging"),
+    );
+
+    // Both asked in turn while the replace runs and after, A first: A
+    // answers the old version until its copy of the new one is complete,
+    // then the new one (never today's path in between); B, past its short
+    // lag, from the database.
+    let replaced = zone_text(HOSTS).replace("192.0.2.80", "192.0.2.180");
+    let (mut fresh_a, mut fresh_b) = (None, None);
+    let mut old_answers = 0;
+    let mut imported = None;
+    std::thread::scope(|scope| {
+        let import = scope.spawn(|| block_on(db.import(APEX, &replaced, true)));
+        let started = Instant::now();
+        while fresh_a.is_none() || fresh_b.is_none() || imported.is_none() {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "no new version after 60 s"
+            );
+            if imported.is_none() && import.is_finished() {
+                imported = Some(Instant::now());
+            }
+            if fresh_a.is_none() {
+                match www_version(a.port) {
+                    "old" => old_answers += 1,
+                    _ => fresh_a = Some(Instant::now()),
+                }
+            }
+            if fresh_b.is_none() && www_version(b.port) == "new" {
+                fresh_b = Some(Instant::now());
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    });
+    // Measured from the end of the writer, as the other writes are.
+    let imported = imported.unwrap();
+    let after = |at: Option<Instant>| at.unwrap().saturating_duration_since(imported);
+    let (switched, fresh_b) = (after(fresh_a), after(fresh_b));
+    println!(
+        "resident lag: A: lagging answers {}, passed on {}; B: lagging {}, passed on {}",
+        stat(a_control, "resident_lagging") - lagging,
+        stat(a_control, "resident_passed_on"),
+        stat(b_control, "resident_lagging"),
+        stat(b_control, "resident_passed_on"),
+    );
+    assert!(
+        stat(a_control, "resident_loads") > loads,
+        "A answered the new version only once it was loaded"
+    );
+    assert!(
+        stat(a_control, "resident_lagging") > lagging,
+        "the old copy answered while the new version loaded"
+    );
+    for _ in 0..20 {
+        assert_eq!(
+            www_version(a.port),
+            "new",
+            "no reply of the old copy was kept"
+        );
+    }
+    println!(
+        "resident lag: B (200 ms) answered the new version {fresh_b:?} after the import; \
+         A (60 s) {switched:?}, {old_answers} old answers first"
+    );
+    assert!(
+        fresh_b <= FRESHNESS_BOUND,
+        "B answered the replace {fresh_b:?} after it, past {FRESHNESS_BOUND:?}"
+    );
+
+    // A merge: with the lag, A answers from its copy until the names are
+    // read again, then the merged name, with no database read.
+    block_on(db.import(
+        APEX,
+        "$ORIGIN res.test.\nmerged 60 IN A 192.0.2.150\n",
+        false,
+    ));
+    let merged = time_until("the merged name on A", || {
+        a_of(a.port, "merged.res.test.").len() == 1
+    });
+    println!("resident lag: A answered the merged name {merged:?} after the import");
+    drop((a, b));
     block_on(db.drop_db());
 }
 

@@ -5,7 +5,8 @@
 //!  resident_metrics ─► resident_zones, resident_loading, resident_too_large,
 //!                      resident_bytes (gauges); resident_lookups,
 //!                      resident_passed_on, resident_loads,
-//!                      resident_load_failures, resident_names_read (counters)
+//!                      resident_load_failures, resident_names_read,
+//!                      resident_lagging (counters)
 //!  write_resident_zones ─► mongodns_resident_zone{zone,state} 1,
 //!                          mongodns_resident_zone_current{zone},
 //!                          mongodns_resident_zone_bytes{zone},
@@ -30,7 +31,7 @@ impl Control {
     }
 
     /// The totals of residency.
-    pub(super) fn resident_metrics(&self) -> [Metric; 9] {
+    pub(super) fn resident_metrics(&self) -> [Metric; 10] {
         let reports = self.resident_reports();
         let count = |r: Residence| reports.iter().filter(|z| z.residence == r).count() as u64;
         let bytes: usize = reports.iter().map(|z| z.bytes).sum();
@@ -83,6 +84,11 @@ impl Control {
                 "resident_names_read",
                 "names read again into resident zones for merge generations",
                 load(|c| &c.names_read),
+            ),
+            counter(
+                "resident_lagging",
+                "questions answered from a resident copy catching up, within --resident-lag-ms",
+                load(|c| &c.lagging),
             ),
         ]
     }

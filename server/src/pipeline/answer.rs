@@ -201,7 +201,7 @@ pub async fn solve_answer<B: Backend>(
         // Follow the alias into whichever served zone holds it (the deepest
         // one: a child zone we also serve wins over its parent's cut);
         // outside every served zone the chain ends here.
-        match lookup::find_zone(backend, &target).await? {
+        match lookup::answer_zone(backend, &target).await? {
             Some(z) => answer.zone = z,
             None => {
                 answer.outcome = Outcome::Hit;

@@ -5,7 +5,8 @@
 //!                 ─► database failing and a stale reply ─► it + EDE 3
 //!                 ─► miss: the key, for remember
 //!  remember:      reply kept for its smallest TTL while the zones it came
-//!                 from keep their generation (not kept: a zone purged meanwhile)
+//!                 from keep their generation (not kept: a zone purged
+//!                 meanwhile, or one answered at a generation already past)
 //!  remember_refused: REFUSED kept while the set of zones stays the same
 //! ```
 
@@ -73,6 +74,9 @@ impl<B: Backend> Responder<B> {
         let mut deps = Vec::with_capacity(2);
         for zone in [first_zone, &answer.zone] {
             match cache.registry.state(&zone.apex) {
+                // Answered from an older generation (a resident copy
+                // catching up, or a change meanwhile): never a hit.
+                Some(state) if state.gen() != zone.gen => return,
                 Some(state) => deps.push(Dependency::Zone(state, zone.gen)),
                 None => return, // not tracked (purged meanwhile): do not cache
             }

@@ -4,7 +4,8 @@
 //!  find_zone(qname) ── longest apex that is a served zone ──► ZoneInfo
 //!     (from the zone registry alone when it knows every candidate)
 //!  zone_for_question: the same, except DS at a zone's apex goes to the
-//!                     parent zone when we serve it (RFC 4035 §3.1.4.1)
+//!                     parent zone when we serve it (RFC 4035 §3.1.4.1),
+//!                     as the backend's answer_view of it (answer_zone)
 //!  walk(zone, name):  apex … name, top-down (PathReader):
 //!     ancestor with NS (below apex) ─► Delegation
 //!     ancestor with DNAME (above name) ─► Dname
@@ -84,6 +85,16 @@ pub async fn find_zone<B: Backend>(
     Ok(found.into_iter().flatten().next())
 }
 
+/// [`find_zone`], as the backend answers questions from it
+/// ([`Backend::answer_view`]).
+pub async fn answer_zone<B: Backend>(
+    backend: &B,
+    qname: &Name,
+) -> Result<Option<ZoneInfo>, StoreError> {
+    let zone = find_zone(backend, qname).await?;
+    Ok(zone.map(|z| backend.answer_view(z)))
+}
+
 /// The zone that answers `qname`/`qtype`: the deepest served zone, except
 /// that a DS question at the apex of a served zone is answered from the
 /// parent side when we serve the parent too (RFC 4035 §3.1.4.1).
@@ -92,10 +103,10 @@ pub async fn zone_for_question<B: Backend>(
     qname: &Name,
     qtype: RType,
 ) -> Result<Option<ZoneInfo>, StoreError> {
-    let zone = find_zone(backend, qname).await?;
+    let zone = answer_zone(backend, qname).await?;
     match (&zone, qname.parent()) {
         (Some(z), Some(parent)) if qtype == RType::DS && z.apex == *qname => {
-            Ok(find_zone(backend, &parent).await?.or(zone))
+            Ok(answer_zone(backend, &parent).await?.or(zone))
         }
         _ => Ok(zone),
     }

@@ -1,8 +1,12 @@
 //! One resident zone: every node of one stored version, in memory.
 //!
 //! ```text
-//!  ZoneCopy { ver, gen (atomic), data: RwLock<ZoneData> }
-//!     serves(zone) ⇔ zone.ver == ver ∧ zone.gen == gen   (else: today's path)
+//!  ZoneCopy { ver, gen (atomic), behind_since (atomic), data: RwLock<ZoneData> }
+//!     serves(zone) ⇔ zone.ver == ver ∧ zone.gen == gen
+//!     behind_for(): since the zone first changed past the copy (the keeper
+//!        marks it when it hears the change, clears it once caught up); a
+//!        copy behind by at most --resident-lag-ms still answers, as a
+//!        view of its own version and generation (keeper.rs), else today's path
 //!  ZoneData: arena   NodeArena — every node as wire bytes in large chunks
 //!            names   NameIndex — point lookups by owner name (the name is
 //!                    stored once, in the arena)
@@ -27,7 +31,8 @@ use backend_mongo::{Name, Node, ZoneInfo};
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::time::{Duration, Instant};
 
 /// Bytes of one denial map entry besides its key's text: the key's box
 /// header and the tree's share per entry.
@@ -235,6 +240,9 @@ pub struct ZoneCopy {
     pub ver: i64,
     /// The generation whose data it holds; `i64::MIN` when void.
     gen: AtomicI64,
+    /// When the zone first changed past this copy; `None` while current.
+    /// Read only when a question finds the copy not current.
+    behind_since: Mutex<Option<Instant>>,
     data: RwLock<ZoneData>,
 }
 
@@ -244,8 +252,52 @@ impl ZoneCopy {
         ZoneCopy {
             ver,
             gen: AtomicI64::new(gen),
+            behind_since: Mutex::new(None),
             data: RwLock::new(data),
         }
+    }
+
+    /// Notes that the zone changed past the copy now, unless it already
+    /// was behind (the first change not applied counts).
+    pub fn mark_behind(&self) {
+        self.mark_behind_at(Instant::now());
+    }
+
+    /// Notes that the zone changed past the copy at `at`, unless it
+    /// already was behind.
+    pub fn mark_behind_at(&self, at: Instant) {
+        self.behind().get_or_insert(at);
+    }
+
+    /// Notes that the copy holds every change heard (current again).
+    pub fn mark_caught_up(&self) {
+        *self.behind() = None;
+    }
+
+    /// How long the zone has been ahead of the copy; `None` while current.
+    pub fn behind_for(&self) -> Option<Duration> {
+        self.behind().map(|since| since.elapsed())
+    }
+
+    fn behind(&self) -> MutexGuard<'_, Option<Instant>> {
+        self.behind_since.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The copy as a zone to answer from while it is behind by at most
+    /// `lag`: its own version and generation, the rest of `zone`. `None`
+    /// when void, current (answer from `zone` itself), or behind for
+    /// longer.
+    pub fn lagging_view(&self, zone: &ZoneInfo, lag: Duration) -> Option<ZoneInfo> {
+        let gen = self.gen();
+        if gen == i64::MIN || (zone.ver == self.ver && zone.gen == gen) {
+            return None;
+        }
+        (self.behind_for()? <= lag).then(|| ZoneInfo {
+            apex: zone.apex.clone(),
+            ver: self.ver,
+            gen,
+            serial: zone.serial,
+        })
     }
 
     /// True when the copy holds exactly what `zone` (as the registry serves
@@ -322,6 +374,51 @@ mod tests {
         assert_eq!(owner("a", false), None);
         assert_eq!(owner("a", true).as_deref(), Some("d.z."));
         assert_eq!(data.records(), 2);
+    }
+
+    #[test]
+    fn a_copy_behind_answers_as_its_own_generation_within_the_lag_only() {
+        let copy = ZoneCopy::new(7, 10, ZoneData::default());
+        let apex: Name = "z.".parse().unwrap();
+        let served = |ver, gen| ZoneInfo {
+            apex: apex.clone(),
+            ver,
+            gen,
+            serial: 3,
+        };
+        let long = Duration::from_secs(3600);
+        assert!(copy.lagging_view(&served(7, 10), long).is_none(), "current");
+        assert!(
+            copy.lagging_view(&served(7, 11), long).is_none(),
+            "a change not heard by the keeper: never a view"
+        );
+        copy.mark_behind();
+        let view = copy.lagging_view(&served(7, 11), long).unwrap();
+        assert_eq!((view.ver, view.gen, view.serial), (7, 10, 3));
+        assert!(copy.serves(&view), "the copy answers its own view");
+        let view = copy.lagging_view(&served(8, 12), long).unwrap();
+        assert_eq!((view.ver, view.gen), (7, 10), "a new version too");
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(
+            copy.lagging_view(&served(7, 11), Duration::from_millis(1))
+                .is_none(),
+            "past the lag: today's path"
+        );
+        copy.mark_behind();
+        assert!(
+            copy.behind_for().unwrap() >= Duration::from_millis(5),
+            "the first change not applied counts"
+        );
+        copy.set_gen(11);
+        copy.mark_caught_up();
+        assert!(copy.behind_for().is_none());
+        assert!(copy.lagging_view(&served(7, 11), long).is_none());
+        copy.mark_behind_at(Instant::now() - Duration::from_secs(10));
+        assert!(copy
+            .lagging_view(&served(7, 12), Duration::from_secs(5))
+            .is_none());
+        copy.void();
+        assert!(copy.lagging_view(&served(7, 12), long).is_none(), "void");
     }
 
     #[test]

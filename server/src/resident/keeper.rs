@@ -19,10 +19,14 @@
 //!           meanwhile are applied after it
 //! ```
 //!
-//! A copy answers only while its version and generation are the ones the
-//! registry serves (`ZoneCopy::serves`); between a change and its update,
-//! and while a new version loads, the zone is on today's path. A database
-//! outage changes no generation: resident zones keep answering.
+//! A copy answers for the version and generation the registry serves
+//! (`ZoneCopy::serves`). Between a change and the copy's catching up (the
+//! names applied, or the new version loaded), the copy still answers, as a
+//! view of what it holds, for at most `--resident-lag-ms` after the first
+//! change it missed (`answer_view`); past that the zone is on today's path,
+//! and the old copy of a zone being loaded again is freed. With a lag of 0
+//! a copy answers only when current and a reload frees it at once. A
+//! database outage changes no generation: resident zones keep answering.
 
 use super::copy::{ZoneCopy, ZoneData};
 use super::status::{Residence, ResidentConfig, ZoneReport};
@@ -49,6 +53,8 @@ struct NameChange {
     from: i64,
     to: i64,
     names: Vec<Name>,
+    /// When it was heard (a copy installed before it is behind since then).
+    heard: Instant,
 }
 
 /// What the keeper knows of one wanted zone.
@@ -93,6 +99,9 @@ pub struct ResidentCounters {
     pub load_failures: AtomicU64,
     /// Names read again for merge generations.
     pub names_read: AtomicU64,
+    /// Questions answered from a copy behind the served generation, within
+    /// the lag allowed.
+    pub lagging: AtomicU64,
 }
 
 /// The resident zones of a server and what keeps them current.
@@ -103,6 +112,8 @@ pub struct Residency {
     wake: tokio::sync::Notify,
     /// A load runs (one at a time: on FerretDB each is a scan).
     loading: AtomicBool,
+    /// The registry listened to (set by `start`).
+    registry: std::sync::OnceLock<Arc<ZoneRegistry>>,
     /// Counters for `/stats`.
     pub counters: ResidentCounters,
 }
@@ -116,6 +127,7 @@ impl Residency {
             slots: Mutex::new(HashMap::new()),
             wake: tokio::sync::Notify::new(),
             loading: AtomicBool::new(false),
+            registry: std::sync::OnceLock::new(),
             counters: ResidentCounters::default(),
         })
     }
@@ -125,15 +137,45 @@ impl Residency {
         &self.config
     }
 
-    /// The copy of `zone` if it holds exactly what the registry serves.
-    pub fn current(&self, zone: &ZoneInfo) -> Option<Arc<ZoneCopy>> {
+    /// Which copy answers for `zone` (as the registry serves it, or a
+    /// view from [`Residency::answer_view`]).
+    pub fn current(&self, zone: &ZoneInfo) -> CopyFor {
         let copies = self.copies.read().unwrap_or_else(|p| p.into_inner());
-        let copy = copies.get(&zone.apex)?;
+        let Some(copy) = copies.get(&zone.apex) else {
+            return CopyFor::None;
+        };
         if copy.serves(zone) {
-            Some(copy.clone())
+            CopyFor::Serves(copy.clone())
         } else {
             self.counters.passed_on.fetch_add(1, Ordering::Relaxed);
-            None
+            CopyFor::Other
+        }
+    }
+
+    /// The zone `apex` as the registry serves it now, if known.
+    pub fn served(&self, apex: &Name) -> Option<ZoneInfo> {
+        let registry = self.registry.get()?;
+        registry.state(apex).map(|s| s.info())
+    }
+
+    /// The zone as the answer path should read it: `zone` itself, or a
+    /// view of its copy's own version and generation while the copy is
+    /// behind by at most the configured lag (the copy then answers it,
+    /// and its replies are not kept in the packet cache: their generation
+    /// is already past).
+    pub fn answer_view(&self, zone: ZoneInfo) -> ZoneInfo {
+        if self.config.max_lag.is_zero() {
+            return zone;
+        }
+        let Some(copy) = self.copy_of(&zone.apex) else {
+            return zone;
+        };
+        match copy.lagging_view(&zone, self.config.max_lag) {
+            Some(view) => {
+                self.counters.lagging.fetch_add(1, Ordering::Relaxed);
+                view
+            }
+            None => zone,
         }
     }
 
@@ -149,6 +191,7 @@ impl Residency {
     /// Listens to `registry` and keeps the wanted zones loaded and current
     /// from `store`, until the runtime ends.
     pub fn start(self: &Arc<Self>, registry: &Arc<ZoneRegistry>, store: Store) {
+        let _ = self.registry.set(registry.clone());
         let hearer = Arc::downgrade(self);
         registry.set_listener(Box::new(move |event| {
             if let Some(residency) = hearer.upgrade() {
@@ -166,12 +209,16 @@ impl Residency {
                     return;
                 }
                 let mut slots = self.slots();
+                if let Some(copy) = self.copy_of(&to.apex) {
+                    copy.mark_behind();
+                }
                 let slot = slots.entry(to.apex.clone()).or_insert_with(Slot::new);
                 match names {
                     Some(names) if from.ver == to.ver => slot.names.push(NameChange {
                         from: from.gen,
                         to: to.gen,
                         names: names.to_vec(),
+                        heard: Instant::now(),
                     }),
                     _ => slot.reload = true,
                 }
@@ -238,6 +285,7 @@ impl Residency {
             for (apex, changes) in self.take_name_changes() {
                 self.apply_names(&store, &apex, changes).await;
             }
+            self.free_expired_copies();
             if let Some(apex) = self.next_load() {
                 let (keeper, registry, store) = (self.clone(), registry.clone(), store.clone());
                 tokio::spawn(async move { keeper.load(&registry, &store, apex).await });
@@ -308,6 +356,7 @@ impl Residency {
                 }
             }
         }
+        self.note_if_caught_up(apex, &copy);
     }
 
     /// After merges grew the copy of `apex`: over the budget (with the
@@ -356,6 +405,38 @@ impl Residency {
         Ok(read)
     }
 
+    /// Clears the copy's lag when nothing heard is left to apply (under
+    /// the slots' lock, which `hear` marks it behind under).
+    fn note_if_caught_up(&self, apex: &Name, copy: &ZoneCopy) {
+        let slots = self.slots();
+        let caught_up = slots
+            .get(apex)
+            .is_some_and(|s| s.names.is_empty() && !s.reload && !s.loading);
+        if caught_up {
+            copy.mark_caught_up();
+        }
+    }
+
+    /// Frees the copies that have been behind for longer than the lag
+    /// allowed while their zone waits to be loaded again (they will not
+    /// answer again; a copy catching up by names is kept).
+    fn free_expired_copies(&self) {
+        let lag = self.config.max_lag;
+        let slots = self.slots();
+        let mut copies = self.copies.write().unwrap_or_else(|p| p.into_inner());
+        copies.retain(|apex, copy| {
+            let reloading = slots.get(apex).is_some_and(|s| s.reload || s.loading);
+            !(reloading && copy.behind_for().is_some_and(|d| d > lag))
+        });
+    }
+
+    fn remove_copy(&self, apex: &Name) {
+        self.copies
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(apex);
+    }
+
     fn mark_reload(&self, apex: &Name) {
         if let Some(slot) = self.slots().get_mut(apex) {
             slot.reload = true;
@@ -384,11 +465,10 @@ impl Residency {
     /// is too large or a newer change asked for another load meanwhile.
     async fn load(&self, registry: &ZoneRegistry, store: &Store, apex: Name) {
         let started = Instant::now();
-        // The old copy cannot answer again (its generation is past): free it.
-        self.copies
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&apex);
+        if self.config.max_lag.is_zero() {
+            // The old copy cannot answer again (its generation is past).
+            self.remove_copy(&apex);
+        }
         let outcome = match registry.state(&apex) {
             Some(state) => self.read_zone(store, &state.info()).await.map(Some),
             None => Ok(None),
@@ -405,6 +485,10 @@ impl Residency {
                     took_ms = started.elapsed().as_millis() as u64, "zone resident");
                 slot.residence = Residence::Resident;
                 let copy = Arc::new(ZoneCopy::new(info.ver, info.gen, data));
+                if let Some(first) = slot.names.first() {
+                    // Heard before the load ended, applied next: behind since.
+                    copy.mark_behind_at(first.heard);
+                }
                 self.copies
                     .write()
                     .unwrap_or_else(|p| p.into_inner())
@@ -415,6 +499,7 @@ impl Residency {
             Ok(Some(Loaded::TooLarge { records, bytes })) => {
                 tracing::info!(zone = %apex, records, bytes, "zone too large to be resident");
                 slot.residence = Residence::TooLarge;
+                self.remove_copy(&apex);
             }
             Ok(None) => {
                 // Not known to the registry right now (after a full purge,
@@ -435,13 +520,24 @@ impl Residency {
     }
 
     /// Reads every node of `info`'s version, stopping once over the budget.
+    /// The zone's old copy (still answering within the lag) counts against
+    /// the budget until the new one would not fit beside it: then it is
+    /// freed, and the zone is on today's path until the load completes.
     async fn read_zone(&self, store: &Store, info: &ZoneInfo) -> Result<Loaded, StoreError> {
-        let others = self.bytes_held();
-        let room = self.config.budget_bytes.saturating_sub(others);
+        let old = self.copy_of(&info.apex).map_or(0, |c| c.read().bytes());
+        let room = self
+            .config
+            .budget_bytes
+            .saturating_sub(self.bytes_held() - old);
+        let mut old = (old > 0).then_some(old);
         let mut stream = store.keyed_zone_cursor(info).await?;
         let mut data = ZoneData::default();
         while let Some(node) = stream.next().await {
             data.insert(node?);
+            if old.is_some_and(|old| data.bytes() + old > room) {
+                self.remove_copy(&info.apex);
+                old = None;
+            }
             if data.bytes() > room || self.config.too_many(data.records()) {
                 return Ok(Loaded::TooLarge {
                     records: data.records(),
@@ -484,6 +580,17 @@ impl Residency {
         out.sort_by(|a, b| a.apex.cmp(&b.apex));
         out
     }
+}
+
+/// Which copy answers for a zone.
+pub enum CopyFor {
+    /// This one: it holds exactly that version and generation.
+    Serves(Arc<ZoneCopy>),
+    /// The zone has a copy, of another version or generation (a view of
+    /// an older one, or one catching up): ask the registry what it serves.
+    Other,
+    /// No copy: today's path as asked.
+    None,
 }
 
 /// What a load read.

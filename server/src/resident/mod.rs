@@ -2,12 +2,15 @@
 //! database read (issue 18).
 //!
 //! ```text
-//!  pipeline ─Backend─► ResidentZones ── zone's copy current? ──yes──► ZoneCopy
+//!  pipeline ─answer_view─► the zone, or its copy's own generation while
+//!           the copy is behind by at most --resident-lag-ms
+//!  pipeline ─Backend─► ResidentZones ── copy holds that gen? ──yes──► ZoneCopy
 //!                          │                                  (get_node, cached_node,
 //!                          │ no (not wanted, loading, too       denial: memory only)
-//!                          │ large, changed and not caught up)
+//!                          │ large, behind past its lag)
 //!                          ▼
-//!                      RecordCache ─► Store              (today's path, unchanged)
+//!                      RecordCache ─► Store              (today's path, for the zone
+//!                                                          as the registry serves it)
 //!  Residency (keeper.rs): loads wanted zones by one streaming read of their
 //!     version, applies merge generations name by name, reloads new versions
 //!  ZoneCopy / ZoneData (copy.rs): one version's nodes and denial chain, held
@@ -26,12 +29,13 @@ mod node_codec;
 mod status;
 
 pub use copy::{ZoneCopy, ZoneData};
-pub use keeper::{Residency, ResidentCounters};
+pub use keeper::{CopyFor, Residency, ResidentCounters};
 pub use status::{Residence, ResidentConfig, ZoneChoice, ZoneReport};
 
 use crate::backend::{Backend, CachedNode};
 use backend_mongo::transfer::NodeStream;
 use backend_mongo::{Name, Node, StoreError, ZoneInfo};
+use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -59,16 +63,37 @@ impl<B: Backend> ResidentZones<B> {
         &self.inner
     }
 
-    /// The copy answering `zone` now, if any.
-    fn copy(&self, zone: &ZoneInfo) -> Option<Arc<ZoneCopy>> {
+    /// Where a lookup in `zone` goes: the copy answering it, or today's
+    /// path for the zone as asked, or as the registry serves it now when a
+    /// copy of another generation was asked for (a view that fell behind
+    /// its lag, or was replaced, in the middle of a question).
+    fn route<'z>(&self, zone: &'z ZoneInfo) -> Route<'z> {
         if !self.enabled {
-            return None;
+            return Route::Inner(Cow::Borrowed(zone));
         }
-        let copy = self.residency.current(zone)?;
-        let counters = &self.residency.counters;
-        counters.lookups.fetch_add(1, Ordering::Relaxed);
-        Some(copy)
+        match self.residency.current(zone) {
+            CopyFor::Serves(copy) => {
+                let counters = &self.residency.counters;
+                counters.lookups.fetch_add(1, Ordering::Relaxed);
+                Route::Copy(copy)
+            }
+            CopyFor::Other => match self.residency.served(&zone.apex) {
+                Some(now) if now.ver != zone.ver || now.gen != zone.gen => {
+                    Route::Inner(Cow::Owned(now))
+                }
+                _ => Route::Inner(Cow::Borrowed(zone)),
+            },
+            CopyFor::None => Route::Inner(Cow::Borrowed(zone)),
+        }
     }
+}
+
+/// Where one lookup goes.
+enum Route<'z> {
+    /// The resident copy.
+    Copy(Arc<ZoneCopy>),
+    /// Today's path (the record cache), for this zone.
+    Inner(Cow<'z, ZoneInfo>),
 }
 
 impl<B: Backend> Backend for ResidentZones<B> {
@@ -81,9 +106,9 @@ impl<B: Backend> Backend for ResidentZones<B> {
         zone: &ZoneInfo,
         name: &Name,
     ) -> Result<Option<Arc<Node>>, StoreError> {
-        match self.copy(zone) {
-            Some(copy) => Ok(copy.read().node(name)),
-            None => self.inner.get_node(zone, name).await,
+        match self.route(zone) {
+            Route::Copy(copy) => Ok(copy.read().node(name)),
+            Route::Inner(zone) => self.inner.get_node(&zone, name).await,
         }
     }
 
@@ -91,14 +116,21 @@ impl<B: Backend> Backend for ResidentZones<B> {
         self.inner.known_zone(qname)
     }
 
+    fn answer_view(&self, zone: ZoneInfo) -> ZoneInfo {
+        if !self.enabled {
+            return zone;
+        }
+        self.residency.answer_view(zone)
+    }
+
     async fn zone_nodes(&self, zone: &ZoneInfo) -> Result<Vec<Node>, StoreError> {
         self.inner.zone_nodes(zone).await
     }
 
     fn cached_node(&self, zone: &ZoneInfo, name: &Name) -> CachedNode {
-        match self.copy(zone) {
-            Some(copy) => CachedNode::Fresh(copy.read().node(name)),
-            None => self.inner.cached_node(zone, name),
+        match self.route(zone) {
+            Route::Copy(copy) => CachedNode::Fresh(copy.read().node(name)),
+            Route::Inner(zone) => self.inner.cached_node(&zone, name),
         }
     }
 
@@ -108,9 +140,9 @@ impl<B: Backend> Backend for ResidentZones<B> {
         key: &str,
         wrap: bool,
     ) -> Result<Option<Arc<Node>>, StoreError> {
-        match self.copy(zone) {
-            Some(copy) => Ok(copy.read().denial(key, wrap)),
-            None => self.inner.denial(zone, key, wrap).await,
+        match self.route(zone) {
+            Route::Copy(copy) => Ok(copy.read().denial(key, wrap)),
+            Route::Inner(zone) => self.inner.denial(&zone, key, wrap).await,
         }
     }
 

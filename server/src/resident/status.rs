@@ -1,7 +1,7 @@
 //! What residency is asked to do (the settings) and what it did (per zone).
 //!
 //! ```text
-//!  ResidentConfig { budget_bytes, zones: all | listed, max_records }
+//!  ResidentConfig { budget_bytes, zones: all | listed, max_records, max_lag }
 //!     wants(apex): residency on, the zone chosen
 //!  Residence: Loading ─► Resident            (complete, current or catching up)
 //!                   └─► TooLarge             (over the budget or max_records)
@@ -56,6 +56,9 @@ pub struct ResidentConfig {
     pub zones: ZoneChoice,
     /// Most records one resident zone may have (0: any number).
     pub max_records: usize,
+    /// How long a copy behind the served generation (names not applied
+    /// yet, a new version loading) still answers (0: only when current).
+    pub max_lag: std::time::Duration,
 }
 
 impl ResidentConfig {
@@ -65,6 +68,7 @@ impl ResidentConfig {
             budget_bytes: 0,
             zones: ZoneChoice::All,
             max_records: 0,
+            max_lag: std::time::Duration::ZERO,
         }
     }
 
@@ -140,6 +144,7 @@ mod tests {
             budget_bytes: 1,
             zones: listed,
             max_records: 0,
+            max_lag: std::time::Duration::ZERO,
         };
         assert!(config.wants(&"a.test.".parse().unwrap()));
         assert!(config.wants(&"b.test.".parse().unwrap()));
