@@ -125,6 +125,9 @@ impl Store {
     }
 }
 
+/// How long `finish` waits for a periodic write under way.
+const FINISH_WAIT: Duration = Duration::from_secs(5);
+
 fn now_ms() -> i64 {
     DateTime::now().timestamp_millis()
 }
@@ -153,6 +156,8 @@ pub struct ProgressReporter {
     store: Store,
     base: JobProgress,
     task: tokio::task::JoinHandle<()>,
+    /// Tells the task to stop between writes (never in the middle of one).
+    stop: Arc<tokio::sync::Notify>,
 }
 
 impl ProgressReporter {
@@ -176,18 +181,23 @@ impl ProgressReporter {
         let done = Arc::new(AtomicU64::new(0));
         let total = Arc::new(AtomicU64::new(0));
         let phase = Arc::new(std::sync::Mutex::new(String::new()));
+        let stop = Arc::new(tokio::sync::Notify::new());
         let task = {
-            let (store, base, done, total, phase) = (
+            let (store, base, done, total, phase, stop) = (
                 store.clone(),
                 base.clone(),
                 done.clone(),
                 total.clone(),
                 phase.clone(),
+                stop.clone(),
             );
             tokio::spawn(async move {
                 let mut tick = tokio::time::interval(every);
                 loop {
-                    tick.tick().await;
+                    tokio::select! {
+                        _ = tick.tick() => {}
+                        _ = stop.notified() => return,
+                    }
                     let mut p = base.clone();
                     p.done = done.load(Ordering::Relaxed);
                     p.total = total.load(Ordering::Relaxed);
@@ -206,6 +216,7 @@ impl ProgressReporter {
             store,
             base,
             task,
+            stop,
         }
     }
 
@@ -233,9 +244,17 @@ impl ProgressReporter {
     }
 
     /// Stops the periodic writes and records the final state (`done` or
-    /// `failed`).
-    pub async fn finish(self, ok: bool) {
-        self.task.abort();
+    /// `failed`). A periodic write under way is waited for first (up to
+    /// [`FINISH_WAIT`]): aborted, it could still reach the database after
+    /// the final state and leave the job `running`.
+    pub async fn finish(mut self, ok: bool) {
+        self.stop.notify_one();
+        if tokio::time::timeout(FINISH_WAIT, &mut self.task)
+            .await
+            .is_err()
+        {
+            self.task.abort();
+        }
         let mut p = self.base.clone();
         p.done = self.done.load(Ordering::Relaxed);
         p.total = self.total.load(Ordering::Relaxed);
