@@ -83,6 +83,11 @@ pub struct ScenarioArgs {
     /// Extra flag for mongodns-server (repeat), e.g. --server-arg=--workers=1.
     #[arg(long, allow_hyphen_values = true)]
     pub server_arg: Vec<String>,
+    /// Start the clients only once the server's log holds this text, e.g.
+    /// `"zone resident"` with `--server-arg=--resident-mb=…` (waits up to
+    /// 15 minutes; the wait is reported, not counted in the run).
+    #[arg(long)]
+    pub wait_log: Option<String>,
     /// Directory for the generated files and logs (default: a new one
     /// under the system's temporary directory).
     #[arg(long)]

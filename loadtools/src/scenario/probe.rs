@@ -110,6 +110,37 @@ pub(super) async fn wait_ready(
     ))
 }
 
+/// Waits until the server's log holds `text` (e.g. "zone resident"), up
+/// to 15 minutes; an error when the server exits or the time runs out.
+pub(super) async fn wait_log(
+    text: &str,
+    children: &mut Children,
+    i: usize,
+    log_file: &Path,
+) -> Result<(), String> {
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(900) {
+        if let Some(s) = children.exited(i) {
+            return Err(format!(
+                "mongodns-server exited ({s}):\n{}",
+                tail(log_file, 10)
+            ));
+        }
+        let log = std::fs::read_to_string(log_file).unwrap_or_default();
+        if log.contains(text) {
+            super::log(format!(
+                "server log says {text:?} after {:.1} s; starting the clients",
+                started.elapsed().as_secs_f64()
+            ));
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    Err(format!(
+        "the server's log did not say {text:?} within 15 minutes"
+    ))
+}
+
 /// The freshness probe: for each sample name of the steady import, notes
 /// when its node is in the database, then asks the server every 10 ms
 /// until it is answered. `asked` must already hold NXDOMAIN for each (the

@@ -12,7 +12,7 @@
 use super::children::{db_flags, import, program, spawn, Children};
 use super::concurrent::{self, Clients, During};
 use super::machine::{describe_machine, utc_now};
-use super::probe::{rand_id, wait_ready};
+use super::probe::{rand_id, wait_log, wait_ready};
 use super::report::{ClientFigures, Report};
 use super::scrape::{tail, ImportRun};
 use super::settle::{settle, Outcome};
@@ -238,6 +238,9 @@ impl ServerUp {
             &log_file,
         )?;
         wait_ready(args.listen, children, index, &log_file).await?;
+        if let Some(text) = &args.wait_log {
+            wait_log(text, children, index, &log_file).await?;
+        }
         Ok(ServerUp {
             index,
             log: log_file,
