@@ -380,8 +380,9 @@ options! {
         /// How long a resident zone's copy goes on answering after the zone
         /// changed, while it catches up (names re-read, a new version
         /// loading): answers up to this much older than the database, at
-        /// memory speed. 0: only a current copy answers.
-        resident_lag_ms: u64 = 500, [env = "MONGODNS_RESIDENT_LAG_MS", value_name = "MS"];
+        /// memory speed. 0 (the default): only a current copy answers, and
+        /// a write is answered within the freshness bound.
+        resident_lag_ms: u64 = 0, [env = "MONGODNS_RESIDENT_LAG_MS", value_name = "MS"];
         /// Replies kept in the packet cache (0 turns it off).
         packet_cache_entries: usize = 1_000_000,
             [env = "MONGODNS_PACKET_CACHE_ENTRIES", value_name = "N"];
@@ -1006,6 +1007,15 @@ mod tests {
         assert_eq!(on.resident_config().budget_bytes, 64 << 20);
         assert!(on.resident_config().wants(&"a.test.".parse().unwrap()));
         assert!(!on.resident_config().wants(&"c.test.".parse().unwrap()));
+        assert!(
+            on.resident_config().max_lag.is_zero(),
+            "no lag unless asked"
+        );
+        let lag = config(&["--resident-mb", "64", "--resident-lag-ms", "500"]);
+        assert_eq!(
+            lag.resident_config().max_lag,
+            std::time::Duration::from_millis(500)
+        );
         let no_cache = config(&["--resident-mb", "64", "--no-cache"]);
         assert!(!no_cache.resident_config().enabled());
         let bad = Config {
