@@ -528,7 +528,7 @@ impl Residency {
         let room = self
             .config
             .budget_bytes
-            .saturating_sub(self.bytes_held() - old);
+            .saturating_sub(self.bytes_held_except(&info.apex));
         let mut old = (old > 0).then_some(old);
         let mut stream = store.keyed_zone_cursor(info).await?;
         let mut data = ZoneData::default();
@@ -546,6 +546,16 @@ impl Residency {
             }
         }
         Ok(Loaded::Whole(info.clone(), data))
+    }
+
+    /// Bytes the copies of every zone but `apex` hold.
+    fn bytes_held_except(&self, apex: &Name) -> usize {
+        let copies = self.copies.read().unwrap_or_else(|p| p.into_inner());
+        copies
+            .iter()
+            .filter(|(a, _)| *a != apex)
+            .map(|(_, c)| c.read().bytes())
+            .sum()
     }
 
     /// Bytes all copies hold.
