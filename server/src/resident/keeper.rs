@@ -224,10 +224,7 @@ impl Residency {
                 }
             }
             ZoneEvent::Removed(apex) => {
-                self.copies
-                    .write()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(apex);
+                self.remove_copy(apex);
                 self.slots().remove(apex);
             }
             ZoneEvent::Purged(apex) => {
@@ -369,10 +366,7 @@ impl Residency {
             return false;
         }
         tracing::info!(zone = %apex, records, "resident zone grew past the budget: back on the record cache's path");
-        self.copies
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(apex);
+        self.remove_copy(apex);
         if let Some(slot) = self.slots().get_mut(apex) {
             slot.residence = Residence::TooLarge;
             slot.names.clear();

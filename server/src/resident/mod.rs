@@ -77,6 +77,11 @@ impl<B: Backend> ResidentZones<B> {
                 counters.lookups.fetch_add(1, Ordering::Relaxed);
                 Route::Copy(copy)
             }
+            // Only a view (lag above 0) can name a generation the registry
+            // no longer serves; with no lag the zone is passed on as asked.
+            CopyFor::Other if self.residency.config().max_lag.is_zero() => {
+                Route::Inner(Cow::Borrowed(zone))
+            }
             CopyFor::Other => match self.residency.served(&zone.apex) {
                 Some(now) if now.ver != zone.ver || now.gen != zone.gen => {
                     Route::Inner(Cow::Owned(now))
