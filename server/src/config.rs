@@ -403,6 +403,11 @@ options! {
         /// UDP datagrams read and sent per system call (recvmmsg/sendmmsg on
         /// Linux), 1 to 32; 1 reads and answers one query at a time.
         udp_batch: usize = 32, [env = "MONGODNS_UDP_BATCH", value_name = "N"];
+        /// Microseconds a UDP receive thread waits after a batch of several
+        /// queries, but not a full one, so that the next carries more
+        /// (fewer wake-ups per query under load, at most this much added
+        /// latency; 0: never waits). Linux, batches above 1; at most 1000.
+        udp_coalesce_us: u64 = 0, [env = "MONGODNS_UDP_COALESCE_US", value_name = "US"];
         /// UDP cache misses answered at once, server-wide; more are dropped
         /// (the client retries) and counted (mongodns_udp_miss_overflows).
         udp_max_misses: usize = 4096, [env = "MONGODNS_UDP_MAX_MISSES", value_name = "N"];
@@ -638,6 +643,12 @@ impl Config {
         }
         if self.db_timeout_ms == 0 {
             p.push("db_timeout_ms: must be above 0".into());
+        }
+        if self.udp_coalesce_us > 1000 {
+            p.push(format!(
+                "udp_coalesce_us: {} is over 1000 (a wait that long is latency, not batching)",
+                self.udp_coalesce_us
+            ));
         }
         if !(1..=32).contains(&self.udp_batch) {
             p.push(format!(

@@ -495,12 +495,16 @@ async fn serve_dns<H: Handler>(
         let sockets = udp::bind_udp(*addr, workers, args.udp_rcvbuf, args.udp_sndbuf)
             .map_err(|e| format!("cannot bind UDP {addr}: {e}"))?;
         for socket in sockets {
-            listeners.push(tokio::spawn(udp::serve_udp_limited(
+            let settings = udp::UdpSettings {
+                rrl: rrl.clone(),
+                batch: args.udp_batch,
+                misses: udp_misses.clone(),
+                coalesce: Duration::from_micros(args.udp_coalesce_us),
+            };
+            listeners.push(tokio::spawn(udp::serve_udp_with(
                 socket,
                 handler.clone(),
-                rrl.clone(),
-                args.udp_batch,
-                udp_misses.clone(),
+                settings,
             )));
         }
         let listener = tokio::net::TcpListener::bind(addr)

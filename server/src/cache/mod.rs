@@ -12,12 +12,13 @@
 //!
 //! Files: `packet.rs` (whole replies), `record.rs` (the record cache),
 //! `denial.rs` (NSEC/NSEC3 intervals), `zones.rs` (the registry and its
-//! poller), `sharded.rs` (the sharded LRU under both caches),
+//! poller), `narrowing.rs` (which names a polled change touched), `sharded.rs` (the sharded LRU under both caches),
 //! `single_flight.rs` (one detached read per key), `gate.rs` (the database
 //! concurrency gate).
 
 pub mod denial;
 pub mod gate;
+pub mod narrowing;
 pub mod packet;
 pub mod record;
 pub mod sharded;

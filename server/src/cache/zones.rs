@@ -19,6 +19,7 @@
 //! Every cached answer remembers the generation of the zone it came from
 //! and is served only while that generation is current.
 
+use super::narrowing::{holes, zone_change, Narrowing, ZoneChange};
 use super::sharded::{ShardedLru, Weigh};
 use backend_mongo::{ChangeRecord, Name, Store, StoreError, ZoneInfo};
 use std::collections::HashMap;
@@ -29,6 +30,11 @@ use std::time::{Duration, Instant};
 /// How long `meta.seq` may stay ahead of every zone's `gen` (a writer that
 /// died between its two steps) before the poller stops asking.
 const STUCK_AFTER: Duration = Duration::from_secs(5);
+
+/// How long the zones a hole could belong to keep their held generation
+/// waiting for the hole's writer (which then shows which names it changed),
+/// before they drop everything instead. Well inside the 1-s freshness bound.
+const HOLE_WAIT: Duration = Duration::from_millis(200);
 
 /// Longest one poll may take before it is abandoned and retried.
 const POLL_LIMIT: Duration = Duration::from_secs(15);
@@ -126,28 +132,6 @@ pub enum ZoneEvent<'a> {
 
 /// Hears every [`ZoneEvent`] (resident zones register one; once).
 pub type ZoneListener = Box<dyn Fn(ZoneEvent<'_>) + Send + Sync>;
-
-/// The names `apex` changed from generation `from` (held) to `to`, when the
-/// change records account for it: the record of `to` is this zone's, and
-/// no record of this zone in between says "all". `None`: drop everything.
-fn changed_names(
-    apex: &Name,
-    from: i64,
-    to: i64,
-    records: &HashMap<i64, ChangeRecord>,
-) -> Option<Vec<Name>> {
-    if records.get(&to).map(|r| &r.zone) != Some(apex) {
-        return None;
-    }
-    let mut names = Vec::new();
-    for gen in from.saturating_add(1)..=to {
-        match records.get(&gen) {
-            Some(r) if r.zone == *apex => names.extend(r.names.as_ref()?.iter().cloned()),
-            _ => {} // another zone's generation (the caller checked none is missing)
-        }
-    }
-    Some(names)
-}
 
 /// Known zones and known non-zones.
 pub struct ZoneRegistry {
@@ -314,20 +298,21 @@ impl ZoneRegistry {
     /// Applies changed zone documents, each dropping the zone's cached
     /// nodes entirely.
     pub fn apply_changes(&self, changed: &[ZoneInfo]) {
-        self.apply_logged_changes(changed, &HashMap::new(), i64::MAX);
+        self.apply_logged_changes(changed, &HashMap::new(), Narrowing::Never);
     }
 
-    /// Applies changed zone documents. A zone whose every generation since
-    /// the one we hold has a change record in `records` (and `names_from`
-    /// is at most that generation) drops only the named nodes, through the
-    /// name purger; any other changed zone drops all its nodes. Either way
-    /// its new generation voids its cached replies. A zone already at the
-    /// document's generation is left alone (polls may repeat).
+    /// Applies changed zone documents. A zone whose change `records`
+    /// account for (see `narrowing.rs`) drops only the named nodes, through
+    /// the name purger; any other changed zone drops all its nodes, except
+    /// one `narrowing` says must wait for a hole (left as it is, for the
+    /// next poll). Either way a new generation voids the zone's cached
+    /// replies. A zone already at the document's generation is left alone
+    /// (polls may repeat).
     pub fn apply_logged_changes(
         &self,
         changed: &[ZoneInfo],
         records: &HashMap<i64, ChangeRecord>,
-        names_from: i64,
+        narrowing: Narrowing<'_>,
     ) {
         let mut appeared = Vec::new();
         {
@@ -341,9 +326,19 @@ impl ZoneRegistry {
                 if held.gen == info.gen && held.ver == info.ver {
                     continue;
                 }
-                let names = (held.ver == info.ver && held.gen >= names_from)
-                    .then(|| changed_names(&info.apex, held.gen, info.gen, records))
-                    .flatten();
+                let change = match held.ver == info.ver {
+                    true => zone_change(&info.apex, held.gen, info.gen, records, narrowing),
+                    false => ZoneChange::Everything,
+                };
+                let names = match change {
+                    ZoneChange::Wait => continue,
+                    ZoneChange::Names(names) => Some(names),
+                    ZoneChange::Everything => {
+                        tracing::debug!(zone = %info.apex, from = held.gen, to = info.gen,
+                            versions = ?(held.ver, info.ver), "change not narrowed to names");
+                        None
+                    }
+                };
                 self.tell(ZoneEvent::Changed {
                     from: &held,
                     to: info,
@@ -566,20 +561,22 @@ impl ZoneRegistry {
                 _ => HashMap::new(),
             };
             // A generation nothing accounts for: a writer between taking it
-            // and showing it, or one that keeps no change record. Until it
-            // is accounted for, changes are not narrowed to names, and
+            // and showing it, or one that keeps no change record. The zones
+            // it could belong to wait for it a moment, then drop everything;
             // `last_seq` stays below it so its zone is not skipped.
-            let hole = top.and_then(|top| {
-                (last + 1..=top)
-                    .find(|g| !records.contains_key(g) && !zones.iter().any(|z| z.gen == *g))
-            });
-            let names_from = if hole.is_none() { last } else { i64::MAX };
-            self.apply_logged_changes(&zones, &records, names_from);
+            let gens: Vec<i64> = zones.iter().map(|z| z.gen).collect();
+            let holes = top.map_or_else(Vec::new, |top| holes(last + 1, top, &records, &gens));
+            let hole_age = holes.first().map(|h| self.hole_age(*h));
+            let narrowing = Narrowing::AroundHoles {
+                holes: &holes,
+                wait: hole_age.is_some_and(|age| age <= HOLE_WAIT),
+            };
+            self.apply_logged_changes(&zones, &records, narrowing);
             let mut stuck = self.stuck_since.lock().unwrap_or_else(|p| p.into_inner());
             match top {
                 Some(top) => {
-                    let upto = match hole {
-                        Some(h) if !self.hole_is_old(h) => h - 1,
+                    let upto = match (holes.first(), hole_age) {
+                        (Some(h), Some(age)) if age <= STUCK_AFTER => h - 1,
                         _ => top,
                     };
                     self.last_seq.store(upto.max(last), Ordering::Release);
@@ -601,16 +598,17 @@ impl ZoneRegistry {
         Ok(changed)
     }
 
-    /// True when generation `gen` has been a hole for longer than
-    /// `STUCK_AFTER` (its writer died, or another writer's later generation
-    /// on the same zone hid it): then it is given up on.
-    fn hole_is_old(&self, gen: i64) -> bool {
+    /// How long generation `gen` has been the first hole (zero when it is
+    /// new). Past [`HOLE_WAIT`] the zones it could belong to stop waiting
+    /// for it; past [`STUCK_AFTER`] it is given up on (its writer died, or
+    /// another writer's later generation on the same zone hid it).
+    fn hole_age(&self, gen: i64) -> Duration {
         let mut hole = self.hole.lock().unwrap_or_else(|p| p.into_inner());
         match *hole {
-            Some((g, since)) if g == gen => since.elapsed() > STUCK_AFTER,
+            Some((g, since)) if g == gen => since.elapsed(),
             _ => {
                 *hole = Some((gen, Instant::now()));
-                false
+                Duration::ZERO
             }
         }
     }
@@ -705,6 +703,18 @@ mod tests {
         reg.apply_changes(&[info("d.test.", 11)]);
         reg.learn(&c, None, before);
         assert!(matches!(reg.lookup(&c), Known::Unknown));
+        // A young hole in a zone's range holds the zone back; an old one
+        // lets it through (dropping everything).
+        let holes = [10];
+        let wait = |wait| Narrowing::AroundHoles {
+            holes: &holes,
+            wait,
+        };
+        let moved = info("a.test.", 12);
+        reg.apply_logged_changes(std::slice::from_ref(&moved), &HashMap::new(), wait(true));
+        assert!(matches!(reg.lookup(&a), Known::Zone(z) if z.gen == 9));
+        reg.apply_logged_changes(std::slice::from_ref(&moved), &HashMap::new(), wait(false));
+        assert!(matches!(reg.lookup(&a), Known::Zone(z) if z.gen == 12));
         // A purge gives the zone a generation no database value equals.
         assert!(reg.purge_zone(&a));
         assert!(reg.state(&a).unwrap().gen() < 0);

@@ -8,8 +8,10 @@
 //!                                         leaves the rest queued)
 //! ```
 //!
-//! Both calls are non-blocking (`MSG_DONTWAIT`); readiness is the caller's
-//! business (the UDP loop waits on tokio). The `mmsghdr`/`iovec` arrays are
+//! Each call comes non-blocking (`MSG_DONTWAIT`) and waiting (on a
+//! blocking socket, for the UDP receive thread: `recvmmsg` sleeps until the
+//! first datagram and takes what is queued with it, `sendmmsg` waits for
+//! room). The `mmsghdr`/`iovec` arrays are
 //! built on the stack for each call, so the batches hold no raw pointers and
 //! can live in a task that moves between threads.
 
@@ -122,6 +124,18 @@ impl RecvBatch {
     /// Reads the datagrams waiting on `fd`, up to the batch size, without blocking:
     /// the count (`WouldBlock` when there is none).
     pub fn recv(&mut self, fd: RawFd) -> io::Result<usize> {
+        self.recv_flags(fd, libc::MSG_DONTWAIT)
+    }
+
+    /// Like [`RecvBatch::recv`] on a blocking socket, but sleeps until one
+    /// datagram is there (or the socket's receive timeout passes:
+    /// `WouldBlock`), then takes it and every other one already queued
+    /// (`MSG_WAITFORONE`): one system call per wake-up.
+    pub fn recv_waiting(&mut self, fd: RawFd) -> io::Result<usize> {
+        self.recv_flags(fd, libc::MSG_WAITFORONE)
+    }
+
+    fn recv_flags(&mut self, fd: RawFd, flags: libc::c_int) -> io::Result<usize> {
         self.count = 0;
         // SAFETY: iovec and mmsghdr are plain data; zero is a valid value.
         let mut iovs: [libc::iovec; BATCH] = unsafe { zeroed() };
@@ -146,7 +160,7 @@ impl RecvBatch {
                 fd,
                 hdrs.as_mut_ptr(),
                 self.batch as libc::c_uint,
-                libc::MSG_DONTWAIT,
+                flags,
                 std::ptr::null_mut(),
             )
         };
@@ -243,6 +257,16 @@ impl SendBatch {
     /// took (`WouldBlock` when its buffer is full; any other error concerns
     /// reply `from`, whose destination the caller should skip).
     pub fn send(&mut self, fd: RawFd, from: usize) -> io::Result<usize> {
+        self.send_flags(fd, from, libc::MSG_DONTWAIT)
+    }
+
+    /// Like [`SendBatch::send`], but on a blocking socket waits for room in
+    /// its buffer (for a thread of its own, never a runtime's).
+    pub fn send_waiting(&mut self, fd: RawFd, from: usize) -> io::Result<usize> {
+        self.send_flags(fd, from, 0)
+    }
+
+    fn send_flags(&mut self, fd: RawFd, from: usize, flags: libc::c_int) -> io::Result<usize> {
         let n = self.count.saturating_sub(from);
         if n == 0 {
             return Ok(0);
@@ -263,8 +287,7 @@ impl SendBatch {
             hdr.msg_iovlen = 1;
         }
         // SAFETY: every header points at live buffers of the lengths given.
-        let sent =
-            unsafe { libc::sendmmsg(fd, hdrs.as_mut_ptr(), n as libc::c_uint, libc::MSG_DONTWAIT) };
+        let sent = unsafe { libc::sendmmsg(fd, hdrs.as_mut_ptr(), n as libc::c_uint, flags) };
         if sent < 0 {
             return Err(io::Error::last_os_error());
         }

@@ -15,6 +15,8 @@ pub mod slots;
 pub mod tcp;
 pub mod udp;
 mod udp_miss;
+#[cfg(target_os = "linux")]
+mod udp_thread;
 
 use crate::pipeline::Transport;
 use std::future::Future;

@@ -2,22 +2,18 @@
 //!
 //! ```text
 //!  bind_udp(addr, workers) ─► [socket; workers]
-//!  serve_udp(socket) loop (Linux):
-//!     wait readable ─► recvmmsg: up to 32 queries ─► for each:
-//!        handle_now (cache hit: reply built in the loop, no task, no
-//!        allocation) ─► queued
-//!        miss ─► start_miss (udp_miss.rs): the pipeline polled once;
-//!                answered without waiting ─► queued | waiting ─► spawned
-//!     ─► sendmmsg: every queued reply in one call ─► observe_batch (all of them)
-//!  (elsewhere: recv_from ─► handle_now or start_miss ─► send_to, one query at a time)
-//!  misses: a permit from the shared miss limit, or dropped and counted
-//!  a panic in the loop: caught, counted, the loop restarted on the same socket
+//!  serve_udp_with(socket):
+//!     Linux, batch > 1 ─► udp_thread.rs: a thread of its own blocks in
+//!        recvmmsg, answers cache hits in place, sendmmsg's the batch
+//!     otherwise ─► serve_one_at_a_time in this task:
+//!        recv_from ─► handle_now, or start_miss (udp_miss.rs) ─► send_to
+//!  misses: a permit from the shared miss limit, or dropped and counted;
+//!     a spawned miss sends its own reply through ReplySocket
+//!  a panic in a loop: caught, counted, the loop restarted on the same socket
 //! ```
 //!
 //! A slow database only delays the spawned misses (at most the miss limit
-//! at once); cached answers keep flowing from the receive loop. The loop yields to the runtime every
-//! [`YIELD_EVERY`] datagrams so spawned misses and timers on the same
-//! worker thread are never starved by a flood.
+//! at once); cached answers keep flowing from the receive loop.
 
 use super::udp_miss::{start_miss, MissStart};
 use super::Handler;
@@ -38,9 +34,6 @@ use tokio::sync::Semaphore;
 /// payload sizes are about what the *reply* may be); a longer datagram is
 /// dropped, never answered from a cut copy.
 pub const MAX_DATAGRAM: usize = 4096;
-
-/// Datagrams handled between two yields to the runtime.
-pub const YIELD_EVERY: usize = 128;
 
 /// Receive buffer asked for when `--udp-rcvbuf` is not set: 1 MiB, enough
 /// for ~500-1000 queued queries (the kernel's usual 208 KiB holds ~100-200
@@ -163,8 +156,7 @@ pub async fn serve_udp<H: Handler>(socket: UdpSocket, handler: Arc<H>) {
 /// response rate limiter when there is one (`crate::rrl`), reading up to
 /// `batch` datagrams per system call (1: one at a time, the portable loop),
 /// and at most `misses`' permits of cache misses answered at once (more are
-/// dropped, counted in `udp_miss_overflows`). A panic in the loop is
-/// logged, counted (`udp_worker_restarts`) and the loop started again.
+/// dropped, counted in `udp_miss_overflows`).
 pub async fn serve_udp_limited<H: Handler>(
     socket: UdpSocket,
     handler: Arc<H>,
@@ -172,16 +164,49 @@ pub async fn serve_udp_limited<H: Handler>(
     batch: usize,
     misses: Arc<Semaphore>,
 ) {
+    let settings = UdpSettings {
+        rrl,
+        batch,
+        misses,
+        coalesce: Duration::ZERO,
+    };
+    serve_udp_with(socket, handler, settings).await
+}
+
+/// How a UDP socket is served (see [`serve_udp_with`]).
+pub struct UdpSettings {
+    /// The response rate limiter every reply passes through, if any.
+    pub rrl: Option<Arc<Rrl>>,
+    /// Datagrams per system call, 1 to 32 (1: the portable loop).
+    pub batch: usize,
+    /// Cache misses answered at once (shared by every socket).
+    pub misses: Arc<Semaphore>,
+    /// After a batch of several queries but not a full one, how long the
+    /// receive thread lets more queue up before it reads again (0: never).
+    pub coalesce: Duration,
+}
+
+/// Serves one UDP socket until the task is dropped. On Linux with a batch
+/// above 1 the socket is read by a thread of its own (`udp_thread.rs`);
+/// otherwise by the portable loop in this task. A panic in a loop is
+/// logged, counted (`udp_worker_restarts`) and the loop started again.
+pub async fn serve_udp_with<H: Handler>(socket: UdpSocket, handler: Arc<H>, settings: UdpSettings) {
+    #[cfg(target_os = "linux")]
+    if settings.batch > 1 {
+        return super::udp_thread::serve_on_thread(socket, handler, settings).await;
+    }
     let socket = Arc::new(socket);
+    let lanes = Lanes {
+        replies: Arc::new(ReplySocket::Async(socket.clone())),
+        handler,
+        rrl: settings.rrl,
+        misses: settings.misses,
+    };
     loop {
-        let run = serve_loop(
-            socket.clone(),
-            handler.clone(),
-            rrl.clone(),
-            batch,
-            misses.clone(),
-        );
-        match AssertUnwindSafe(run).catch_unwind().await {
+        match AssertUnwindSafe(serve_one_at_a_time(&socket, &lanes))
+            .catch_unwind()
+            .await
+        {
             Ok(()) => return,
             Err(_) => {
                 bump(&GUARD.udp_worker_restarts);
@@ -192,144 +217,59 @@ pub async fn serve_udp_limited<H: Handler>(
     }
 }
 
-async fn serve_loop<H: Handler>(
-    socket: Arc<UdpSocket>,
-    handler: Arc<H>,
-    rrl: Option<Arc<Rrl>>,
-    batch: usize,
-    misses: Arc<Semaphore>,
-) {
-    let lanes = Lanes {
-        socket,
-        handler,
-        rrl,
-        misses,
-    };
-    #[cfg(target_os = "linux")]
-    if batch > 1 {
-        return serve_batched(lanes, batch).await;
-    }
-    let _ = batch;
-    serve_one_at_a_time(lanes).await
-}
-
 /// What a receive loop and its miss tasks share.
 pub(super) struct Lanes<H> {
-    pub(super) socket: Arc<UdpSocket>,
+    pub(super) replies: Arc<ReplySocket>,
     pub(super) handler: Arc<H>,
     pub(super) rrl: Option<Arc<Rrl>>,
     pub(super) misses: Arc<Semaphore>,
 }
 
-/// The Linux loop: `recvmmsg` up to `batch` queries, answer the cached ones
-/// in place, `sendmmsg` their replies together.
-#[cfg(target_os = "linux")]
-async fn serve_batched<H: Handler>(lanes: Lanes<H>, batch: usize) {
-    use super::mmsg::{RecvBatch, SendBatch};
-    use std::os::fd::AsRawFd;
-    use tokio::io::Interest;
-
-    let (socket, handler, rrl) = (&lanes.socket, &lanes.handler, &lanes.rrl);
-    let fd = socket.as_raw_fd();
-    let mut queries = RecvBatch::new(MAX_DATAGRAM, batch);
-    let mut replies = SendBatch::new();
-    // Which query each queued reply answers (for `observe` after sending).
-    let mut answered = Vec::with_capacity(super::mmsg::BATCH);
-    let mut since_yield = 0usize;
-    loop {
-        if let Err(e) = socket.readable().await {
-            tracing::warn!(error = %e, "udp socket failed");
-            return;
-        }
-        let n = match socket.try_io(Interest::READABLE, || queries.recv(fd)) {
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-            Err(e) => {
-                // ICMP errors from earlier sends surface here; keep serving.
-                tracing::debug!(error = %e, "udp recv error");
-                continue;
-            }
-        };
-        replies.clear();
-        answered.clear();
-        for i in 0..n {
-            let (packet, from, truncated) = queries.get(i);
-            if truncated {
-                tracing::debug!("udp datagram over {MAX_DATAGRAM} bytes dropped");
-                continue;
-            }
-            let Some(peer) = from.to_socket_addr() else {
-                continue;
-            };
-            let out = replies.next_buffer().expect("one reply slot per query");
-            if !handler.handle_now(packet, Transport::Udp, out) {
-                match start_miss(packet, peer, &lanes) {
-                    MissStart::Answered(Some(reply)) => {
-                        out.clear();
-                        out.extend_from_slice(&reply);
-                    }
-                    MissStart::Answered(None) => {
-                        handler.observe(packet, None, peer, Transport::Udp);
-                        continue;
-                    }
-                    MissStart::Spawned | MissStart::Dropped => continue,
-                }
-            }
-            if rate_limit(rrl.as_deref(), peer, out) {
-                replies.commit(from);
-                answered.push((i, peer));
-            }
-        }
-        send_all(socket, &mut replies).await;
-        handler.observe_batch(
-            answered.len(),
-            |k| {
-                let (i, peer) = answered[k];
-                (queries.get(i).0, replies.get(k).0, peer)
-            },
-            Transport::Udp,
-        );
-        since_yield += n;
-        if since_yield >= YIELD_EVERY {
-            since_yield = 0;
-            tokio::task::yield_now().await;
-        }
-    }
+/// The socket a miss task sends its reply from.
+pub(super) enum ReplySocket {
+    /// Registered with tokio (the portable loop's).
+    Async(Arc<UdpSocket>),
+    /// A blocking socket read by a thread of its own: sent to without
+    /// blocking, a full buffer retried briefly (then the reply is dropped,
+    /// as the kernel would drop it).
+    #[cfg(target_os = "linux")]
+    Blocking(Arc<Socket>),
 }
 
-/// Sends every queued reply: `sendmmsg` while the kernel takes them, then
-/// one awaited `send_to` each if its buffer is full. A reply whose
-/// destination fails (e.g. unreachable) is skipped, not retried.
+/// Sends to a blocking socket's full buffer are tried this many times,
+/// a millisecond apart.
 #[cfg(target_os = "linux")]
-async fn send_all(socket: &UdpSocket, replies: &mut super::mmsg::SendBatch) {
-    use std::os::fd::AsRawFd;
-    let mut from = 0;
-    while from < replies.len() {
-        match replies.send(socket.as_raw_fd(), from) {
-            Ok(0) => break,
-            Ok(sent) => from += sent,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                for k in from..replies.len() {
-                    let (reply, to) = replies.get(k);
-                    if let Some(peer) = to.to_socket_addr() {
-                        if let Err(e) = socket.send_to(reply, peer).await {
-                            tracing::debug!(error = %e, %peer, "udp send error");
+const FULL_BUFFER_TRIES: usize = 3;
+
+impl ReplySocket {
+    /// Sends `reply` to `peer`.
+    pub(super) async fn send_to(&self, reply: &[u8], peer: SocketAddr) -> io::Result<()> {
+        match self {
+            ReplySocket::Async(socket) => socket.send_to(reply, peer).await.map(drop),
+            #[cfg(target_os = "linux")]
+            ReplySocket::Blocking(socket) => {
+                let to = socket2::SockAddr::from(peer);
+                let mut tries = 0;
+                loop {
+                    match socket.send_to_with_flags(reply, &to, libc::MSG_DONTWAIT) {
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                            tries += 1;
+                            if tries == FULL_BUFFER_TRIES {
+                                return Err(e);
+                            }
+                            tokio::time::sleep(Duration::from_millis(1)).await;
                         }
+                        other => return other.map(drop),
                     }
                 }
-                return;
-            }
-            Err(e) => {
-                tracing::debug!(error = %e, "udp send error");
-                from += 1;
             }
         }
     }
 }
 
 /// The portable loop: one `recv_from` and one `send_to` per query.
-async fn serve_one_at_a_time<H: Handler>(lanes: Lanes<H>) {
-    let (socket, handler, rrl) = (&lanes.socket, &lanes.handler, &lanes.rrl);
+async fn serve_one_at_a_time<H: Handler>(socket: &UdpSocket, lanes: &Lanes<H>) {
+    let (handler, rrl) = (&lanes.handler, &lanes.rrl);
     let mut buf = vec![0u8; MAX_DATAGRAM];
     let mut out = Vec::with_capacity(4096);
     loop {
@@ -343,7 +283,7 @@ async fn serve_one_at_a_time<H: Handler>(lanes: Lanes<H>) {
         };
         let packet = &buf[..len];
         if !handler.handle_now(packet, Transport::Udp, &mut out) {
-            match start_miss(packet, peer, &lanes) {
+            match start_miss(packet, peer, lanes) {
                 MissStart::Answered(Some(reply)) => out = reply,
                 MissStart::Answered(None) => {
                     handler.observe(packet, None, peer, Transport::Udp);

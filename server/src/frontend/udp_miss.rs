@@ -7,7 +7,7 @@
 //!     ─► the pipeline's future (it owns a copy of the packet), polled once:
 //!          ready   ─► MissStart::Answered(reply): the loop sends it in its
 //!                     batch (sendmmsg) and observes it with the hits
-//!          waiting ─► spawned: awaited, observed, sent alone (send_to)
+//!          waiting ─► spawned: awaited, observed, sent alone (ReplySocket::send_to)
 //!          panicked ─► dropped, counted in udp_miss_panics
 //! ```
 //!
@@ -74,7 +74,7 @@ pub(super) fn start_miss<H: Handler>(
     }
     let (handler, socket, rrl) = (
         lanes.handler.clone(),
-        lanes.socket.clone(),
+        lanes.replies.clone(),
         lanes.rrl.clone(),
     );
     tokio::spawn(async move {
