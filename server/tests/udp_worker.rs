@@ -220,3 +220,61 @@ fn a_miss_that_panics_at_once_costs_only_its_reply() {
         runtime.shutdown_background();
     }
 }
+
+#[test]
+fn a_stopped_receive_loop_lets_go_of_its_socket_and_coalescing_loses_nothing() {
+    for (batch, coalesce) in [(1, 0), (32, 0), (32, 500)] {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (port, task) = runtime.block_on(async {
+            let socket = udp::bind_udp("127.0.0.1:0".parse().unwrap(), 1, None, None)
+                .unwrap()
+                .remove(0);
+            let port = socket.local_addr().unwrap().port();
+            let settings = udp::UdpSettings {
+                rrl: None,
+                batch,
+                misses: Arc::new(tokio::sync::Semaphore::new(64)),
+                coalesce: Duration::from_micros(coalesce),
+            };
+            let rig = Arc::new(Rig::new(Duration::ZERO));
+            (port, tokio::spawn(udp::serve_udp_with(socket, rig, settings)))
+        });
+        let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+        client
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        // A burst: every query answered, hits and misses, waits or not.
+        for i in 0..20u8 {
+            let first = if i % 2 == 0 { 0xCC } else { i };
+            client
+                .send_to(&[first, i, 2, 3], ("127.0.0.1", port))
+                .unwrap();
+        }
+        let mut got = std::collections::BTreeSet::new();
+        let mut buf = [0u8; 64];
+        while got.len() < 20 {
+            let (n, _) = client.recv_from(&mut buf).expect("every reply of the burst");
+            assert_eq!(n, 4);
+            got.insert(buf[1]);
+        }
+        task.abort();
+        // The loop ends and closes its socket: the port can be bound again
+        // (without SO_REUSEPORT, so only once nothing holds it).
+        let deadline = std::time::Instant::now() + Duration::from_secs(3);
+        let rebound = loop {
+            match UdpSocket::bind(("127.0.0.1", port)) {
+                Ok(_) => break true,
+                Err(_) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                Err(_) => break false,
+            }
+        };
+        assert!(rebound, "batch {batch}: the socket was let go after the stop");
+        runtime.shutdown_background();
+    }
+}
