@@ -407,7 +407,7 @@ options! {
         /// queries, but not a full one, so that the next carries more
         /// (fewer wake-ups per query under load, at most this much added
         /// latency; 0: never waits). Linux, batches above 1; at most 1000.
-        udp_coalesce_us: u64 = 0, [env = "MONGODNS_UDP_COALESCE_US", value_name = "US"];
+        udp_coalesce_us: u64 = 200, [env = "MONGODNS_UDP_COALESCE_US", value_name = "US"];
         /// UDP cache misses answered at once, server-wide; more are dropped
         /// (the client retries) and counted (mongodns_udp_miss_overflows).
         udp_max_misses: usize = 4096, [env = "MONGODNS_UDP_MAX_MISSES", value_name = "N"];

@@ -241,7 +241,10 @@ fn a_stopped_receive_loop_lets_go_of_its_socket_and_coalescing_loses_nothing() {
                 coalesce: Duration::from_micros(coalesce),
             };
             let rig = Arc::new(Rig::new(Duration::ZERO));
-            (port, tokio::spawn(udp::serve_udp_with(socket, rig, settings)))
+            (
+                port,
+                tokio::spawn(udp::serve_udp_with(socket, rig, settings)),
+            )
         });
         let client = UdpSocket::bind("127.0.0.1:0").unwrap();
         client
@@ -257,7 +260,9 @@ fn a_stopped_receive_loop_lets_go_of_its_socket_and_coalescing_loses_nothing() {
         let mut got = std::collections::BTreeSet::new();
         let mut buf = [0u8; 64];
         while got.len() < 20 {
-            let (n, _) = client.recv_from(&mut buf).expect("every reply of the burst");
+            let (n, _) = client
+                .recv_from(&mut buf)
+                .expect("every reply of the burst");
             assert_eq!(n, 4);
             got.insert(buf[1]);
         }
@@ -274,7 +279,10 @@ fn a_stopped_receive_loop_lets_go_of_its_socket_and_coalescing_loses_nothing() {
                 Err(_) => break false,
             }
         };
-        assert!(rebound, "batch {batch}: the socket was let go after the stop");
+        assert!(
+            rebound,
+            "batch {batch}: the socket was let go after the stop"
+        );
         runtime.shutdown_background();
     }
 }

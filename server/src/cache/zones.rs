@@ -167,6 +167,10 @@ pub struct ZoneRegistry {
     /// The first generation above `last_seq` that no change record or zone
     /// accounts for yet, and since when.
     hole: std::sync::Mutex<Option<(i64, Instant)>>,
+    /// Zone changes held back a poll for a hole in their range.
+    waited: AtomicU64,
+    /// Zone changes applied by dropping every cached node of the zone.
+    unnarrowed: AtomicU64,
 }
 
 /// What a registry lookup found.
@@ -199,6 +203,8 @@ impl ZoneRegistry {
             serial_watcher: std::sync::OnceLock::new(),
             listener: std::sync::OnceLock::new(),
             hole: std::sync::Mutex::new(None),
+            waited: AtomicU64::new(0),
+            unnarrowed: AtomicU64::new(0),
         }
     }
 
@@ -331,11 +337,17 @@ impl ZoneRegistry {
                     false => ZoneChange::Everything,
                 };
                 let names = match change {
-                    ZoneChange::Wait => continue,
+                    ZoneChange::Wait => {
+                        tracing::debug!(zone = %info.apex, from = held.gen, to = info.gen,
+                            ?narrowing, "change waits for a generation not yet accounted for");
+                        self.waited.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
                     ZoneChange::Names(names) => Some(names),
                     ZoneChange::Everything => {
                         tracing::debug!(zone = %info.apex, from = held.gen, to = info.gen,
                             versions = ?(held.ver, info.ver), "change not narrowed to names");
+                        self.unnarrowed.fetch_add(1, Ordering::Relaxed);
                         None
                     }
                 };
@@ -516,6 +528,15 @@ impl ZoneRegistry {
     /// True when no zone is known.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Zone changes held back a poll for a generation not yet accounted
+    /// for, and zone changes that dropped the whole zone, since start.
+    pub fn narrowing_counts(&self) -> (u64, u64) {
+        (
+            self.waited.load(Ordering::Relaxed),
+            self.unnarrowed.load(Ordering::Relaxed),
+        )
     }
 
     /// Milliseconds since the last successful poll (freshness lag bound).

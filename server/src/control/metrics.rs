@@ -195,8 +195,9 @@ impl Control {
         ]
     }
 
-    fn zone_metrics(&self) -> [Metric; 4] {
+    fn zone_metrics(&self) -> [Metric; 6] {
         let c = &self.counters;
+        let (waited, unnarrowed) = self.registry.narrowing_counts();
         [
             counter(
                 "zone_cache_hits",
@@ -217,6 +218,16 @@ impl Control {
                 "zone_changes",
                 "zone changes noticed by polling",
                 load(&c.zone_changes),
+            ),
+            counter(
+                "zone_changes_waited",
+                "zone changes held back a poll for a generation not yet accounted for",
+                waited,
+            ),
+            counter(
+                "zone_changes_unnarrowed",
+                "zone changes that dropped every cached node of the zone",
+                unnarrowed,
             ),
         ]
     }
