@@ -177,7 +177,7 @@ impl ZoneWriter {
 
     /// Takes a new generation and, before any zone shows it, stores what
     /// it changed: the names written since the last publish (`Merge`), or
-    /// nothing ("all"). Servers that find the record drop only those names
+    /// "all" (`Replace`). Servers that find the record drop only those names
     /// from their record caches; without one they drop the whole zone.
     async fn record_change(&self) -> Result<i64, StoreError> {
         let names = match self.mode {
@@ -189,7 +189,14 @@ impl ZoneWriter {
             WriteMode::Replace => None,
         };
         if self.mode != WriteMode::Merge {
-            return self.store.next_seq().await;
+            // A record saying "all": the generation is this zone's (its
+            // `_id` is unique, where FerretDB's counter alone can hand one
+            // value to two writers), and a server whose records account
+            // for every generation reads only the zones they name.
+            return self
+                .store
+                .take_generation_with(&self.zone, None, false)
+                .await;
         }
         // Every batch was acknowledged with its names: an empty list is
         // "nothing else changed" (a last publish that moved nothing),

@@ -5,6 +5,7 @@
 //!     each one a change record, or some zone's current gen ─► accounted
 //!     neither ─► a hole (a writer between taking it and showing it)
 //!  per changed zone, held gen H ─► new gen N:
+//!     H below the first generation whose records were read ─► Everything
 //!     a hole in (H, N], young ─► Wait: the zone stays at H this poll
 //!                                (the hole's names may be this zone's)
 //!     a hole in (H, N], old  ─► Everything (drop the whole zone)
@@ -18,7 +19,7 @@
 //! belong to wait for it, and only for a moment; the rest are narrowed to
 //! their names as usual.
 
-use backend_mongo::{ChangeRecord, Name};
+use backend_mongo::{ChangeRecord, Name, ZoneInfo};
 use std::collections::HashMap;
 
 /// How a poll may narrow the changes it applies.
@@ -33,6 +34,10 @@ pub enum Narrowing<'a> {
         holes: &'a [i64],
         /// The holes are young: their writers are still expected to show them.
         wait: bool,
+        /// Change records were read for the generations above this one
+        /// only: a zone held below it drops everything (a generation of its
+        /// own may be among those not read).
+        read_from: i64,
     },
 }
 
@@ -56,8 +61,12 @@ pub fn zone_change(
     narrowing: Narrowing<'_>,
 ) -> ZoneChange {
     let holes = match narrowing {
-        Narrowing::Never => return ZoneChange::Everything,
-        Narrowing::AroundHoles { holes, wait } => (holes, wait),
+        Narrowing::AroundHoles {
+            holes,
+            wait,
+            read_from,
+        } if from >= read_from => (holes, wait),
+        _ => return ZoneChange::Everything,
     };
     match holes.0.iter().any(|h| from < *h && *h <= to) {
         true if holes.1 => ZoneChange::Wait,
@@ -74,6 +83,23 @@ pub fn holes(from: i64, to: i64, records: &HashMap<i64, ChangeRecord>, gens: &[i
     (from..=to)
         .filter(|g| !records.contains_key(g) && !gens.contains(g))
         .collect()
+}
+
+/// The first generation in `from..=to` whose change record names a zone
+/// that does not show it yet: its writer stored the record and has not
+/// moved the zone's `gen` (or the zone is still being created). The poller
+/// stays below it, or that zone's change would be skipped for good.
+pub fn first_unshown(
+    from: i64,
+    to: i64,
+    records: &HashMap<i64, ChangeRecord>,
+    zones: &[ZoneInfo],
+    deleted: &[Name],
+) -> Option<i64> {
+    let shown = |zone: &Name, gen: i64| {
+        deleted.contains(zone) || zones.iter().any(|z| z.apex == *zone && z.gen >= gen)
+    };
+    (from..=to).find(|g| records.get(g).is_some_and(|r| !shown(&r.zone, *g)))
 }
 
 /// The names `apex` changed from generation `from` (held) to `to`, when the
@@ -129,10 +155,12 @@ mod tests {
         let young = Narrowing::AroundHoles {
             holes: &holes,
             wait: true,
+            read_from: 10,
         };
         let old = Narrowing::AroundHoles {
             holes: &holes,
             wait: false,
+            read_from: 10,
         };
         assert_eq!(
             zone_change(&name("a.test."), 10, 13, &records, young),
@@ -164,6 +192,7 @@ mod tests {
         let none = Narrowing::AroundHoles {
             holes: &[],
             wait: true,
+            read_from: 1,
         };
         let a = name("a.test.");
         assert_eq!(
@@ -183,5 +212,37 @@ mod tests {
             zone_change(&a, 1, 4, &records, Narrowing::Never),
             ZoneChange::Everything
         );
+        // Held below the records read: a generation of its own may be missing.
+        let later = Narrowing::AroundHoles {
+            holes: &[],
+            wait: true,
+            read_from: 2,
+        };
+        assert_eq!(
+            zone_change(&a, 1, 4, &records, later),
+            ZoneChange::Everything
+        );
+    }
+
+    #[test]
+    fn a_record_whose_zone_does_not_show_it_yet_is_found() {
+        let info = |apex: &str, gen| ZoneInfo {
+            apex: name(apex),
+            ver: 1,
+            gen,
+            serial: 1,
+        };
+        let records = HashMap::from([
+            (5, record("a.test.", Some(&[]))),
+            (6, record("b.test.", Some(&[]))),
+            (7, record("gone.test.", None)),
+        ]);
+        // b shows 6, a still shows 4 (its writer is between its two steps).
+        let zones = [info("a.test.", 4), info("b.test.", 6)];
+        let gone = [name("gone.test.")];
+        assert_eq!(first_unshown(5, 7, &records, &zones, &gone), Some(5));
+        let zones = [info("a.test.", 5), info("b.test.", 6)];
+        assert_eq!(first_unshown(5, 7, &records, &zones, &gone), None);
+        assert_eq!(first_unshown(5, 7, &records, &zones, &[]), Some(7));
     }
 }

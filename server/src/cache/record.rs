@@ -762,6 +762,7 @@ mod tests {
         crate::cache::narrowing::Narrowing::AroundHoles {
             holes: &[],
             wait: true,
+            read_from: 0,
         };
 
     #[tokio::test]

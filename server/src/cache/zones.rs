@@ -19,7 +19,7 @@
 //! Every cached answer remembers the generation of the zone it came from
 //! and is served only while that generation is current.
 
-use super::narrowing::{holes, zone_change, Narrowing, ZoneChange};
+use super::narrowing::{first_unshown, holes, zone_change, Narrowing, ZoneChange};
 use super::sharded::{ShardedLru, Weigh};
 use backend_mongo::{ChangeRecord, Name, Store, StoreError, ZoneInfo};
 use std::collections::HashMap;
@@ -133,6 +133,22 @@ pub enum ZoneEvent<'a> {
 /// Hears every [`ZoneEvent`] (resident zones register one; once).
 pub type ZoneListener = Box<dyn Fn(ZoneEvent<'_>) + Send + Sync>;
 
+/// How long `gen` has been the generation `tracker` follows (zero when it
+/// is new, and from then on it is followed). Past [`HOLE_WAIT`] the zones a
+/// hole could belong to stop waiting for it; past [`STUCK_AFTER`] it is
+/// given up on (its writer died, or another writer's later generation on
+/// the same zone hid it).
+fn age_of(tracker: &std::sync::Mutex<Option<(i64, Instant)>>, gen: i64) -> Duration {
+    let mut followed = tracker.lock().unwrap_or_else(|p| p.into_inner());
+    match *followed {
+        Some((g, since)) if g == gen => since.elapsed(),
+        _ => {
+            *followed = Some((gen, Instant::now()));
+            Duration::ZERO
+        }
+    }
+}
+
 /// Known zones and known non-zones.
 pub struct ZoneRegistry {
     zones: RwLock<HashMap<Name, Arc<ZoneState>>>,
@@ -167,6 +183,9 @@ pub struct ZoneRegistry {
     /// The first generation above `last_seq` that no change record or zone
     /// accounts for yet, and since when.
     hole: std::sync::Mutex<Option<(i64, Instant)>>,
+    /// The first generation whose change record's zone does not show it
+    /// yet, and since when.
+    unshown: std::sync::Mutex<Option<(i64, Instant)>>,
     /// Zone changes held back a poll for a hole in their range.
     waited: AtomicU64,
     /// Zone changes applied by dropping every cached node of the zone.
@@ -203,6 +222,7 @@ impl ZoneRegistry {
             serial_watcher: std::sync::OnceLock::new(),
             listener: std::sync::OnceLock::new(),
             hole: std::sync::Mutex::new(None),
+            unshown: std::sync::Mutex::new(None),
             waited: AtomicU64::new(0),
             unnarrowed: AtomicU64::new(0),
         }
@@ -304,7 +324,7 @@ impl ZoneRegistry {
     /// Applies changed zone documents, each dropping the zone's cached
     /// nodes entirely.
     pub fn apply_changes(&self, changed: &[ZoneInfo]) {
-        self.apply_logged_changes(changed, &HashMap::new(), Narrowing::Never);
+        let _ = self.apply_logged_changes(changed, &HashMap::new(), Narrowing::Never);
     }
 
     /// Applies changed zone documents. A zone whose change `records`
@@ -313,14 +333,16 @@ impl ZoneRegistry {
     /// one `narrowing` says must wait for a hole (left as it is, for the
     /// next poll). Either way a new generation voids the zone's cached
     /// replies. A zone already at the document's generation is left alone
-    /// (polls may repeat).
+    /// (polls may repeat). Returns the lowest generation held by a zone
+    /// that waits (the poller must read its records again next time).
     pub fn apply_logged_changes(
         &self,
         changed: &[ZoneInfo],
         records: &HashMap<i64, ChangeRecord>,
         narrowing: Narrowing<'_>,
-    ) {
+    ) -> Option<i64> {
         let mut appeared = Vec::new();
+        let mut waiting: Option<i64> = None;
         {
             let zones = self.zones.read().unwrap_or_else(|p| p.into_inner());
             for info in changed {
@@ -341,6 +363,7 @@ impl ZoneRegistry {
                         tracing::debug!(zone = %info.apex, from = held.gen, to = info.gen,
                             ?narrowing, "change waits for a generation not yet accounted for");
                         self.waited.fetch_add(1, Ordering::Relaxed);
+                        waiting = Some(waiting.map_or(held.gen, |w| w.min(held.gen)));
                         continue;
                     }
                     ZoneChange::Names(names) => Some(names),
@@ -378,13 +401,14 @@ impl ZoneRegistry {
             }
         }
         if appeared.is_empty() {
-            return;
+            return waiting;
         }
         appeared.iter().for_each(|info| self.tell_serial(info));
         if self.complete.load(Ordering::Acquire) {
             self.add_zones(appeared.into_iter());
         }
         self.zones_epoch.fetch_add(1, Ordering::AcqRel);
+        waiting
     }
 
     /// Sets what drops nodes of a zone from the record cache (the record
@@ -566,40 +590,48 @@ impl ZoneRegistry {
             self.preload_wanted
                 .store(self.preload_max > 0, Ordering::Release);
         } else if seq > last {
-            let deleted = store.zones_deleted_since(last).await?;
+            let (deleted, zones, records) = self.read_moved(store, last, seq).await?;
             if !deleted.is_empty() {
                 tracing::info!(zones = deleted.len(), "zones deleted: no longer served");
                 self.remove_zones(&deleted);
             }
-            let zones = store.zones_changed_since(last).await?;
             tracing::debug!(seq, last, changed = zones.len(), "zones changed");
             changed = zones.len();
             let top = zones.iter().map(|z| z.gen).max();
-            let records = match top {
-                Some(top) if top - last <= MAX_RECORD_READS => {
-                    store.change_records(last + 1, top).await?
-                }
-                _ => HashMap::new(),
-            };
             // A generation nothing accounts for: a writer between taking it
             // and showing it, or one that keeps no change record. The zones
             // it could belong to wait for it a moment, then drop everything;
             // `last_seq` stays below it so its zone is not skipped.
             let gens: Vec<i64> = zones.iter().map(|z| z.gen).collect();
             let holes = top.map_or_else(Vec::new, |top| holes(last + 1, top, &records, &gens));
-            let hole_age = holes.first().map(|h| self.hole_age(*h));
+            let hole_age = holes.first().map(|h| age_of(&self.hole, *h));
             let narrowing = Narrowing::AroundHoles {
                 holes: &holes,
                 wait: hole_age.is_some_and(|age| age <= HOLE_WAIT),
+                read_from: last,
             };
-            self.apply_logged_changes(&zones, &records, narrowing);
+            let waiting = self.apply_logged_changes(&zones, &records, narrowing);
+            let unshown =
+                top.and_then(|top| first_unshown(last + 1, top, &records, &zones, &deleted));
             let mut stuck = self.stuck_since.lock().unwrap_or_else(|p| p.into_inner());
             match top {
                 Some(top) => {
-                    let upto = match (holes.first(), hole_age) {
-                        (Some(h), Some(age)) if age <= STUCK_AFTER => h - 1,
-                        _ => top,
-                    };
+                    // Below the first generation not yet shown (unless it is
+                    // given up on) and below every zone that waited.
+                    let mut upto = top;
+                    if let (Some(h), Some(age)) = (holes.first(), hole_age) {
+                        if age <= STUCK_AFTER {
+                            upto = upto.min(h - 1);
+                        }
+                    }
+                    if let Some(u) = unshown {
+                        if age_of(&self.unshown, u) <= STUCK_AFTER {
+                            upto = upto.min(u - 1);
+                        }
+                    }
+                    if let Some(w) = waiting {
+                        upto = upto.min(w);
+                    }
                     self.last_seq.store(upto.max(last), Ordering::Release);
                     *stuck = None;
                 }
@@ -619,19 +651,46 @@ impl ZoneRegistry {
         Ok(changed)
     }
 
-    /// How long generation `gen` has been the first hole (zero when it is
-    /// new). Past [`HOLE_WAIT`] the zones it could belong to stop waiting
-    /// for it; past [`STUCK_AFTER`] it is given up on (its writer died, or
-    /// another writer's later generation on the same zone hid it).
-    fn hole_age(&self, gen: i64) -> Duration {
-        let mut hole = self.hole.lock().unwrap_or_else(|p| p.into_inner());
-        match *hole {
-            Some((g, since)) if g == gen => since.elapsed(),
-            _ => {
-                *hole = Some((gen, Instant::now()));
-                Duration::ZERO
+    /// What moved after generation `last` (up to `seq` at least): the
+    /// zones deleted, the zones changed, and the change records of the
+    /// generations in between. When the records account for every
+    /// generation up to `seq`, only the zones they name are read, one
+    /// `_id` read each; otherwise every zone above `last` is looked for
+    /// (a scan of the zones on FerretDB, seconds under load for 10,000
+    /// zones, which is what held freshness back to the poll's length).
+    async fn read_moved(
+        &self,
+        store: &Store,
+        last: i64,
+        seq: i64,
+    ) -> Result<(Vec<Name>, Vec<ZoneInfo>, HashMap<i64, ChangeRecord>), StoreError> {
+        let read_upto = match seq - last <= MAX_RECORD_READS {
+            true => seq,
+            false => last,
+        };
+        let mut records = store.change_records(last + 1, read_upto).await?;
+        let (deleted, zones) = match (last + 1..=seq).all(|g| records.contains_key(&g)) {
+            true => {
+                let mut named: Vec<Name> = records.values().map(|r| r.zone.clone()).collect();
+                named.sort();
+                named.dedup();
+                store.zones_moved_since(&named, last).await?
             }
+            false => (
+                store.zones_deleted_since(last).await?,
+                store.zones_changed_since(last).await?,
+            ),
+        };
+        // Zones may show generations newer than `seq` (written since it
+        // was read, or `seq` too far ahead to read every record): their
+        // records are read too, so they are not taken for holes.
+        match zones.iter().map(|z| z.gen).max() {
+            Some(top) if top > read_upto && top - last <= MAX_RECORD_READS => {
+                records.extend(store.change_records(read_upto + 1, top).await?);
+            }
+            _ => {}
         }
+        Ok((deleted, zones, records))
     }
 
     /// Polls forever every `interval`; faults are logged and retried.
@@ -730,9 +789,12 @@ mod tests {
         let wait = |wait| Narrowing::AroundHoles {
             holes: &holes,
             wait,
+            read_from: 9,
         };
         let moved = info("a.test.", 12);
-        reg.apply_logged_changes(std::slice::from_ref(&moved), &HashMap::new(), wait(true));
+        let waited =
+            reg.apply_logged_changes(std::slice::from_ref(&moved), &HashMap::new(), wait(true));
+        assert_eq!(waited, Some(9), "the poller is told where the zone waits");
         assert!(matches!(reg.lookup(&a), Known::Zone(z) if z.gen == 9));
         reg.apply_logged_changes(std::slice::from_ref(&moved), &HashMap::new(), wait(false));
         assert!(matches!(reg.lookup(&a), Known::Zone(z) if z.gen == 12));
