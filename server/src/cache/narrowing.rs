@@ -5,13 +5,18 @@
 //!     each one a change record, or some zone's current gen ─► accounted
 //!     neither ─► a hole (a writer between taking it and showing it)
 //!  per changed zone, held gen H ─► new gen N:
-//!     H below the first generation whose records were read ─► Everything
+//!     H below a generation the poller gave up on ─► Everything
 //!     a hole in (H, N], young ─► Wait: the zone stays at H this poll
 //!                                (the hole's names may be this zone's)
 //!     a hole in (H, N], old  ─► Everything (drop the whole zone)
 //!     no hole in (H, N]      ─► changed_names: the listed names, or
 //!                                Everything when a record says "all"
 //! ```
+//!
+//! The poller never moves past a generation it has not accounted for
+//! unless it gives up on it (after 5 s); so a zone held at H has no change
+//! of its own left between H and the poller's position, and the records
+//! above that position are all that is needed.
 //!
 //! A hole outside a zone's own range cannot hide one of its changes: below
 //! H it was applied already, above N the zone does not show it yet (and the
@@ -34,9 +39,11 @@ pub enum Narrowing<'a> {
         holes: &'a [i64],
         /// The holes are young: their writers are still expected to show them.
         wait: bool,
-        /// Change records were read for the generations above this one
-        /// only: a zone held below it drops everything (a generation of its
-        /// own may be among those not read).
+        /// The highest generation the poller moved past without accounting
+        /// for it: a zone held below it drops everything (that generation
+        /// may be its own). Every other generation at or below the poller's
+        /// position is accounted for, so a zone's generations there are
+        /// applied already and only the records above it are needed.
         read_from: i64,
     },
 }

@@ -186,6 +186,10 @@ pub struct ZoneRegistry {
     /// The first generation whose change record's zone does not show it
     /// yet, and since when.
     unshown: std::sync::Mutex<Option<(i64, Instant)>>,
+    /// The highest generation the poller moved past without accounting
+    /// for it (given up on, or its records not read): a zone held below it
+    /// is never narrowed, a generation of its own may be among those.
+    given_up: AtomicI64,
     /// Zone changes held back a poll for a hole in their range.
     waited: AtomicU64,
     /// Zone changes applied by dropping every cached node of the zone.
@@ -223,6 +227,7 @@ impl ZoneRegistry {
             listener: std::sync::OnceLock::new(),
             hole: std::sync::Mutex::new(None),
             unshown: std::sync::Mutex::new(None),
+            given_up: AtomicI64::new(i64::MIN),
             waited: AtomicU64::new(0),
             unnarrowed: AtomicU64::new(0),
         }
@@ -608,7 +613,7 @@ impl ZoneRegistry {
             let narrowing = Narrowing::AroundHoles {
                 holes: &holes,
                 wait: hole_age.is_some_and(|age| age <= HOLE_WAIT),
-                read_from: last,
+                read_from: self.given_up.load(Ordering::Acquire),
             };
             let waiting = self.apply_logged_changes(&zones, &records, narrowing);
             let unshown =
@@ -619,26 +624,36 @@ impl ZoneRegistry {
                     // Below the first generation not yet shown (unless it is
                     // given up on) and below every zone that waited.
                     let mut upto = top;
+                    // Records not read for the whole stretch: nothing in
+                    // it is accounted for.
+                    let mut gave_up = top - last > MAX_RECORD_READS;
                     if let (Some(h), Some(age)) = (holes.first(), hole_age) {
-                        if age <= STUCK_AFTER {
-                            upto = upto.min(h - 1);
+                        match age <= STUCK_AFTER {
+                            true => upto = upto.min(h - 1),
+                            false => gave_up = true,
                         }
                     }
                     if let Some(u) = unshown {
-                        if age_of(&self.unshown, u) <= STUCK_AFTER {
-                            upto = upto.min(u - 1);
+                        match age_of(&self.unshown, u) <= STUCK_AFTER {
+                            true => upto = upto.min(u - 1),
+                            false => gave_up = true,
                         }
                     }
                     if let Some(w) = waiting {
                         upto = upto.min(w);
                     }
-                    self.last_seq.store(upto.max(last), Ordering::Release);
+                    let upto = upto.max(last);
+                    if gave_up {
+                        self.given_up.fetch_max(upto, Ordering::AcqRel);
+                    }
+                    self.last_seq.store(upto, Ordering::Release);
                     *stuck = None;
                 }
                 // The counter moved but no zone shows it yet: ask again next
                 // time, unless a writer died between the two steps long ago.
                 None => match *stuck {
                     Some(since) if since.elapsed() > STUCK_AFTER => {
+                        self.given_up.fetch_max(seq, Ordering::AcqRel);
                         self.last_seq.store(seq, Ordering::Release);
                         *stuck = None;
                     }
@@ -654,7 +669,7 @@ impl ZoneRegistry {
     /// What moved after generation `last` (up to `seq` at least): the
     /// zones deleted, the zones changed, and the change records of the
     /// generations in between. When the records account for every
-    /// generation up to `seq`, only the zones they name are read, one
+    /// generation up to `seq` (but young gaps), only the zones they name are read, one
     /// `_id` read each; otherwise every zone above `last` is looked for
     /// (a scan of the zones on FerretDB, seconds under load for 10,000
     /// zones, which is what held freshness back to the poll's length).
@@ -669,7 +684,13 @@ impl ZoneRegistry {
             false => last,
         };
         let mut records = store.change_records(last + 1, read_upto).await?;
-        let (deleted, zones) = match (last + 1..=seq).all(|g| records.contains_key(&g)) {
+        // A generation without a record, young, is most likely a writer
+        // between taking it and storing its record: the zones it could
+        // belong to wait for it (`narrowing.rs`). Only an older one (a
+        // writer that keeps no records) is looked for in every zone.
+        let gap = (last + 1..=seq).find(|g| !records.contains_key(g));
+        let by_records = read_upto == seq && gap.is_none_or(|g| age_of(&self.hole, g) <= HOLE_WAIT);
+        let (deleted, zones) = match by_records {
             true => {
                 let mut named: Vec<Name> = records.values().map(|r| r.zone.clone()).collect();
                 named.sort();
