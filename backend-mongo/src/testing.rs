@@ -167,9 +167,25 @@ pub async fn delete_nodes_as_foreign_writer(
     zone: &crate::Name,
     names: &[crate::Name],
 ) -> Result<u64, crate::StoreError> {
+    let Some((deleted, gen)) = delete_nodes_unshown(store, zone, names).await? else {
+        return Ok(0);
+    };
+    show_generation(store, zone, gen).await?;
+    Ok(deleted)
+}
+
+/// The first steps of [`delete_nodes_as_foreign_writer`]: the documents
+/// deleted, a generation taken and its change record stored, but the zone
+/// not moved to it yet (a writer between its two steps). Returns how many
+/// nodes there were and the generation; `None` when the zone is not served.
+pub async fn delete_nodes_unshown(
+    store: &crate::Store,
+    zone: &crate::Name,
+    names: &[crate::Name],
+) -> Result<Option<(u64, i64)>, crate::StoreError> {
     use mongodb::bson::{doc, Document};
     let Some(served) = store.find_zone(zone).await? else {
-        return Ok(0);
+        return Ok(None);
     };
     let db = store.database();
     let nodes = db.collection::<Document>(crate::schema::NODES);
@@ -183,10 +199,22 @@ pub async fn delete_nodes_as_foreign_writer(
     db.collection::<Document>(crate::schema::CHANGES)
         .insert_one(record)
         .await?;
-    db.collection::<Document>(crate::schema::ZONES)
+    Ok(Some((deleted, gen)))
+}
+
+/// The last step of a write: `zone` shows generation `gen`.
+pub async fn show_generation(
+    store: &crate::Store,
+    zone: &crate::Name,
+    gen: i64,
+) -> Result<(), crate::StoreError> {
+    use mongodb::bson::{doc, Document};
+    store
+        .database()
+        .collection::<Document>(crate::schema::ZONES)
         .update_one(doc! {"_id": zone.to_string()}, doc! {"$max": {"gen": gen}})
         .await?;
-    Ok(deleted)
+    Ok(())
 }
 
 /// Merges `nodes` into the served version of `zone` the way a program that

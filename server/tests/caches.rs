@@ -348,3 +348,58 @@ fn a_merge_drops_only_the_names_it_wrote() {
     drop(server);
     block_on(db.drop_db());
 }
+
+#[test]
+fn a_writer_between_its_two_steps_is_not_skipped() {
+    // One writer stores its change record and is slow to move its zone's
+    // generation; meanwhile another zone moves past it and is polled. The
+    // poller must stay below the slow writer's generation, or the zone's
+    // change is never seen (its cached answers live for their TTL).
+    let (db, server, _control) = start("unshown");
+    block_on(db.import(
+        "other.test.",
+        "$ORIGIN other.test.\n$TTL 60\n@ IN SOA ns admin 1 3600 600 86400 300\n@ IN NS ns\nns IN A 192.0.2.1\n",
+        false,
+    ));
+    let www: backend_mongo::Name = "www.cache.test.".parse().unwrap();
+    assert_eq!(a_records(server.port, "www.cache.test.").len(), 1);
+    let (deleted, gen) = block_on(delete_nodes_unshown(
+        &db.store,
+        &"cache.test.".parse().unwrap(),
+        &[www],
+    ))
+    .unwrap()
+    .expect("cache.test. is served");
+    assert_eq!(deleted, 1);
+    block_on(db.import(
+        "other.test.",
+        "$ORIGIN other.test.\nlater 60 IN A 192.0.2.77\n",
+        false,
+    ));
+    wait_answered(server.port, "later.other.test.");
+    // Polled past the other zone's later generation; now the slow writer
+    // finishes.
+    std::thread::sleep(Duration::from_millis(3 * POLL_MS));
+    block_on(show_generation(
+        &db.store,
+        &"cache.test.".parse().unwrap(),
+        gen,
+    ))
+    .unwrap();
+    let shown = Instant::now();
+    loop {
+        let reply = ask_udp(server.port, "www.cache.test.", 1, None);
+        if reply.metadata.response_code == ResponseCode::NXDomain {
+            break;
+        }
+        assert!(
+            shown.elapsed() < FRESHNESS_BOUND,
+            "the slow writer's change was skipped: www.cache.test. still answered"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    eprintln!(
+        "slow writer's change answered {:?} after it showed",
+        shown.elapsed()
+    );
+}
