@@ -177,6 +177,11 @@ impl RecvBatch {
         Ok(n)
     }
 
+    /// Most datagrams one call reads.
+    pub fn capacity(&self) -> usize {
+        self.batch
+    }
+
     /// Datagrams read by the last [`RecvBatch::recv`].
     pub fn len(&self) -> usize {
         self.count

@@ -70,7 +70,9 @@ pub(super) async fn serve_on_thread<H: Handler>(
     let (done, finished) = tokio::sync::oneshot::channel::<()>();
     let loop_ = move || {
         let _context = runtime.enter();
-        run(&socket, &lanes, settings.batch, settings.coalesce, &flag);
+        restart_on_panic(|| {
+            serve_batches(&socket, &lanes, settings.batch, settings.coalesce, &flag)
+        });
         let _ = done.send(());
     };
     if let Err(e) = std::thread::Builder::new()
@@ -109,25 +111,13 @@ impl Drop for Stop {
     }
 }
 
-/// The thread's body: the loop, restarted after a panic, until stopped.
-fn run<H: Handler>(
-    socket: &Socket,
-    lanes: &Lanes<H>,
-    batch: usize,
-    coalesce: Duration,
-    stop: &AtomicBool,
-) {
-    loop {
-        match catch_unwind(AssertUnwindSafe(|| {
-            serve_batches(socket, lanes, batch, coalesce, stop)
-        })) {
-            Ok(()) => return,
-            Err(_) => {
-                bump(&GUARD.udp_worker_restarts);
-                tracing::error!("udp worker loop panicked; restarted");
-                std::thread::sleep(Duration::from_millis(10));
-            }
-        }
+/// Runs `body` (the receive loop) until it returns, starting it again after
+/// a panic (counted in `udp_worker_restarts`).
+fn restart_on_panic(body: impl Fn()) {
+    while catch_unwind(AssertUnwindSafe(&body)).is_err() {
+        bump(&GUARD.udp_worker_restarts);
+        tracing::error!("udp worker loop panicked; restarted");
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
@@ -166,16 +156,11 @@ fn serve_batches<H: Handler>(
             },
             Transport::Udp,
         );
-        if n > 1 && n < queries_per_call(batch) && !coalesce.is_zero() {
+        if n > 1 && n < queries.capacity() && !coalesce.is_zero() {
             // Under load: let the next wake-up carry more queries.
             std::thread::sleep(coalesce);
         }
     }
-}
-
-/// The batch size as `RecvBatch` uses it.
-fn queries_per_call(batch: usize) -> usize {
-    batch.clamp(1, super::mmsg::BATCH)
 }
 
 /// Answers the `n` queries read: cache hits and misses answered without
