@@ -307,7 +307,9 @@ pub async fn solve_authority<B: Backend>(
     match answer.outcome {
         Outcome::NoData | Outcome::NxDomain => {
             if let Some(soa) = negative_soa(backend, &answer.zone).await? {
-                answer.authority.push(&soa.owner, &soa.rrset);
+                answer
+                    .authority
+                    .push_with_sigs(&soa.owner, &soa.rrset, soa.sigs.as_ref());
             }
         }
         Outcome::Delegation => {
@@ -360,6 +362,7 @@ async fn negative_soa<B: Backend>(
     Ok(Some(Placed {
         owner: zone.apex.clone(),
         rrset,
+        sigs: apex.rrsig(RType::SOA).cloned(),
     }))
 }
 
@@ -402,7 +405,8 @@ pub async fn solve_additional<B: Backend>(
                 continue;
             };
             if !answer.answer.holds_type(&target, rtype) {
-                answer.additional.push(&target, rrset);
+                let sigs = node.rrsig(rtype);
+                answer.additional.push_with_sigs(&target, rrset, sigs);
             }
         }
     }

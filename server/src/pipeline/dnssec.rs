@@ -225,18 +225,17 @@ pub async fn sign_additional<B: Backend>(
     Ok(())
 }
 
-/// The stored RRSIGs of a placed RRset, when its zone is signed.
+/// The RRSIGs read with a placed RRset, when its zone is signed. They come
+/// from the same read of the node as the records, never from a second one:
+/// a write between two reads would pair old records with new signatures.
 async fn stored_rrsig<B: Backend>(
     backend: &B,
     zones: &mut SignedZones,
     placed: &Placed,
 ) -> Result<Option<Arc<RRset>>, StoreError> {
     let rtype = placed.rrset.rtype;
-    let Some(signed) = signed_zone_of(backend, zones, &placed.owner, rtype).await? else {
-        return Ok(None);
-    };
-    let node = backend.get_node(&signed.zone, &placed.owner).await?;
-    Ok(node.and_then(|node| node.rrsig(rtype).cloned()))
+    let signed = signed_zone_of(backend, zones, &placed.owner, rtype).await?;
+    Ok(signed.and(placed.sigs.clone()))
 }
 
 /// The signed zone holding `name`'s `rtype` RRset (DS at a zone's apex: the

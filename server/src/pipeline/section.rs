@@ -20,6 +20,10 @@ pub struct Placed {
     pub owner: Name,
     /// The records.
     pub rrset: Arc<RRset>,
+    /// Their RRSIGs from the same read of the node, for a signing stage
+    /// that adds them later: a second read could meet a newer node whose
+    /// signatures cover other records.
+    pub sigs: Option<Arc<RRset>>,
 }
 
 /// The RRsets of one section, in the order they go on the wire.
@@ -37,12 +41,30 @@ impl Section {
         true
     }
 
+    /// Like [`Section::push`], keeping `sigs` (the RRSIGs read with
+    /// `rrset`) for a later signing stage; they are not placed yet.
+    pub fn push_with_sigs(
+        &mut self,
+        owner: &Name,
+        rrset: &Arc<RRset>,
+        sigs: Option<&Arc<RRset>>,
+    ) -> bool {
+        if !self.push(owner, rrset) {
+            return false;
+        }
+        if let Some(last) = self.0.last_mut() {
+            last.sigs = sigs.cloned();
+        }
+        true
+    }
+
     /// Adds `rrset` under `owner` even if it is there already: only for a
     /// DNAME, and its RRSIG, met again along one alias chain.
     pub fn push_repeated(&mut self, owner: &Name, rrset: &Arc<RRset>) {
         self.0.push(Placed {
             owner: owner.clone(),
             rrset: rrset.clone(),
+            sigs: None,
         });
     }
 
