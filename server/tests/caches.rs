@@ -1,7 +1,8 @@
 //! The caches against the real server and database: hits, shared misses,
 //! freshness after writes, and purges.
 
-use hickory_proto::op::ResponseCode;
+use hickory_proto::op::{Message, ResponseCode};
+use hickory_proto::rr::RecordType;
 use mongodns_testkit::*;
 use std::time::{Duration, Instant};
 
@@ -345,6 +346,80 @@ fn a_merge_drops_only_the_names_it_wrote() {
         stat(control, "db_queries") > before,
         "a new version is read afresh"
     );
+    drop(server);
+    block_on(db.drop_db());
+}
+
+/// Waits until a poll that began after `since` has been applied.
+fn wait_poll_after(control: u16, since: Instant) {
+    while Duration::from_millis(stat(control, "freshness_lag_ms")) + Duration::from_millis(150)
+        > since.elapsed()
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Asks `name` (type `qtype`) until `check` holds; the delay is printed and
+/// must stay within the freshness bound.
+fn seen_within_bound(port: u16, name: &str, qtype: u16, check: impl Fn(&Message) -> bool) {
+    let took = time_until(name, || check(&ask_udp(port, name, qtype, None)));
+    println!("{name}: the change was answered after {took:?}");
+    assert!(took <= FRESHNESS_BOUND, "{name}: {took:?}");
+}
+
+#[test]
+fn plain_answers_outlive_merges_that_do_not_touch_their_names() {
+    let (db, server, control) = start("reach");
+    let port = server.port;
+    let merge = |text: &str| {
+        let started = Instant::now();
+        block_on(db.import(
+            "cache.test.",
+            &format!("$ORIGIN cache.test.\n{text}"),
+            false,
+        ));
+        started
+    };
+    wait_poll_after(control, merge("a.b 3600 IN A 192.0.2.20\n"));
+    for name in ["www.cache.test.", "ns.cache.test.", "a.b.cache.test."] {
+        assert_eq!(a_records(port, name).len(), 1, "{name}");
+    }
+    ask_udp(port, "www.cache.test.", 15, None); // NODATA: not a plain answer
+                                                // A merge elsewhere in the zone (and the apex's new serial).
+    wait_poll_after(control, merge("added 60 IN A 192.0.2.51\n"));
+    let pipeline = stat(control, "pipeline_queries");
+    for name in ["www.cache.test.", "ns.cache.test.", "a.b.cache.test."] {
+        assert_eq!(a_records(port, name).len(), 1, "{name}");
+    }
+    assert_eq!(
+        stat(control, "pipeline_queries"),
+        pipeline,
+        "plain answers of untouched names stayed in the packet cache"
+    );
+    ask_udp(port, "www.cache.test.", 15, None);
+    assert_eq!(
+        stat(control, "pipeline_queries"),
+        pipeline + 1,
+        "a denial (it carries the SOA) was answered afresh"
+    );
+    // A change to the name itself is answered.
+    merge("www 3600 IN A 192.0.2.12\n");
+    seen_within_bound(port, "www.cache.test.", 1, |m| m.answers.len() == 2);
+    // So is a new cut above a name: a.b is now below a delegation.
+    merge("b 3600 IN NS ns.elsewhere.example.\n");
+    seen_within_bound(port, "a.b.cache.test.", 1, |m| {
+        m.answers.is_empty()
+            && m.authorities
+                .iter()
+                .any(|r| r.record_type() == RecordType::NS)
+    });
+    // And a DNAME at the apex redirects every name below it.
+    merge("@ 3600 IN DNAME target.example.\n");
+    seen_within_bound(port, "ns.cache.test.", 1, |m| {
+        m.answers
+            .iter()
+            .any(|r| r.record_type() == RecordType::DNAME)
+    });
     drop(server);
     block_on(db.drop_db());
 }

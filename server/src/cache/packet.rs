@@ -4,6 +4,7 @@
 //!  query bytes ─normalise─► PacketKey (no ID; qname lower-cased; qtype,
 //!        qclass; DO, CD, EDNS present; reply size limit)  ─ odd shapes: None
 //!  lookup: hash ─► shard ─► compare key bytes ─► fresh? zone gen current?
+//!        (or, a plain positive answer: its name untouched since, NameReach)
 //!        ─► copy reply, restore ID, RD and the asker's question bytes
 //!  insert: after the pipeline renders a reply (never SERVFAIL)
 //! ```
@@ -11,7 +12,7 @@
 use super::sharded::{ShardedLru, Weigh};
 use super::zones::{ZoneRegistry, ZoneState};
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -58,9 +59,35 @@ pub enum Dependency {
 struct PacketEntry {
     expires: Instant,
     deps: Deps,
+    /// A plain positive answer's reach past its generation (`None`: none).
+    reach: Option<NameReach>,
     key_len: u16,
     /// The key's bytes followed by the reply (ID zeroed).
     data: Stored,
+}
+
+/// How a plain positive answer outlives changes of its zone that did not
+/// touch its name (`name_scope.rs`).
+pub struct NameReach {
+    /// The zone's token when the answer was read.
+    token: u64,
+    /// The set of zones then (a new zone below may now hold the name).
+    zones_epoch: u64,
+    /// The last generation it was found untouched at (checked once per
+    /// generation, not per hit).
+    checked: AtomicI64,
+}
+
+impl NameReach {
+    /// The reach of an answer read while the zone's token was `token` and
+    /// the set of zones at `zones_epoch`.
+    pub fn new(token: u64, zones_epoch: u64, gen: i64) -> NameReach {
+        NameReach {
+            token,
+            zones_epoch,
+            checked: AtomicI64::new(gen),
+        }
+    }
 }
 
 /// Bytes of key and reply held inside the entry; longer ones get an
@@ -149,9 +176,31 @@ impl PacketEntry {
         &self.data.as_slice()[usize::from(self.key_len)..]
     }
 
-    /// True when the entry answers `key` and its zones have not changed.
+    /// True when the entry answers `key` and its zones have not changed,
+    /// or changed without touching a plain answer's name.
     fn serves(&self, key: &[u8], registry: &ZoneRegistry) -> bool {
-        self.key() == key && deps_current(self.deps.as_slice(), registry)
+        self.key() == key
+            && (deps_current(self.deps.as_slice(), registry) || self.outlives_changes(registry))
+    }
+
+    /// A plain positive answer whose zone moved on: still true when no
+    /// change since touched its name, an ancestor below the apex, or the
+    /// set of zones.
+    fn outlives_changes(&self, registry: &ZoneRegistry) -> bool {
+        let (Some(reach), Deps::One(Dependency::Zone(state, _))) = (&self.reach, &self.deps) else {
+            return false;
+        };
+        let now = state.gen();
+        if reach.checked.load(Ordering::Relaxed) == now {
+            return true;
+        }
+        let qname = &self.key()[7..];
+        if registry.zones_epoch() != reach.zones_epoch || !state.untouched_since(reach.token, qname)
+        {
+            return false;
+        }
+        reach.checked.store(now, Ordering::Relaxed);
+        true
     }
 }
 
@@ -291,8 +340,16 @@ impl PacketCache {
         true
     }
 
-    /// Stores `reply` for `key` for `ttl` (capped), valid while `deps` hold.
-    pub fn insert(&self, key: &PacketKey, reply: &[u8], ttl: Duration, deps: Vec<Dependency>) {
+    /// Stores `reply` for `key` for `ttl` (capped), valid while `deps` hold
+    /// (or, with a `reach`, while its name is untouched).
+    pub fn insert(
+        &self,
+        key: &PacketKey,
+        reply: &[u8],
+        ttl: Duration,
+        deps: Vec<Dependency>,
+        reach: Option<NameReach>,
+    ) {
         let ttl = ttl.min(Duration::from_millis(
             self.max_ttl_ms.load(Ordering::Relaxed),
         ));
@@ -313,6 +370,7 @@ impl PacketCache {
                 key_len: key_bytes.len() as u16,
                 expires: Instant::now() + ttl,
                 deps: Deps::from_vec(deps),
+                reach,
             },
         );
     }
@@ -597,7 +655,7 @@ mod tests {
         reply[2] |= 0x84; // QR, AA
         reply.extend_from_slice(&[0xC0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 1, 2, 3, 4]);
         reply[7] = 1;
-        c.insert(&key, &reply, Duration::from_secs(30), vec![]);
+        c.insert(&key, &reply, Duration::from_secs(30), vec![], None);
         let second = query(0x2222, b"\x03WWW\x00", 1, None, true);
         let key2 = c.key(&second, false).unwrap();
         assert!(c.lookup(&second, &key2, &mut out));
@@ -614,7 +672,7 @@ mod tests {
         let c = cache();
         let q = query(1, b"\x01a\x00", 1, None, false);
         let key = c.key(&q, false).unwrap();
-        c.insert(&key, &q, Duration::ZERO, vec![]);
+        c.insert(&key, &q, Duration::ZERO, vec![], None);
         let mut out = Vec::new();
         assert!(!c.lookup(&q, &key, &mut out));
         let epoch = c.registry.zones_epoch();
@@ -623,6 +681,7 @@ mod tests {
             &q,
             Duration::from_secs(5),
             vec![Dependency::ZoneSet(epoch.wrapping_add(7))],
+            None,
         );
         assert!(!c.lookup(&q, &key, &mut out));
         assert_eq!(c.purge_name(b"\x01a\x00"), 1);
@@ -639,7 +698,7 @@ mod tests {
         reply[2] |= 0x84;
         reply[7] = 1;
         reply.extend_from_slice(&[0xC0, 12, 0, 1, 0, 1, 0, 0, 0x0E, 0x10, 0, 4, 1, 2, 3, 4]);
-        c.insert(&key, &reply, Duration::from_millis(100), vec![]);
+        c.insert(&key, &reply, Duration::from_millis(100), vec![], None);
         let mut out = Vec::new();
         assert!(!c.lookup_stale(&q, &key, &mut out) || c.peek(&q, &key, &mut out));
         std::thread::sleep(Duration::from_millis(150));
@@ -660,7 +719,7 @@ mod tests {
         assert!(!c.lookup_stale(&q, &key, &mut out), "past the window");
         // Off by default.
         let off = cache();
-        off.insert(&key, &reply, Duration::from_millis(1), vec![]);
+        off.insert(&key, &reply, Duration::from_millis(1), vec![], None);
         std::thread::sleep(Duration::from_millis(5));
         assert!(!off.lookup_stale(&q, &key, &mut out));
     }

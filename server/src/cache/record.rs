@@ -776,8 +776,12 @@ mod tests {
             ..z.clone()
         };
         let records = std::collections::HashMap::from([changed(2, &["b.t.test."])]);
-        rc.zones()
-            .apply_logged_changes(std::slice::from_ref(&next), &records, NO_HOLES);
+        rc.zones().apply_logged_changes(
+            std::slice::from_ref(&next),
+            &records,
+            NO_HOLES,
+            &Default::default(),
+        );
         for n in &names {
             rc.get_node(&next, n).await.unwrap();
         }
@@ -791,6 +795,7 @@ mod tests {
             std::slice::from_ref(&last),
             &std::collections::HashMap::new(),
             NO_HOLES,
+            &Default::default(),
         );
         for n in &names {
             rc.get_node(&last, n).await.unwrap();
@@ -810,6 +815,7 @@ mod tests {
             std::slice::from_ref(&fourth),
             &std::collections::HashMap::from([(4, other)]),
             NO_HOLES,
+            &Default::default(),
         );
         rc.get_node(&fourth, &names[0]).await.unwrap();
         assert_eq!(reads(), 8);

@@ -19,10 +19,11 @@
 //! Every cached answer remembers the generation of the zone it came from
 //! and is served only while that generation is current.
 
+use super::name_scope::NameChanges;
 use super::narrowing::{first_unshown, holes, zone_change, Narrowing, ZoneChange};
 use super::sharded::{ShardedLru, Weigh};
 use backend_mongo::{ChangeRecord, Name, Store, StoreError, ZoneInfo};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -43,6 +44,34 @@ const POLL_LIMIT: Duration = Duration::from_secs(15);
 /// (a bulk import of many zones) drops changed zones entirely.
 const MAX_RECORD_READS: i64 = 256;
 
+/// The changed zones whose change records list their apex and whose apex
+/// holds a DNAME now (or could not be read): a DNAME there redirects every
+/// name, so no cached reply of the zone outlives the change. One point read
+/// per such zone, on the poll's path, never on the answer path.
+async fn apexes_redirecting(
+    store: &Store,
+    zones: &[ZoneInfo],
+    records: &HashMap<i64, ChangeRecord>,
+) -> HashSet<Name> {
+    let mut out = HashSet::new();
+    for zone in zones {
+        let listed = records.values().any(|r| {
+            r.zone == zone.apex && r.names.as_ref().is_some_and(|n| n.contains(&zone.apex))
+        });
+        if !listed {
+            continue;
+        }
+        let redirects = match store.get_node(zone, &zone.apex).await {
+            Ok(apex) => apex.is_some_and(|a| a.rrset(backend_mongo::RType::DNAME).is_some()),
+            Err(_) => true,
+        };
+        if redirects {
+            out.insert(zone.apex.clone());
+        }
+    }
+    out
+}
+
 /// The live state of one zone.
 pub struct ZoneState {
     info: RwLock<ZoneInfo>,
@@ -51,6 +80,11 @@ pub struct ZoneState {
     /// Cached nodes of the zone are valid while this stays the same; it
     /// moves when a change cannot be narrowed to names (and on purges).
     node_epoch: AtomicU64,
+    /// The changes applied, and the names each touched (`name_scope.rs`).
+    /// Written together with `gen`, under this lock.
+    changes: RwLock<NameChanges>,
+    /// Length of the apex in wire octets.
+    apex_len: usize,
 }
 
 impl ZoneState {
@@ -59,7 +93,39 @@ impl ZoneState {
             info: RwLock::new(info.clone()),
             gen: AtomicI64::new(info.gen),
             node_epoch: AtomicU64::new(0),
+            changes: RwLock::new(NameChanges::default()),
+            apex_len: info.apex.wire_len(),
         })
+    }
+
+    /// The token of the zone's state while `gen` is its generation (`None`
+    /// once it is not): a plain positive answer read at `gen` keeps it, to
+    /// outlive changes that do not touch its name ([`ZoneState::untouched_since`]).
+    pub fn name_token(&self, gen: i64) -> Option<u64> {
+        let changes = self.changes.read().unwrap_or_else(|p| p.into_inner());
+        (self.gen() == gen).then(|| changes.token())
+    }
+
+    /// True when no change applied after `token` may have touched the plain
+    /// positive answer for `qname` (lower-case wire, inside this zone).
+    pub fn untouched_since(&self, token: u64, qname: &[u8]) -> bool {
+        let changes = self.changes.read().unwrap_or_else(|p| p.into_inner());
+        changes.untouched(token, qname, self.apex_len)
+    }
+
+    /// Moves the zone to `gen` after a change that touched `names` (`None`:
+    /// any name), with `info` (when the document changed) and the change
+    /// noted under one lock, so a token never pairs with another generation.
+    fn move_to(&self, gen: i64, info: Option<&ZoneInfo>, names: Option<(&[Name], bool)>) {
+        let mut changes = self.changes.write().unwrap_or_else(|p| p.into_inner());
+        match names {
+            Some((names, apex_redirects)) => changes.names_changed(names, apex_redirects),
+            None => changes.everything_changed(),
+        }
+        if let Some(info) = info {
+            *self.info.write().unwrap_or_else(|p| p.into_inner()) = info.clone();
+        }
+        self.gen.store(gen, Ordering::Release);
     }
 
     /// The epoch cached nodes of this zone must carry.
@@ -329,7 +395,8 @@ impl ZoneRegistry {
     /// Applies changed zone documents, each dropping the zone's cached
     /// nodes entirely.
     pub fn apply_changes(&self, changed: &[ZoneInfo]) {
-        let _ = self.apply_logged_changes(changed, &HashMap::new(), Narrowing::Never);
+        let _ =
+            self.apply_logged_changes(changed, &HashMap::new(), Narrowing::Never, &HashSet::new());
     }
 
     /// Applies changed zone documents. A zone whose change `records`
@@ -338,13 +405,16 @@ impl ZoneRegistry {
     /// one `narrowing` says must wait for a hole (left as it is, for the
     /// next poll). Either way a new generation voids the zone's cached
     /// replies. A zone already at the document's generation is left alone
-    /// (polls may repeat). Returns the lowest generation held by a zone
+    /// (polls may repeat). `redirecting`: the zones whose apex, listed
+    /// in a change, holds a DNAME now (every name's reply is void then).
+    /// Returns the lowest generation held by a zone
     /// that waits (the poller must read its records again next time).
     pub fn apply_logged_changes(
         &self,
         changed: &[ZoneInfo],
         records: &HashMap<i64, ChangeRecord>,
         narrowing: Narrowing<'_>,
+        redirecting: &HashSet<Name>,
     ) -> Option<i64> {
         let mut appeared = Vec::new();
         let mut waiting: Option<i64> = None;
@@ -363,7 +433,7 @@ impl ZoneRegistry {
                     true => zone_change(&info.apex, held.gen, info.gen, records, narrowing),
                     false => ZoneChange::Everything,
                 };
-                let names = match change {
+                let names: Option<Vec<Name>> = match change {
                     ZoneChange::Wait => {
                         tracing::debug!(zone = %info.apex, from = held.gen, to = info.gen,
                             ?narrowing, "change waits for a generation not yet accounted for");
@@ -385,9 +455,9 @@ impl ZoneRegistry {
                     names: names.as_deref(),
                 });
                 let purger = self.node_purger.get();
-                match (names, purger) {
+                match (&names, purger) {
                     (Some(names), Some(purge)) => {
-                        purge(&info.apex, info.ver, NodePurge::Names(&names))
+                        purge(&info.apex, info.ver, NodePurge::Names(names))
                     }
                     _ => {
                         state.node_epoch.fetch_add(1, Ordering::AcqRel);
@@ -398,8 +468,10 @@ impl ZoneRegistry {
                     // their version, no lookup reaches them again.
                     purge(&info.apex, info.ver, NodePurge::OtherVersions);
                 }
-                *state.info.write().unwrap_or_else(|p| p.into_inner()) = info.clone();
-                state.gen.store(info.gen, Ordering::Release);
+                let touched = names
+                    .as_deref()
+                    .map(|n| (n, redirecting.contains(&info.apex)));
+                state.move_to(info.gen, Some(info), touched);
                 if held.serial != info.serial {
                     self.tell_serial(info);
                 }
@@ -508,7 +580,7 @@ impl ZoneRegistry {
             self.tell(ZoneEvent::Removed(apex));
             let g = self.purge_counter.fetch_sub(1, Ordering::AcqRel);
             state.node_epoch.fetch_add(1, Ordering::AcqRel);
-            state.gen.store(g, Ordering::Release);
+            state.move_to(g, None, None);
             if let Some(purge) = self.node_purger.get() {
                 // No version is served any more: every one goes.
                 purge(apex, i64::MIN, NodePurge::OtherVersions);
@@ -524,7 +596,7 @@ impl ZoneRegistry {
                 self.tell(ZoneEvent::Purged(apex));
                 let g = self.purge_counter.fetch_sub(1, Ordering::AcqRel);
                 state.node_epoch.fetch_add(1, Ordering::AcqRel);
-                state.gen.store(g, Ordering::Release);
+                state.move_to(g, None, None);
                 true
             }
             None => false,
@@ -615,7 +687,8 @@ impl ZoneRegistry {
                 wait: hole_age.is_some_and(|age| age <= HOLE_WAIT),
                 read_from: self.given_up.load(Ordering::Acquire),
             };
-            let waiting = self.apply_logged_changes(&zones, &records, narrowing);
+            let redirecting = apexes_redirecting(store, &zones, &records).await;
+            let waiting = self.apply_logged_changes(&zones, &records, narrowing, &redirecting);
             let unshown =
                 top.and_then(|top| first_unshown(last + 1, top, &records, &zones, &deleted));
             let mut stuck = self.stuck_since.lock().unwrap_or_else(|p| p.into_inner());
@@ -813,11 +886,20 @@ mod tests {
             read_from: 9,
         };
         let moved = info("a.test.", 12);
-        let waited =
-            reg.apply_logged_changes(std::slice::from_ref(&moved), &HashMap::new(), wait(true));
+        let waited = reg.apply_logged_changes(
+            std::slice::from_ref(&moved),
+            &HashMap::new(),
+            wait(true),
+            &HashSet::new(),
+        );
         assert_eq!(waited, Some(9), "the poller is told where the zone waits");
         assert!(matches!(reg.lookup(&a), Known::Zone(z) if z.gen == 9));
-        reg.apply_logged_changes(std::slice::from_ref(&moved), &HashMap::new(), wait(false));
+        reg.apply_logged_changes(
+            std::slice::from_ref(&moved),
+            &HashMap::new(),
+            wait(false),
+            &HashSet::new(),
+        );
         assert!(matches!(reg.lookup(&a), Known::Zone(z) if z.gen == 12));
         // A purge gives the zone a generation no database value equals.
         assert!(reg.purge_zone(&a));

@@ -6,13 +6,15 @@
 //!                 ─► miss: the key, for remember
 //!  remember:      reply kept for its smallest TTL while the zones it came
 //!                 from keep their generation (not kept: a zone purged
-//!                 meanwhile, or one answered at a generation already past)
+//!                 meanwhile, or one answered at a generation already past);
+//!                 a plain positive answer also while its name is untouched
 //!  remember_refused: REFUSED kept while the set of zones stays the same
 //! ```
 
+use super::answer::Outcome;
 use super::{answer, Responder, Transport};
 use crate::backend::Backend;
-use crate::cache::{Dependency, PacketKey};
+use crate::cache::{Dependency, NameReach, PacketKey};
 use backend_mongo::ZoneInfo;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -72,19 +74,31 @@ impl<B: Backend> Responder<B> {
             .min()
             .map_or(cache.empty_ttl, |t| Duration::from_secs(u64::from(t)));
         let mut deps = Vec::with_capacity(2);
+        let mut token = None;
         for zone in [first_zone, &answer.zone] {
-            match cache.registry.state(&zone.apex) {
-                // Answered from an older generation (a resident copy
-                // catching up, or a change meanwhile): never a hit.
-                Some(state) if state.gen() != zone.gen => return,
-                Some(state) => deps.push(Dependency::Zone(state, zone.gen)),
-                None => return, // not tracked (purged meanwhile): do not cache
-            }
+            let Some(state) = cache.registry.state(&zone.apex) else {
+                return; // not tracked (purged meanwhile): do not cache
+            };
+            // Answered from an older generation (a resident copy catching
+            // up, or a change meanwhile): never a hit.
+            let Some(t) = state.name_token(zone.gen) else {
+                return;
+            };
+            token = Some(t);
+            deps.push(Dependency::Zone(state, zone.gen));
             if first_zone.apex == answer.zone.apex {
                 break;
             }
         }
-        cache.packets.insert(&key, reply, ttl, deps);
+        let reach = match (token, is_plain_positive(answer, &key, first_zone)) {
+            (Some(token), true) => Some(NameReach::new(
+                token,
+                cache.registry.zones_epoch(),
+                answer.zone.gen,
+            )),
+            _ => None,
+        };
+        cache.packets.insert(&key, reply, ttl, deps, reach);
     }
 
     /// Stores a REFUSED reply (no zone of ours), valid while the set of
@@ -92,7 +106,31 @@ impl<B: Backend> Responder<B> {
     pub(super) fn remember_refused(&self, key: Option<PacketKey>, reply: &[u8]) {
         if let (Some(cache), Some(key)) = (&self.cache, key) {
             let deps = vec![Dependency::ZoneSet(cache.registry.zones_epoch())];
-            cache.packets.insert(&key, reply, cache.empty_ttl, deps);
+            cache
+                .packets
+                .insert(&key, reply, cache.empty_ttl, deps, None);
         }
     }
+}
+
+/// True for an answer that depends on its question's node alone (and the
+/// names above it): the records of the question name itself, from one zone,
+/// with no alias, wildcard, referral, authority or additional records. Such
+/// a reply outlives changes of its zone that do not touch its name
+/// (`cache/name_scope.rs`).
+fn is_plain_positive(answer: &answer::Answer, key: &PacketKey, first_zone: &ZoneInfo) -> bool {
+    let qname = &key.as_bytes()[7..];
+    let found = &answer.found;
+    answer.outcome == Outcome::Hit
+        && first_zone.apex == answer.zone.apex
+        && answer.authority.is_empty()
+        && answer.additional.is_empty()
+        && found.wildcard.is_none()
+        && found.closest_encloser.is_none()
+        && found.cut.is_none()
+        && found
+            .sources
+            .iter()
+            .all(|s| s.node.is_some() && s.closest_encloser.is_none())
+        && answer.answer.iter().all(|p| p.owner.as_wire() == qname)
 }
