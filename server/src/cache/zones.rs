@@ -44,6 +44,22 @@ const POLL_LIMIT: Duration = Duration::from_secs(15);
 /// (a bulk import of many zones) drops changed zones entirely.
 const MAX_RECORD_READS: i64 = 256;
 
+/// The generations whose change records a poll reads again once it has
+/// read the zones: from the first one after `last` without a record up to
+/// the highest generation a zone shows (none past [`MAX_RECORD_READS`]).
+fn records_to_read_again(
+    last: i64,
+    records: &HashMap<i64, ChangeRecord>,
+    zones: &[ZoneInfo],
+) -> Option<(i64, i64)> {
+    let top = zones.iter().map(|z| z.gen).max()?;
+    if top - last > MAX_RECORD_READS {
+        return None;
+    }
+    let gap = (last + 1..=top).find(|g| !records.contains_key(g))?;
+    Some((gap, top))
+}
+
 /// The changed zones whose change records list their apex and whose apex
 /// holds a DNAME now (or could not be read): a DNAME there redirects every
 /// name, so no cached reply of the zone outlives the change. One point read
@@ -775,14 +791,13 @@ impl ZoneRegistry {
                 store.zones_changed_since(last).await?,
             ),
         };
-        // Zones may show generations newer than `seq` (written since it
-        // was read, or `seq` too far ahead to read every record): their
-        // records are read too, so they are not taken for holes.
-        match zones.iter().map(|z| z.gen).max() {
-            Some(top) if top > read_upto && top - last <= MAX_RECORD_READS => {
-                records.extend(store.change_records(read_upto + 1, top).await?);
-            }
-            _ => {}
+        // The zones were read after the records: a writer may have stored
+        // its record and shown its generation in between (the counter
+        // moves first, so its generation looked like a gap), or the zones
+        // show generations above `seq`. The gaps up to the top are read
+        // again, so such a zone's change is still narrowed to its names.
+        if let Some((from, to)) = records_to_read_again(last, &records, &zones) {
+            records.extend(store.change_records(from, to).await?);
         }
         Ok((deleted, zones, records))
     }
@@ -852,6 +867,31 @@ mod tests {
             gen,
             serial: 1,
         }
+    }
+
+    #[test]
+    fn a_record_stored_after_the_records_were_read_is_read_again() {
+        let record = |zone: &str| ChangeRecord {
+            zone: zone.parse().unwrap(),
+            names: Some(Vec::new()),
+            signed: false,
+        };
+        // Records 11 and 12 read; the zone shows 14: 13 and 14 again.
+        let records = HashMap::from([(11, record("a.test.")), (12, record("a.test."))]);
+        let zones = [info("a.test.", 14), info("b.test.", 12)];
+        assert_eq!(records_to_read_again(10, &records, &zones), Some((13, 14)));
+        // A gap below the top (a writer between its steps) is read too.
+        let records = HashMap::from([(11, record("a.test.")), (13, record("a.test."))]);
+        let zones = [info("a.test.", 13)];
+        assert_eq!(records_to_read_again(10, &records, &zones), Some((12, 13)));
+        // Every generation accounted for, or too long a stretch: nothing.
+        let records = HashMap::from([(11, record("a.test."))]);
+        assert_eq!(
+            records_to_read_again(10, &records, &[info("a.test.", 11)]),
+            None
+        );
+        let far = [info("a.test.", 10 + MAX_RECORD_READS + 1)];
+        assert_eq!(records_to_read_again(10, &records, &far), None);
     }
 
     #[test]

@@ -15,7 +15,7 @@ use super::answer::Outcome;
 use super::{answer, Responder, Transport};
 use crate::backend::Backend;
 use crate::cache::{Dependency, NameReach, PacketKey};
-use backend_mongo::ZoneInfo;
+use backend_mongo::{RType, ZoneInfo};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -115,7 +115,9 @@ impl<B: Backend> Responder<B> {
 
 /// True for an answer that depends on its question's node alone (and the
 /// names above it): the records of the question name itself, from one zone,
-/// with no alias, wildcard, referral, authority or additional records. Such
+/// with no alias, wildcard, referral, authority or additional records, and
+/// of no type that could carry additional records (NS, MX, SRV: a target
+/// added later would belong in the reply). Such
 /// a reply outlives changes of its zone that do not touch its name
 /// (`cache/name_scope.rs`).
 fn is_plain_positive(answer: &answer::Answer, key: &PacketKey, first_zone: &ZoneInfo) -> bool {
@@ -132,5 +134,8 @@ fn is_plain_positive(answer: &answer::Answer, key: &PacketKey, first_zone: &Zone
             .sources
             .iter()
             .all(|s| s.node.is_some() && s.closest_encloser.is_none())
-        && answer.answer.iter().all(|p| p.owner.as_wire() == qname)
+        && answer.answer.iter().all(|p| {
+            p.owner.as_wire() == qname
+                && !matches!(p.rrset.rtype, RType::NS | RType::MX | RType::SRV)
+        })
 }
