@@ -33,6 +33,11 @@ pub fn change_id(gen: i64) -> String {
     format!("chg {gen}")
 }
 
+/// The generation of a change record's `_id` (the inverse of [`change_id`]).
+pub fn change_gen(id: &str) -> Option<i64> {
+    id.strip_prefix("chg ")?.parse().ok()
+}
+
 /// The `_id` of a node: zone, content version and owner name, space-separated.
 ///
 /// Names are in the escaped presentation form of [`Name`]'s `Display`, which

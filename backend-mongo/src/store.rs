@@ -464,6 +464,33 @@ impl Store {
         Ok(found.into_iter().flatten().collect())
     }
 
+    /// The zone of every change record of generations `from..=to`, by one
+    /// scan of the records (their `_id` and `zone` only): for a stretch too
+    /// long to read record by record (a signer's catch-up after a long
+    /// read, while other zones moved).
+    pub async fn change_zones(
+        &self,
+        from: i64,
+        to: i64,
+    ) -> Result<std::collections::HashMap<i64, Name>, StoreError> {
+        let mut cursor = self
+            .changes
+            .find(doc! {})
+            .projection(doc! {"_id": 1, "zone": 1})
+            .await?;
+        let mut out = std::collections::HashMap::new();
+        while let Some(d) = cursor.try_next().await? {
+            let gen = d.get_str("_id").ok().and_then(schema::change_gen);
+            let zone = d.get_str("zone").ok().and_then(|z| z.parse::<Name>().ok());
+            if let (Some(gen), Some(zone)) = (gen, zone) {
+                if (from..=to).contains(&gen) {
+                    out.insert(gen, zone);
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Deletes change records older than `age` (best effort: a server that
     /// polls after that long drops whole zones instead). Returns how many.
     pub async fn prune_changes(&self, age: Duration) -> Result<u64, StoreError> {
