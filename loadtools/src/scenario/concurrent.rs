@@ -96,7 +96,8 @@ pub(super) struct Writers {
 
 impl Writers {
     /// Starts `mongodns-import --rate R --no-resume fresh.zone` into the
-    /// import zone and `mongodns-sign secure-zone` of the zone to sign.
+    /// import zone and `mongodns-sign secure-zone --no-cleanup` of the zone
+    /// to sign.
     fn start(
         args: &ScenarioArgs,
         plan: &Plan,
@@ -124,10 +125,13 @@ impl Writers {
             &ia,
             &import_log,
         )?;
+        // The run times the signing up to the switch; deleting the
+        // replaced version is timed on its own after the check (settle.rs).
         let mut ga = db_flags(args);
         ga.extend([
             "--quiet".into(),
             "secure-zone".into(),
+            "--no-cleanup".into(),
             plan.sign_apex.clone(),
         ]);
         let sign_log = work.join("sign.log");

@@ -89,6 +89,9 @@ pub struct Report {
     /// `secure-zone` of the same zone again after the run, with nothing
     /// else writing: seconds.
     pub quiet_sign: Option<f64>,
+    /// `mongodns-sign cleanup` after the check (the version replaced by
+    /// the run's `secure-zone` deleted): its last line.
+    pub cleanup: Option<String>,
     /// Freshness samples.
     pub freshness: Freshness,
     /// The note given with --note.
@@ -255,6 +258,13 @@ impl Report {
                 self.signing_line.replace('|', "\\|")
             }
         );
+        if let Some(c) = &self.cleanup {
+            let _ = writeln!(
+                o,
+                "| the replaced version deleted after the check (`mongodns-sign cleanup`) | | {} |",
+                c.replace('|', "\\|")
+            );
+        }
         if let Some(q) = self.quiet_sign {
             let _ = writeln!(
                 o,
@@ -339,7 +349,7 @@ impl Report {
                        "seconds": self.steady.seconds, "rate": self.steady.rate,
                        "window": self.steady_window.map(|(r, s)| json!({"records": r, "seconds": s}))},
             "signing": {"finished": self.signing.1, "seconds": self.signing.0, "zone": self.plan.sign_apex,
-                        "quiet_seconds": self.quiet_sign,
+                        "quiet_seconds": self.quiet_sign, "cleanup": self.cleanup,
                         "check": self.check.as_ref().map(|c| json!({"passed": c.passed(), "records": c.records,
                             "verified": c.verified, "expected": c.expected, "missing": c.missing, "verdict": c.verdict}))},
             "freshness": {"samples": self.freshness.samples, "delays_s": self.freshness.delays},

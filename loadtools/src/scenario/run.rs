@@ -290,6 +290,7 @@ fn assemble(
         signing_line: outcome.signing_line,
         check: outcome.check,
         quiet_sign: outcome.quiet_sign,
+        cleanup: outcome.cleanup,
         freshness: during.freshness,
         note: args.note.clone(),
     }

@@ -4,7 +4,8 @@
 //! ```text
 //!  During ─► steady_import (summary line; a failed import is the run's error)
 //!         ─► signed? ─► check_at_end: AXFR + dnssec-verify + every imported
-//!                       name present ─► secure-zone again, nothing else writing
+//!                       name present ─► cleanup (the replaced version
+//!                       deleted, timed) ─► secure-zone again, nothing else writing
 //!         ─► signing_line ─► Outcome
 //! ```
 
@@ -31,6 +32,9 @@ pub(super) struct Outcome {
     pub(super) check: Option<SignedCheck>,
     /// Seconds of `secure-zone` again after the run, when it succeeded.
     pub(super) quiet_sign: Option<f64>,
+    /// `mongodns-sign cleanup` of the signed zone after the check: its
+    /// last line, or how it failed.
+    pub(super) cleanup: Option<String>,
 }
 
 /// Reads the writers' outcome; checks the signed zone when it was signed.
@@ -45,7 +49,7 @@ pub(super) async fn settle(
 ) -> Result<Outcome, String> {
     let steady = steady_import(args, during)?;
     let signed = during.sign_status.is_some_and(|s| s.success());
-    let (check, quiet_sign) = if signed {
+    let (check, cleanup, quiet_sign) = if signed {
         let end = AtEnd {
             args,
             plan,
@@ -55,7 +59,7 @@ pub(super) async fn settle(
         };
         end.check(children, &during.import_status).await?
     } else {
-        (None, None)
+        (None, None, None)
     };
     let signing_line = signing_line(during);
     if !signed {
@@ -67,6 +71,7 @@ pub(super) async fn settle(
         signing_line,
         check,
         quiet_sign,
+        cleanup,
     })
 }
 
@@ -117,14 +122,14 @@ struct AtEnd<'a> {
 
 impl AtEnd<'_> {
     /// The signed zone checked through a transfer (every name of the
-    /// steady import present when it finished into that zone), then
-    /// `secure-zone` of the same zone once more with nothing else
-    /// writing, timed.
+    /// steady import present when it finished into that zone), then the
+    /// replaced version deleted (`cleanup`, timed), then `secure-zone` of
+    /// the same zone once more with nothing else writing, timed.
     async fn check(
         &self,
         children: &mut Children,
         import_status: &Option<ExitStatus>,
-    ) -> Result<(Option<SignedCheck>, Option<f64>), String> {
+    ) -> Result<(Option<SignedCheck>, Option<String>, Option<f64>), String> {
         let (args, plan) = (self.args, self.plan);
         let imported_here =
             plan.sign_apex == plan.import_apex && import_status.is_some_and(|s| s.success());
@@ -152,8 +157,30 @@ impl AtEnd<'_> {
             check.passed(),
             check.verdict
         ));
+        let cleanup = self.clean_up(children).await?;
+        log(format!("cleanup: {cleanup}"));
         let quiet = self.sign_quietly(children).await?;
-        Ok((Some(check), quiet))
+        Ok((Some(check), Some(cleanup), quiet))
+    }
+
+    /// `mongodns-sign cleanup` of the zone signed during the run: deletes
+    /// the version its switch replaced. Its last line, or how it ended.
+    async fn clean_up(&self, children: &mut Children) -> Result<String, String> {
+        let mut ga = db_flags(self.args);
+        ga.extend([
+            "--quiet".into(),
+            "cleanup".into(),
+            self.plan.sign_apex.clone(),
+        ]);
+        let log_file = self.work.join("cleanup.log");
+        let gi = spawn(children, "mongodns-sign", self.sign_bin, &ga, &log_file)?;
+        let limit = self.args.finish_timeout;
+        let status = children.wait(gi, Duration::from_secs_f64(limit)).await;
+        Ok(match status {
+            Some(s) if s.success() => last_line_starting(&log_file, "cleanup "),
+            Some(s) => format!("failed ({s}): {}", tail(&log_file, 3).replace('\n', " / ")),
+            None => format!("not finished within {limit:.0} s (killed)"),
+        })
     }
 
     /// `secure-zone` of the zone to sign, alone: its seconds when it succeeded.
