@@ -111,6 +111,13 @@ fn seed_scenario_runs_end_to_end_at_tiny_scale() {
     );
     assert_eq!(check["missing"], 0, "{check}");
     assert_eq!(check["passed"], true, "{check}");
+    // The version secure-zone replaced (it ran with --no-cleanup) was
+    // deleted after the check.
+    let cleanup = v["signing"]["cleanup"].as_str().unwrap_or_default();
+    assert!(
+        cleanup.starts_with("cleanup example.com.: old version(s) ["),
+        "the replaced version deleted: {cleanup}"
+    );
     assert!(v["signing"]["quiet_seconds"].as_f64().unwrap() > 0.0);
     // Freshness: at least one imported name was seen in the database and
     // then answered by the server.

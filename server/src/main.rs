@@ -28,7 +28,7 @@ use mongodns_server::observe::{Observed, QueryMetrics};
 use mongodns_server::pipeline::edns_options::parse_nsid;
 use mongodns_server::pipeline::{PipelineConfig, ReplyCache, Responder};
 use mongodns_server::querylog::{Destination, QueryLog, QueryLogConfig};
-use mongodns_server::resident::{Residency, ResidentZones};
+use mongodns_server::resident::{Busy, LoadPacing, Residency, ResidentZones};
 use mongodns_server::rrl::{Rrl, RrlConfig};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -373,7 +373,11 @@ impl Caches {
         let resident = args.resident_config();
         let residency = resident.enabled().then(|| {
             let residency = Residency::new(resident);
-            residency.start(&registry, store.clone());
+            // A load yields while the answer path's reads queue for the
+            // database (resident/pacing.rs).
+            let gate = Arc::downgrade(&records);
+            let busy: Busy = Arc::new(move || gate.upgrade().is_some_and(|r| r.db_queued() > 0));
+            residency.start(&registry, store.clone(), LoadPacing::behind(busy));
             tracing::info!(budget_mb = args.resident_mb, zones = %args.resident_zones, "resident zones on");
             residency
         });

@@ -6,7 +6,7 @@
 //!                      resident_bytes (gauges); resident_lookups,
 //!                      resident_passed_on, resident_loads,
 //!                      resident_load_failures, resident_names_read,
-//!                      resident_lagging (counters)
+//!                      resident_lagging, resident_load_paused_ms (counters)
 //!  write_resident_zones ─► mongodns_resident_zone{zone,state} 1,
 //!                          mongodns_resident_zone_current{zone},
 //!                          mongodns_resident_zone_bytes{zone},
@@ -31,7 +31,7 @@ impl Control {
     }
 
     /// The totals of residency.
-    pub(super) fn resident_metrics(&self) -> [Metric; 10] {
+    pub(super) fn resident_metrics(&self) -> [Metric; 11] {
         let reports = self.resident_reports();
         let count = |r: Residence| reports.iter().filter(|z| z.residence == r).count() as u64;
         let bytes: usize = reports.iter().map(|z| z.bytes).sum();
@@ -89,6 +89,11 @@ impl Control {
                 "resident_lagging",
                 "questions answered from a resident copy catching up, within --resident-lag-ms",
                 load(|c| &c.lagging),
+            ),
+            counter(
+                "resident_load_paused_ms",
+                "milliseconds resident zone loads waited for the answer path's database reads",
+                load(|c| &c.load_paused_ms),
             ),
         ]
     }

@@ -15,6 +15,8 @@
 //!     grown past the budget or record limit ─► copy dropped, too_large
 //!     slot.reload ─► one load at a time, in a task of its own:
 //!        keyed_zone_cursor(version served now) ─► ZoneData (budget, max_records)
+//!        (paced: every 4,096 nodes it waits, boundedly, while the answer
+//!         path's reads queue for the database; pacing.rs)
 //!        ─► installed with that version and generation; names heard
 //!           meanwhile are applied after it
 //! ```
@@ -29,6 +31,7 @@
 //! database outage changes no generation: resident zones keep answering.
 
 use super::copy::{ZoneCopy, ZoneData};
+use super::pacing::{self, LoadPacing};
 use super::status::{Residence, ResidentConfig, ZoneReport};
 use crate::cache::zones::{ZoneEvent, ZoneRegistry};
 use backend_mongo::resident::KeyedNode;
@@ -99,6 +102,9 @@ pub struct ResidentCounters {
     pub load_failures: AtomicU64,
     /// Names read again for merge generations.
     pub names_read: AtomicU64,
+    /// Milliseconds zone loads waited for the answer path's reads
+    /// (pacing.rs).
+    pub load_paused_ms: AtomicU64,
     /// Questions answered from a copy behind the served generation, within
     /// the lag allowed.
     pub lagging: AtomicU64,
@@ -114,6 +120,8 @@ pub struct Residency {
     loading: AtomicBool,
     /// The registry listened to (set by `start`).
     registry: std::sync::OnceLock<Arc<ZoneRegistry>>,
+    /// When loads yield to the answer path (set by `start`).
+    pacing: std::sync::OnceLock<LoadPacing>,
     /// Counters for `/stats`.
     pub counters: ResidentCounters,
 }
@@ -128,6 +136,7 @@ impl Residency {
             wake: tokio::sync::Notify::new(),
             loading: AtomicBool::new(false),
             registry: std::sync::OnceLock::new(),
+            pacing: std::sync::OnceLock::new(),
             counters: ResidentCounters::default(),
         })
     }
@@ -189,9 +198,11 @@ impl Residency {
     }
 
     /// Listens to `registry` and keeps the wanted zones loaded and current
-    /// from `store`, until the runtime ends.
-    pub fn start(self: &Arc<Self>, registry: &Arc<ZoneRegistry>, store: Store) {
+    /// from `store`, until the runtime ends; loads yield to the answer
+    /// path as `pacing` says.
+    pub fn start(self: &Arc<Self>, registry: &Arc<ZoneRegistry>, store: Store, pacing: LoadPacing) {
         let _ = self.registry.set(registry.clone());
+        let _ = self.pacing.set(pacing);
         let hearer = Arc::downgrade(self);
         registry.set_listener(Box::new(move |event| {
             if let Some(residency) = hearer.upgrade() {
@@ -526,8 +537,17 @@ impl Residency {
         let mut old = (old > 0).then_some(old);
         let mut stream = store.keyed_zone_cursor(info).await?;
         let mut data = ZoneData::default();
+        let pacing = self.pacing.get().cloned().unwrap_or_default();
+        let mut read = 0usize;
         while let Some(node) = stream.next().await {
             data.insert(node?);
+            read += 1;
+            if read.is_multiple_of(pacing::STEP) {
+                let waited = pacing.pace().await.as_millis() as u64;
+                self.counters
+                    .load_paused_ms
+                    .fetch_add(waited, Ordering::Relaxed);
+            }
             if old.is_some_and(|old| data.bytes() + old > room) {
                 self.remove_copy(&info.apex);
                 old = None;

@@ -12,7 +12,8 @@
 //!                      RecordCache ─► Store              (today's path, for the zone
 //!                                                          as the registry serves it)
 //!  Residency (keeper.rs): loads wanted zones by one streaming read of their
-//!     version, applies merge generations name by name, reloads new versions
+//!     version, applies merge generations name by name, reloads new versions;
+//!     a load yields to the answer path's queued database reads (pacing.rs)
 //!  ZoneCopy / ZoneData (copy.rs): one version's nodes and denial chain, held
 //!     as wire bytes in a NodeArena with a NameIndex (arena.rs, node_codec.rs)
 //!  ResidentConfig, Residence, ZoneReport (status.rs): settings and state
@@ -26,10 +27,12 @@ mod arena;
 mod copy;
 mod keeper;
 mod node_codec;
+mod pacing;
 mod status;
 
 pub use copy::{ZoneCopy, ZoneData};
 pub use keeper::{CopyFor, Residency, ResidentCounters};
+pub use pacing::{Busy, LoadPacing};
 pub use status::{Residence, ResidentConfig, ZoneChoice, ZoneReport};
 
 use crate::backend::{Backend, CachedNode};
