@@ -6,7 +6,8 @@
 //!                      resident_bytes (gauges); resident_lookups,
 //!                      resident_passed_on, resident_loads,
 //!                      resident_load_failures, resident_names_read,
-//!                      resident_lagging, resident_load_paused_ms (counters)
+//!                      resident_lagging, resident_load_paused_ms,
+//!                      resident_unchanged (counters)
 //!  write_resident_zones ─► mongodns_resident_zone{zone,state} 1,
 //!                          mongodns_resident_zone_current{zone},
 //!                          mongodns_resident_zone_bytes{zone},
@@ -31,7 +32,7 @@ impl Control {
     }
 
     /// The totals of residency.
-    pub(super) fn resident_metrics(&self) -> [Metric; 11] {
+    pub(super) fn resident_metrics(&self) -> [Metric; 12] {
         let reports = self.resident_reports();
         let count = |r: Residence| reports.iter().filter(|z| z.residence == r).count() as u64;
         let bytes: usize = reports.iter().map(|z| z.bytes).sum();
@@ -94,6 +95,11 @@ impl Control {
                 "resident_load_paused_ms",
                 "milliseconds resident zone loads waited for the answer path's database reads",
                 load(|c| &c.load_paused_ms),
+            ),
+            counter(
+                "resident_unchanged",
+                "lookups answered from a resident copy catching up, of names no merge since listed",
+                load(|c| &c.unchanged),
             ),
         ]
     }

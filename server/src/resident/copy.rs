@@ -1,8 +1,10 @@
 //! One resident zone: every node of one stored version, in memory.
 //!
 //! ```text
-//!  ZoneCopy { ver, gen (atomic), behind_since (atomic), data: RwLock<ZoneData> }
+//!  ZoneCopy { ver, gen (atomic), behind_since (atomic), pending, data: RwLock<ZoneData> }
 //!     serves(zone) ⇔ zone.ver == ver ∧ zone.gen == gen
+//!     answers_unchanged(zone, name): behind by merges none of which listed
+//!        name (pending.rs): the node is the same, answered from memory
 //!     behind_for(): since the zone first changed past the copy (the keeper
 //!        marks it when it hears the change, clears it once caught up); a
 //!        copy behind by at most --resident-lag-ms still answers, as a
@@ -26,6 +28,7 @@
 
 use super::arena::{Handle, NameIndex, NodeArena};
 use super::node_codec;
+use super::pending::PendingNames;
 use backend_mongo::resident::KeyedNode;
 use backend_mongo::{Name, Node, ZoneInfo};
 use std::collections::{BTreeMap, HashMap};
@@ -243,6 +246,8 @@ pub struct ZoneCopy {
     /// When the zone first changed past this copy; `None` while current.
     /// Read only when a question finds the copy not current.
     behind_since: Mutex<Option<Instant>>,
+    /// Merges heard past `gen` and the names they list.
+    pending: Mutex<PendingNames>,
     data: RwLock<ZoneData>,
 }
 
@@ -253,6 +258,7 @@ impl ZoneCopy {
             ver,
             gen: AtomicI64::new(gen),
             behind_since: Mutex::new(None),
+            pending: Mutex::new(PendingNames::new(gen)),
             data: RwLock::new(data),
         }
     }
@@ -306,6 +312,27 @@ impl ZoneCopy {
         zone.ver == self.ver && zone.gen == self.gen.load(Ordering::Acquire)
     }
 
+    /// True when the copy, behind `zone` (same version) only by merges
+    /// heard that none listed `name`, holds the node `name` as it is at
+    /// `zone`'s generation (pending.rs).
+    pub fn answers_unchanged(&self, zone: &ZoneInfo, name: &Name) -> bool {
+        let gen = self.gen();
+        zone.ver == self.ver
+            && gen != i64::MIN
+            && gen < zone.gen
+            && self.pending().unchanged(zone.gen, name)
+    }
+
+    /// A merge of this version from `from` to `to` listing `names` was
+    /// heard (before the registry serves `to`).
+    pub fn heard_merge(&self, from: i64, to: i64, names: &[Name]) {
+        self.pending().heard(from, to, names);
+    }
+
+    fn pending(&self) -> MutexGuard<'_, PendingNames> {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// The generation the copy is current for.
     pub fn gen(&self) -> i64 {
         self.gen.load(Ordering::Acquire)
@@ -314,6 +341,7 @@ impl ZoneCopy {
     /// Marks the copy current for `gen` (after its names were read again).
     pub fn set_gen(&self, gen: i64) {
         self.gen.store(gen, Ordering::Release);
+        self.pending().applied(gen);
     }
 
     /// Never serves again (a purge).
@@ -361,6 +389,31 @@ mod tests {
             dk: dk.map(str::to_string),
             nsec3,
         }
+    }
+
+    #[test]
+    fn a_copy_catching_up_answers_names_no_merge_listed() {
+        let copy = ZoneCopy::new(1, 10, ZoneData::default());
+        let zone = |ver, gen| ZoneInfo {
+            apex: "example.".parse().unwrap(),
+            ver,
+            gen,
+            serial: 0,
+        };
+        let a: Name = "a.example.".parse().unwrap();
+        let b: Name = "b.example.".parse().unwrap();
+        copy.heard_merge(10, 12, std::slice::from_ref(&a));
+        assert!(copy.answers_unchanged(&zone(1, 12), &b));
+        assert!(!copy.answers_unchanged(&zone(1, 12), &a), "listed");
+        assert!(!copy.answers_unchanged(&zone(1, 13), &b), "not heard");
+        assert!(!copy.answers_unchanged(&zone(2, 12), &b), "another version");
+        copy.set_gen(12);
+        assert!(copy.serves(&zone(1, 12)));
+        copy.heard_merge(12, 14, std::slice::from_ref(&b));
+        assert!(copy.answers_unchanged(&zone(1, 14), &a), "applied");
+        assert!(!copy.answers_unchanged(&zone(1, 14), &b));
+        copy.void();
+        assert!(!copy.answers_unchanged(&zone(1, 14), &a), "void");
     }
 
     #[test]

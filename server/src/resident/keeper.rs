@@ -105,6 +105,9 @@ pub struct ResidentCounters {
     /// Milliseconds zone loads waited for the answer path's reads
     /// (pacing.rs).
     pub load_paused_ms: AtomicU64,
+    /// Point lookups answered from a copy catching up, of names no merge
+    /// since its generation listed (pending.rs).
+    pub unchanged: AtomicU64,
     /// Questions answered from a copy behind the served generation, within
     /// the lag allowed.
     pub lagging: AtomicU64,
@@ -147,13 +150,17 @@ impl Residency {
     }
 
     /// Which copy answers for `zone` (as the registry serves it, or a
-    /// view from [`Residency::answer_view`]).
-    pub fn current(&self, zone: &ZoneInfo) -> CopyFor {
+    /// view from [`Residency::answer_view`]); for a point lookup of `name`,
+    /// also a copy behind only by merges that did not list it.
+    pub fn current(&self, zone: &ZoneInfo, name: Option<&Name>) -> CopyFor {
         let copies = self.copies.read().unwrap_or_else(|p| p.into_inner());
         let Some(copy) = copies.get(&zone.apex) else {
             return CopyFor::None;
         };
         if copy.serves(zone) {
+            CopyFor::Serves(copy.clone())
+        } else if name.is_some_and(|n| copy.answers_unchanged(zone, n)) {
+            self.counters.unchanged.fetch_add(1, Ordering::Relaxed);
             CopyFor::Serves(copy.clone())
         } else {
             self.counters.passed_on.fetch_add(1, Ordering::Relaxed);
@@ -220,17 +227,23 @@ impl Residency {
                     return;
                 }
                 let mut slots = self.slots();
-                if let Some(copy) = self.copy_of(&to.apex) {
+                let copy = self.copy_of(&to.apex);
+                if let Some(copy) = &copy {
                     copy.mark_behind();
                 }
                 let slot = slots.entry(to.apex.clone()).or_insert_with(Slot::new);
                 match names {
-                    Some(names) if from.ver == to.ver => slot.names.push(NameChange {
-                        from: from.gen,
-                        to: to.gen,
-                        names: names.to_vec(),
-                        heard: Instant::now(),
-                    }),
+                    Some(names) if from.ver == to.ver => {
+                        if let Some(copy) = copy.as_ref().filter(|c| c.ver == to.ver) {
+                            copy.heard_merge(from.gen, to.gen, names);
+                        }
+                        slot.names.push(NameChange {
+                            from: from.gen,
+                            to: to.gen,
+                            names: names.to_vec(),
+                            heard: Instant::now(),
+                        })
+                    }
                     _ => slot.reload = true,
                 }
             }
@@ -493,6 +506,9 @@ impl Residency {
                 if let Some(first) = slot.names.first() {
                     // Heard before the load ended, applied next: behind since.
                     copy.mark_behind_at(first.heard);
+                }
+                for change in &slot.names {
+                    copy.heard_merge(change.from, change.to, &change.names);
                 }
                 self.copies
                     .write()

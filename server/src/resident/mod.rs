@@ -15,7 +15,9 @@
 //!     version, applies merge generations name by name, reloads new versions;
 //!     a load yields to the answer path's queued database reads (pacing.rs)
 //!  ZoneCopy / ZoneData (copy.rs): one version's nodes and denial chain, held
-//!     as wire bytes in a NodeArena with a NameIndex (arena.rs, node_codec.rs)
+//!     as wire bytes in a NodeArena with a NameIndex (arena.rs, node_codec.rs);
+//!     while it reads merged names again, other names' point lookups are
+//!     still answered from it (pending.rs)
 //!  ResidentConfig, Residence, ZoneReport (status.rs): settings and state
 //! ```
 //!
@@ -28,6 +30,7 @@ mod copy;
 mod keeper;
 mod node_codec;
 mod pacing;
+mod pending;
 mod status;
 
 pub use copy::{ZoneCopy, ZoneData};
@@ -70,11 +73,13 @@ impl<B: Backend> ResidentZones<B> {
     /// path for the zone as asked, or as the registry serves it now when a
     /// copy of another generation was asked for (a view that fell behind
     /// its lag, or was replaced, in the middle of a question).
-    fn route<'z>(&self, zone: &'z ZoneInfo) -> Route<'z> {
+    /// A point lookup of `name` also goes to a copy catching up by merges
+    /// that did not list it (`None`: a denial lookup, never).
+    fn route<'z>(&self, zone: &'z ZoneInfo, name: Option<&Name>) -> Route<'z> {
         if !self.enabled {
             return Route::Inner(Cow::Borrowed(zone));
         }
-        match self.residency.current(zone) {
+        match self.residency.current(zone, name) {
             CopyFor::Serves(copy) => {
                 let counters = &self.residency.counters;
                 counters.lookups.fetch_add(1, Ordering::Relaxed);
@@ -114,7 +119,7 @@ impl<B: Backend> Backend for ResidentZones<B> {
         zone: &ZoneInfo,
         name: &Name,
     ) -> Result<Option<Arc<Node>>, StoreError> {
-        match self.route(zone) {
+        match self.route(zone, Some(name)) {
             Route::Copy(copy) => Ok(copy.read().node(name)),
             Route::Inner(zone) => self.inner.get_node(&zone, name).await,
         }
@@ -136,7 +141,7 @@ impl<B: Backend> Backend for ResidentZones<B> {
     }
 
     fn cached_node(&self, zone: &ZoneInfo, name: &Name) -> CachedNode {
-        match self.route(zone) {
+        match self.route(zone, Some(name)) {
             Route::Copy(copy) => CachedNode::Fresh(copy.read().node(name)),
             Route::Inner(zone) => self.inner.cached_node(&zone, name),
         }
@@ -148,7 +153,7 @@ impl<B: Backend> Backend for ResidentZones<B> {
         key: &str,
         wrap: bool,
     ) -> Result<Option<Arc<Node>>, StoreError> {
-        match self.route(zone) {
+        match self.route(zone, None) {
             Route::Copy(copy) => Ok(copy.read().denial(key, wrap)),
             Route::Inner(zone) => self.inner.denial(&zone, key, wrap).await,
         }
