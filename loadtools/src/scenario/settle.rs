@@ -166,16 +166,9 @@ impl AtEnd<'_> {
     /// `mongodns-sign cleanup` of the zone signed during the run: deletes
     /// the version its switch replaced. Its last line, or how it ended.
     async fn clean_up(&self, children: &mut Children) -> Result<String, String> {
-        let mut ga = db_flags(self.args);
-        ga.extend([
-            "--quiet".into(),
-            "cleanup".into(),
-            self.plan.sign_apex.clone(),
-        ]);
         let log_file = self.work.join("cleanup.log");
-        let gi = spawn(children, "mongodns-sign", self.sign_bin, &ga, &log_file)?;
+        let status = self.run_sign(children, "cleanup", &log_file).await?;
         let limit = self.args.finish_timeout;
-        let status = children.wait(gi, Duration::from_secs_f64(limit)).await;
         Ok(match status {
             Some(s) if s.success() => last_line_starting(&log_file, "cleanup "),
             Some(s) => format!("failed ({s}): {}", tail(&log_file, 3).replace('\n', " / ")),
@@ -185,21 +178,32 @@ impl AtEnd<'_> {
 
     /// `secure-zone` of the zone to sign, alone: its seconds when it succeeded.
     async fn sign_quietly(&self, children: &mut Children) -> Result<Option<f64>, String> {
-        let mut ga = db_flags(self.args);
-        ga.extend([
-            "--quiet".into(),
-            "secure-zone".into(),
-            self.plan.sign_apex.clone(),
-        ]);
         let log_file = self.work.join("sign-quiet.log");
         let t = Instant::now();
-        let gi = spawn(children, "mongodns-sign", self.sign_bin, &ga, &log_file)?;
-        let status = children
-            .wait(gi, Duration::from_secs_f64(self.args.finish_timeout))
-            .await;
+        let status = self.run_sign(children, "secure-zone", &log_file).await?;
         Ok(status.filter(|s| s.success()).map(|_| {
             number_before(&last_line_starting(&log_file, "secured "), "s")
                 .unwrap_or(t.elapsed().as_secs_f64())
         }))
+    }
+
+    /// `mongodns-sign --quiet <command> <zone to sign>`, its log in
+    /// `log_file`: its exit status, or None when it did not finish within
+    /// the finish timeout (it is killed).
+    async fn run_sign(
+        &self,
+        children: &mut Children,
+        command: &str,
+        log_file: &Path,
+    ) -> Result<Option<ExitStatus>, String> {
+        let mut args = db_flags(self.args);
+        args.extend([
+            "--quiet".into(),
+            command.into(),
+            self.plan.sign_apex.clone(),
+        ]);
+        let child = spawn(children, "mongodns-sign", self.sign_bin, &args, log_file)?;
+        let limit = Duration::from_secs_f64(self.args.finish_timeout);
+        Ok(children.wait(child, limit).await)
     }
 }
