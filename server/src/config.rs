@@ -12,6 +12,7 @@
 //! macro writes the clap flags, the file's schema (unknown keys are errors),
 //! the effective `Config` and the merge that applies the precedence.
 
+use crate::frontend::spread::UdpSpread;
 use crate::pipeline::transfer::Cidr;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches};
@@ -408,6 +409,11 @@ options! {
         /// (fewer wake-ups per query under load, at most this much added
         /// latency; 0: never waits). Linux, batches above 1; at most 1000.
         udp_coalesce_us: u64 = 200, [env = "MONGODNS_UDP_COALESCE_US", value_name = "US"];
+        /// How UDP datagrams are shared among the workers' sockets: `packets`
+        /// (each to a worker at random, so a few busy clients keep every
+        /// worker busy) or `flows` (the kernel's hash: one client socket,
+        /// one worker).
+        udp_spread: UdpSpread = UdpSpread::Packets, [env = "MONGODNS_UDP_SPREAD", value_name = "HOW"];
         /// UDP cache misses answered at once, server-wide; more are dropped
         /// (the client retries) and counted (mongodns_udp_miss_overflows).
         udp_max_misses: usize = 4096, [env = "MONGODNS_UDP_MAX_MISSES", value_name = "N"];

@@ -22,13 +22,13 @@ use mongodns_server::cache::{Counters, PacketCache, RecordCache, RecordCacheConf
 use mongodns_server::catalog::keep_catalog;
 use mongodns_server::config::{canonical_read_preference, Cli, Config, LogFormat, Resolved};
 use mongodns_server::control::{serve_control, Control, ControlLimits};
-use mongodns_server::frontend::{tcp, udp, Handler};
+use mongodns_server::frontend::{spread, tcp, udp, Handler};
 use mongodns_server::notify;
 use mongodns_server::observe::{Observed, QueryMetrics};
 use mongodns_server::pipeline::edns_options::parse_nsid;
 use mongodns_server::pipeline::{PipelineConfig, ReplyCache, Responder};
 use mongodns_server::querylog::{Destination, QueryLog, QueryLogConfig};
-use mongodns_server::resident::{Busy, LoadPacing, Residency, ResidentZones};
+use mongodns_server::resident::{Busy, LoadPacing, Residency, ResidentConfig, ResidentZones};
 use mongodns_server::rrl::{Rrl, RrlConfig};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -430,7 +430,12 @@ fn responder<B: Backend>(
         };
         Responder::with_cache(backend, config, cache)
     };
-    let responder = responder.with_transfer_store(store.clone());
+    let residency = caches
+        .residency
+        .clone()
+        .unwrap_or_else(|| Residency::new(ResidentConfig::off()));
+    let transfers = ResidentZones::new(Arc::new(store.clone()), residency);
+    let responder = responder.with_transfer_store(transfers);
     Arc::new(responder.count_into(caches.counters.clone()))
 }
 
@@ -498,6 +503,7 @@ async fn serve_dns<H: Handler>(
     for addr in &args.listen {
         let sockets = udp::bind_udp(*addr, workers, args.udp_rcvbuf, args.udp_sndbuf)
             .map_err(|e| format!("cannot bind UDP {addr}: {e}"))?;
+        spread::share(&sockets, args.udp_spread);
         for socket in sockets {
             let settings = udp::UdpSettings {
                 rrl: rrl.clone(),

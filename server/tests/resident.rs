@@ -1,6 +1,7 @@
 //! Resident zones against the real server and database (issue 18): a zone
 //! held whole in memory answers byte for byte as the record cache's path
-//! does, unsigned and signed (NSEC, NSEC3), with no database read; merge,
+//! does, unsigned and signed (NSEC, NSEC3), with no database read, and
+//! transfers the same zone from memory; merge,
 //! record edit, replace and secure-zone are each seen within the freshness
 //! bound (the delays printed); a copy catching up answers within its lag
 //! and switches to a new version whole; a zone over the limit stays on
@@ -266,8 +267,9 @@ fn signed_pair(tag: &str, sign: &[&str]) -> (TestZoneDb, ServerProcess, u16, Ser
     let mut args = vec!["-q", "secure-zone", APEX, "--grace", "0"];
     args.extend_from_slice(sign);
     operator(&db, "mongodns-sign", &args);
-    let (on, on_control) = server(&db, true, &[]);
-    let (off, _) = server(&db, false, &[]);
+    let transfers = ["--axfr-allow", "127.0.0.1/32"];
+    let (on, on_control) = server(&db, true, &transfers);
+    let (off, _) = server(&db, false, &transfers);
     wait_residence(on_control, APEX, "resident");
     (db, on, on_control, off)
 }
@@ -289,6 +291,22 @@ fn signed_zone_is_answered_the_same(tag: &str, sign: &[&str]) {
         "no {want} in {m}"
     );
     println!("resident: {compared} signed ({want}) replies identical with residency on and off");
+    // A transfer is sent from the copy, in the same order as the
+    // database's cursor gives the other server.
+    let transfers = stat(on_control, "resident_transfers");
+    let (from_copy, from_db) = (axfr_text(on.port, APEX), axfr_text(off.port, APEX));
+    assert_eq!(stat(on_control, "resident_transfers"), transfers + 1);
+    assert_eq!(
+        record_lines(&from_copy),
+        record_lines(&from_db),
+        "AXFR from the copy differs from the database's"
+    );
+    let rtype = want.to_lowercase();
+    let has_type = |l: &String| l.split(' ').nth(3) == Some(rtype.as_str());
+    assert!(
+        record_lines(&from_copy).iter().any(has_type),
+        "{want} records transferred:\n{from_copy}"
+    );
     drop((on, off));
     block_on(db.drop_db());
 }

@@ -7,7 +7,7 @@
 //!                      resident_passed_on, resident_loads,
 //!                      resident_load_failures, resident_names_read,
 //!                      resident_lagging, resident_load_paused_ms,
-//!                      resident_unchanged (counters)
+//!                      resident_unchanged, resident_transfers (counters)
 //!  write_resident_zones ─► mongodns_resident_zone{zone,state} 1,
 //!                          mongodns_resident_zone_current{zone},
 //!                          mongodns_resident_zone_bytes{zone},
@@ -32,7 +32,7 @@ impl Control {
     }
 
     /// The totals of residency.
-    pub(super) fn resident_metrics(&self) -> [Metric; 12] {
+    pub(super) fn resident_metrics(&self) -> [Metric; 13] {
         let reports = self.resident_reports();
         let count = |r: Residence| reports.iter().filter(|z| z.residence == r).count() as u64;
         let bytes: usize = reports.iter().map(|z| z.bytes).sum();
@@ -100,6 +100,11 @@ impl Control {
                 "resident_unchanged",
                 "lookups answered from a resident copy catching up, of names no merge since listed",
                 load(|c| &c.unchanged),
+            ),
+            counter(
+                "resident_transfers",
+                "zone transfers sent from resident copies (no database read)",
+                load(|c| &c.transfers),
             ),
         ]
     }

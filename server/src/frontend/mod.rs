@@ -1,7 +1,8 @@
 //! Sockets and framing; no DNS logic lives here.
 //!
 //! ```text
-//!  UDP: one SO_REUSEPORT socket per worker ─► recvmmsg (a batch) ─► cache
+//!  UDP: one SO_REUSEPORT socket per worker (datagrams spread among them
+//!       at random, spread.rs) ─► recvmmsg (a batch) ─► cache
 //!       hits answered in the loop, sendmmsg ─ misses ─► task: respond ─► send_to
 //!  TCP: accept ─► a slot (slots.rs) ─► per connection: read 2-byte-framed
 //!       queries, answer each in its own task, write replies as they finish
@@ -12,6 +13,7 @@
 #[cfg(target_os = "linux")]
 pub mod mmsg;
 pub mod slots;
+pub mod spread;
 pub mod tcp;
 pub mod udp;
 mod udp_miss;

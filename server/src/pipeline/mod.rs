@@ -44,6 +44,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// What transfers and UPDATE read from: the store, behind the resident
+/// copies (all of it when residency is off).
+pub type TransferSource = crate::resident::ResidentZones<backend_mongo::Store>;
+
 /// How the query arrived; decides the size limit of the reply.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Transport {
@@ -113,9 +117,11 @@ pub struct Responder<B> {
     fault_log: RateLimited,
     /// Zone transfers running (at most `config.max_transfers`).
     transfers: Arc<tokio::sync::Semaphore>,
-    /// Where transfers read from, if not the backend (the store itself,
-    /// so that they never take the query path's database slots).
-    transfer_store: Option<Arc<backend_mongo::Store>>,
+    /// Where transfers (and UPDATE) read from, if not the backend: the
+    /// store itself, so that they never take the query path's database
+    /// slots, behind the resident copies (a transfer of a resident zone
+    /// is sent from memory).
+    transfer_store: Option<Arc<TransferSource>>,
 }
 
 impl<B: Backend> Responder<B> {
@@ -134,8 +140,8 @@ impl<B: Backend> Responder<B> {
     }
 
     /// Zone transfers read from `store` directly, outside the record
-    /// cache's database gate.
-    pub fn with_transfer_store(mut self, store: backend_mongo::Store) -> Self {
+    /// cache's database gate, or from its resident copies.
+    pub fn with_transfer_store(mut self, store: TransferSource) -> Self {
         self.transfer_store = Some(Arc::new(store));
         self
     }
@@ -258,7 +264,7 @@ impl<B: Backend> Responder<B> {
             keys: &self.config.tsig_keys,
             min_mac: self.config.tsig_min_mac,
         };
-        let store = self.transfer_store.as_deref();
+        let store = self.transfer_store.as_deref().map(|t| &**t.inner());
         crate::update::answer(store, packet, &settings, peer.map(|p| p.ip())).await
     }
 

@@ -19,6 +19,7 @@
 //!  merge generation: replace_name(name, what the store holds now) per listed name
 //!     (the old bytes become garbage; the arena is rebuilt when garbage
 //!     passes half of it)
+//!  snapshot(): every node, in canonical order, copied out (a transfer)
 //!  lookups decode the node they find into a fresh Node, except the
 //!     shallowest (the apex): kept decoded, since every walk starts there
 //! ```
@@ -29,6 +30,7 @@
 use super::arena::{Handle, NameIndex, NodeArena};
 use super::node_codec;
 use super::pending::PendingNames;
+use super::snapshot::NodeSnapshot;
 use backend_mongo::resident::KeyedNode;
 use backend_mongo::{Name, Node, ZoneInfo};
 use std::collections::{BTreeMap, HashMap};
@@ -212,6 +214,29 @@ impl ZoneData {
         Some(Arc::new(self.arena.node(h)))
     }
 
+    /// Every node held, once, in canonical order, copied out for a zone
+    /// transfer (snapshot.rs).
+    pub fn snapshot(&self) -> NodeSnapshot {
+        let mut handles: Vec<Handle> = self
+            .names
+            .handles()
+            .chain(self.denials.values().copied())
+            .collect();
+        handles.sort_unstable();
+        handles.dedup();
+        let mut ordered: Vec<(String, Handle)> = handles
+            .into_iter()
+            .map(|h| (owner_key(self.arena.get(h)), h))
+            .collect();
+        ordered.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let bytes = self.arena.used() - self.arena.garbage();
+        let mut out = NodeSnapshot::with_capacity(ordered.len(), bytes);
+        for (_, h) in ordered {
+            out.push(self.arena.get(h));
+        }
+        out
+    }
+
     /// Approximate heap bytes held: the arena's chunks, the name index,
     /// and the denial map with its keys.
     pub fn bytes(&self) -> usize {
@@ -235,6 +260,13 @@ impl ZoneData {
                 .is_some()
         })
     }
+}
+
+/// The canonical key of an encoded node's owner (the order of a transfer).
+fn owner_key(encoded: &[u8]) -> String {
+    Name::from_wire(node_codec::owner(encoded))
+        .map(|n| n.canonical_key())
+        .unwrap_or_default()
 }
 
 /// One zone version held whole, and the generation it is current for.
@@ -414,6 +446,51 @@ mod tests {
         assert!(!copy.answers_unchanged(&zone(1, 14), &b));
         copy.void();
         assert!(!copy.answers_unchanged(&zone(1, 14), &a), "void");
+    }
+
+    #[test]
+    fn a_snapshot_holds_every_node_once_in_canonical_order() {
+        let mut data = ZoneData::default();
+        let z: Name = "z.".parse().unwrap();
+        data.insert(keyed("z.", Some(&z.canonical_key()), false, RType::SOA));
+        for name in ["b.z.", "A.z.", "c.b.z."] {
+            let key = name.parse::<Name>().unwrap().canonical_key();
+            data.insert(keyed(name, Some(&key), false, RType::NSEC));
+        }
+        // NSEC3 nodes are only in the denial map, keyed by their hash.
+        data.insert(keyed(
+            "0p9mhaveqvm6t7vbl5lop2u3t2rp3tom.z.",
+            Some("0p9m"),
+            true,
+            RType::NSEC3,
+        ));
+        // A name replaced: only its new node is held.
+        data.replace_name(
+            &"b.z.".parse().unwrap(),
+            vec![keyed(
+                "b.z.",
+                Some(&"b.z.".parse::<Name>().unwrap().canonical_key()),
+                false,
+                RType::TXT,
+            )],
+        );
+        let snapshot = data.snapshot();
+        assert_eq!(snapshot.len(), 5);
+        let nodes: Vec<Node> = futures::executor::block_on(futures::StreamExt::collect::<Vec<_>>(
+            snapshot.into_stream(),
+        ))
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+        let owners: Vec<String> = nodes.iter().map(|n| n.name.to_string()).collect();
+        let mut keys: Vec<String> = nodes.iter().map(|n| n.name.canonical_key()).collect();
+        assert!(keys.windows(2).all(|w| w[0] < w[1]), "{owners:?}");
+        keys.dedup();
+        assert_eq!(keys.len(), 5);
+        assert_eq!(owners[0], "z.");
+        let b = nodes.iter().find(|n| n.name.to_string() == "b.z.").unwrap();
+        assert_eq!(b.rrsets[0].rtype, RType::TXT, "the replaced node");
+        assert!(owners.contains(&"0p9mhaveqvm6t7vbl5lop2u3t2rp3tom.z.".to_string()));
     }
 
     #[test]

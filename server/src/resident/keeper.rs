@@ -108,6 +108,9 @@ pub struct ResidentCounters {
     /// Point lookups answered from a copy catching up, of names no merge
     /// since its generation listed (pending.rs).
     pub unchanged: AtomicU64,
+    /// Zone transfers (AXFR, and IXFR answered with the whole zone) sent
+    /// from a copy (snapshot.rs).
+    pub transfers: AtomicU64,
     /// Questions answered from a copy behind the served generation, within
     /// the lag allowed.
     pub lagging: AtomicU64,

@@ -6,7 +6,8 @@
 //!           the copy is behind by at most --resident-lag-ms
 //!  pipeline ─Backend─► ResidentZones ── copy holds that gen? ──yes──► ZoneCopy
 //!                          │                                  (get_node, cached_node,
-//!                          │ no (not wanted, loading, too       denial: memory only)
+//!                          │ no (not wanted, loading, too       denial, zone_stream:
+//!                          │                                    memory only)
 //!                          │ large, behind past its lag)
 //!                          ▼
 //!                      RecordCache ─► Store              (today's path, for the zone
@@ -17,13 +18,14 @@
 //!  ZoneCopy / ZoneData (copy.rs): one version's nodes and denial chain, held
 //!     as wire bytes in a NodeArena with a NameIndex (arena.rs, node_codec.rs);
 //!     while it reads merged names again, other names' point lookups are
-//!     still answered from it (pending.rs)
+//!     still answered from it (pending.rs); a transfer gets a snapshot of
+//!     every node (snapshot.rs)
 //!  ResidentConfig, Residence, ZoneReport (status.rs): settings and state
 //! ```
 //!
 //! Off (`--resident-mb 0`, the default) nothing is held and every call goes
-//! straight to the record cache. find_zone, zone_nodes and the transfer
-//! reads always do.
+//! straight to the record cache. find_zone, zone_nodes, the journal and
+//! the check that a transferred version was not being deleted always do.
 
 mod arena;
 mod copy;
@@ -31,6 +33,7 @@ mod keeper;
 mod node_codec;
 mod pacing;
 mod pending;
+mod snapshot;
 mod status;
 
 pub use copy::{ZoneCopy, ZoneData};
@@ -38,7 +41,7 @@ pub use keeper::{CopyFor, Residency, ResidentCounters};
 pub use pacing::{Busy, LoadPacing};
 pub use status::{Residence, ResidentConfig, ZoneChoice, ZoneReport};
 
-use crate::backend::{Backend, CachedNode};
+use crate::backend::{Backend, CachedNode, JournalChain};
 use backend_mongo::transfer::NodeStream;
 use backend_mongo::{Name, Node, StoreError, ZoneInfo};
 use std::borrow::Cow;
@@ -160,10 +163,26 @@ impl<B: Backend> Backend for ResidentZones<B> {
     }
 
     async fn zone_stream(&self, zone: &ZoneInfo) -> Result<NodeStream, StoreError> {
-        self.inner.zone_stream(zone).await
+        match self.route(zone, None) {
+            Route::Copy(copy) => {
+                let snapshot = copy.read().snapshot();
+                let counters = &self.residency.counters;
+                counters.transfers.fetch_add(1, Ordering::Relaxed);
+                Ok(snapshot.into_stream())
+            }
+            Route::Inner(zone) => self.inner.zone_stream(&zone).await,
+        }
     }
 
     async fn version_deleting(&self, zone: &ZoneInfo) -> Result<bool, StoreError> {
         self.inner.version_deleting(zone).await
+    }
+
+    async fn journal_chain(
+        &self,
+        zone: &ZoneInfo,
+        theirs: u32,
+    ) -> Result<JournalChain, StoreError> {
+        self.inner.journal_chain(zone, theirs).await
     }
 }
