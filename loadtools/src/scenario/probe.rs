@@ -142,7 +142,9 @@ pub(super) async fn wait_log(
 }
 
 /// The freshness probe: for each sample name of the steady import, notes
-/// when its node is in the database, then asks the server every 10 ms
+/// when its node is in the database (in the version the zone serves, read
+/// again every 200 ms while a name is not found, since `secure-zone`
+/// switches versions), then asks the server every 10 ms
 /// until it is answered. `asked` must already hold NXDOMAIN for each (the
 /// caller asked before the import started).
 pub(super) async fn probe_freshness(
@@ -161,14 +163,27 @@ pub(super) async fn probe_freshness(
     let mut next_db = 0;
     let mut seen: Vec<Option<Instant>> = vec![None; names.len()];
     let mut done = vec![false; names.len()];
+    let mut zone = zone;
+    let mut zone_read = Instant::now();
     loop {
         if stop.load(Ordering::Relaxed) || done.iter().all(|d| *d) {
             break;
         }
         if next_db < names.len() {
-            if let Ok(Some(_)) = store.get_node(&zone, &names[next_db]).await {
-                seen[next_db] = Some(Instant::now());
-                next_db += 1;
+            match store.get_node(&zone, &names[next_db]).await {
+                Ok(Some(_)) => {
+                    seen[next_db] = Some(Instant::now());
+                    next_db += 1;
+                }
+                // Not in the version read: every 200 ms, the version the
+                // zone serves now (secure-zone switches to a new one).
+                _ if zone_read.elapsed() >= Duration::from_millis(200) => {
+                    if let Ok(Some(now)) = store.find_zone(&zone.apex).await {
+                        zone = now;
+                    }
+                    zone_read = Instant::now();
+                }
+                _ => {}
             }
         }
         for k in 0..names.len() {

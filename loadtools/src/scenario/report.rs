@@ -275,9 +275,10 @@ impl Report {
         if let Some(c) = &self.check {
             let _ = writeln!(
                 o,
-                "| the signed zone at the end (AXFR, `dnssec-verify`) | verifies, holds every imported record | {}: {} records; {} of {} steady-import names missing; {} |",
+                "| the signed zone at the end (AXFR, `dnssec-verify`) | verifies, holds every imported record | {}: {} records (AXFR in {:.1} s); {} of {} steady-import names missing; {} |",
                 if c.passed() { "**passed**" } else { "**FAILED**" },
                 thousands(c.records as f64),
+                c.transfer_secs,
                 c.missing,
                 c.expected,
                 c.verdict.replace('|', "\\|")
@@ -351,7 +352,7 @@ impl Report {
             "signing": {"finished": self.signing.1, "seconds": self.signing.0, "zone": self.plan.sign_apex,
                         "quiet_seconds": self.quiet_sign, "cleanup": self.cleanup,
                         "check": self.check.as_ref().map(|c| json!({"passed": c.passed(), "records": c.records,
-                            "verified": c.verified, "expected": c.expected, "missing": c.missing, "verdict": c.verdict}))},
+                            "verified": c.verified, "transfer_s": c.transfer_secs, "expected": c.expected, "missing": c.missing, "verdict": c.verdict}))},
             "freshness": {"samples": self.freshness.samples, "delays_s": self.freshness.delays},
         })
         .to_string()

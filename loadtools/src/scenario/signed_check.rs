@@ -2,7 +2,9 @@
 //! import wrote into it served whole, and does it verify?
 //!
 //! ```text
-//!  dig AXFR (through the server) ─► zone file in the work dir
+//!  dig AXFR (through the server; one try, each message waited for up to
+//!  TRANSFER_WAIT_S: on FerretDB a transfer read from the database sorts
+//!  the whole version before its first node) ─► zone file in the work dir
 //!     ├─ dnssec-verify -o <apex>     (BIND's verdict on every signature
 //!     │                               and the whole NSEC/NSEC3 chain)
 //!     └─ owner names ⊇ every name the steady import wrote?
@@ -13,11 +15,16 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Command;
 
+/// Seconds dig waits for each message of the transfer.
+const TRANSFER_WAIT_S: u32 = 600;
+
 /// What the check found.
 #[derive(Clone, Debug, Default)]
 pub struct SignedCheck {
     /// Records in the transfer.
     pub records: u64,
+    /// Seconds the transfer took, from the question to its last message.
+    pub transfer_secs: f64,
     /// `dnssec-verify` accepted the zone.
     pub verified: bool,
     /// Its verdict (last lines), or why it did not run.
@@ -44,6 +51,8 @@ pub fn check_signed_zone(
     work: &Path,
 ) -> SignedCheck {
     let mut check = SignedCheck::default();
+    let started = std::time::Instant::now();
+    let wait = format!("+time={TRANSFER_WAIT_S}");
     let out = Command::new("dig")
         .args([
             &format!("@{}", server.ip()),
@@ -55,9 +64,11 @@ pub fn check_signed_zone(
             "+nostats",
             "+nocomments",
             "+noquestion",
-            "+time=30",
+            &wait,
+            "+tries=1",
         ])
         .output();
+    check.transfer_secs = started.elapsed().as_secs_f64();
     let text = match out {
         Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).to_string(),
         Ok(o) => {
