@@ -709,9 +709,15 @@ pub async fn import_file_with(
         writer.mode() == WriteMode::Replace && zone_secured(store, &options.zone).await?;
     if signed_replace {
         let served_serial = writer.previous().map(|p| p.serial);
-        signer::sign_after_write(store, &options.zone, writer.ver(), served_serial, false)
-            .await
-            .map_err(signing_failed)?;
+        let signed =
+            signer::sign_after_write(store, &options.zone, writer.ver(), served_serial, false)
+                .await;
+        if let Err(e) = signed {
+            // A version taken over by another writer is being deleted:
+            // say so, rather than what signing its missing nodes found.
+            writer.ensure_still_pending().await?;
+            return Err(signing_failed(e));
+        }
     }
     if let Some(signer) = merge_signer.as_mut() {
         // The serial as served now: other writers may have moved it.
@@ -865,9 +871,11 @@ async fn switch_signed_replace(
                 "zone {zone} is no longer served"
             )));
         };
-        signer::soa::sign_soa_past(store, &zone, writer.ver(), served.serial)
-            .await
-            .map_err(signing_failed)?;
+        if let Err(e) = signer::soa::sign_soa_past(store, &zone, writer.ver(), served.serial).await
+        {
+            writer.ensure_still_pending().await?;
+            return Err(signing_failed(e));
+        }
         Ok(writer
             .switch_under(&fence, served.ver, Default::default())
             .await?)

@@ -519,6 +519,14 @@ fn a_writer_whose_version_was_taken_over_never_switches_to_it() {
             .unwrap();
         assert!(b.ver() > a.ver());
         b.write_nodes(&[apex, node([192, 0, 2, 20])]).await.unwrap();
+        // What a signed replace asks when signing its version failed: A's
+        // was taken over (and will be deleted), B's is still pending.
+        let err = a.ensure_still_pending().await.unwrap_err();
+        assert!(
+            err.to_string().contains("another writer took over"),
+            "{err}"
+        );
+        b.ensure_still_pending().await.unwrap();
         let a_ver = a.ver();
         let err = a.finish(Duration::ZERO).await.unwrap_err();
         assert!(

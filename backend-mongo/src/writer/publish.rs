@@ -38,6 +38,35 @@ fn conflict(text: String) -> StoreError {
 }
 
 impl ZoneWriter {
+    /// `Replace`: `Err` (a conflict saying so) when another writer took
+    /// over this writer's pending version: it began a version of its own
+    /// and retired this one, which is deleted once that one is published.
+    /// Signing a version taken over fails on its missing nodes; this says
+    /// why.
+    pub async fn ensure_still_pending(&self) -> Result<(), StoreError> {
+        if self.mode != WriteMode::Replace {
+            return Ok(());
+        }
+        let current = self
+            .store
+            .zones
+            .find_one(doc! {"_id": self.zone.to_string()})
+            .await?;
+        match current.as_ref().and_then(|d| int_field(d, "pending_ver")) {
+            Some(v) if v == self.ver() => Ok(()),
+            _ => Err(self.taken_over()),
+        }
+    }
+
+    /// The conflict of a replace whose pending version was taken over.
+    fn taken_over(&self) -> StoreError {
+        conflict(format!(
+            "zone {}: another writer took over version {} before the switch; nothing was published",
+            self.zone,
+            self.ver()
+        ))
+    }
+
     /// `Merge`: acknowledges the batches written so far. Under the zone
     /// lock, if every one of them went into the version served now, a
     /// change record listing their names is stored and the zone's `gen`
@@ -323,15 +352,14 @@ impl ZoneWriter {
         }
         let ver = match self.mode {
             WriteMode::Replace if switching && pending != Some(self.ver()) => {
-                return Err(conflict(format!(
-                    "zone {zone_id}: another writer took over version {} before the switch; nothing was published",
-                    self.ver()
-                )))
+                return Err(self.taken_over());
             }
             WriteMode::Replace => self.ver(),
             // Every batch was settled into what is served now.
             WriteMode::Merge => served.ok_or_else(|| {
-                conflict(format!("zone {zone_id} is no longer served; nothing was published"))
+                conflict(format!(
+                    "zone {zone_id} is no longer served; nothing was published"
+                ))
             })?,
         };
         let before = served
