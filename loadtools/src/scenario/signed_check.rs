@@ -42,6 +42,14 @@ impl SignedCheck {
     }
 }
 
+/// True when dig's output says the transfer failed (a SERVFAIL, REFUSED
+/// or NOTAUTH reply instead of the zone).
+fn transfer_failed(stdout: &[u8]) -> bool {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .any(|l| l.starts_with("; Transfer failed"))
+}
+
 /// Transfers `apex` from `server`, verifies it, and counts which of
 /// `expected` (absolute names, lower case) it lacks.
 pub fn check_signed_zone(
@@ -70,7 +78,11 @@ pub fn check_signed_zone(
         .output();
     check.transfer_secs = started.elapsed().as_secs_f64();
     let text = match out {
-        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).to_string(),
+        // dig exits 0 when the server refused or failed the transfer; it
+        // says so on stdout instead of a zone.
+        Ok(o) if o.status.success() && !transfer_failed(&o.stdout) => {
+            String::from_utf8_lossy(&o.stdout).to_string()
+        }
         Ok(o) => {
             // dig writes its own errors (a timeout, a refusal) to stdout.
             let said = [&o.stderr, &o.stdout]
@@ -126,4 +138,17 @@ pub fn check_signed_zone(
         Err(e) => check.verdict = format!("dnssec-verify (bind9-utils) could not run: {e}"),
     }
     check
+}
+
+#[cfg(test)]
+mod tests {
+    use super::transfer_failed;
+
+    #[test]
+    fn a_failed_transfer_is_told_from_a_zone() {
+        assert!(transfer_failed(b"; Transfer failed.\n"));
+        assert!(!transfer_failed(
+            b"example.com.\t300\tIN\tSOA\tns1 h 1 2 3 4 5\n"
+        ));
+    }
 }
