@@ -43,8 +43,8 @@ pub fn share<S: AsRawFd>(sockets: &[S], how: UdpSpread) {
 }
 
 #[cfg(target_os = "linux")]
-/// `SO_ATTACH_REUSEPORT_CBPF` (asm-generic/socket.h; the same on every
-/// architecture this server builds for).
+/// `SO_ATTACH_REUSEPORT_CBPF`, from asm-generic/socket.h (x86-64 and
+/// arm64 use it; MIPS, SPARC and PA-RISC number it otherwise).
 const SO_ATTACH_REUSEPORT_CBPF: libc::c_int = 51;
 
 /// Attaches "pick socket `random % count`" to the SO_REUSEPORT group of
