@@ -7,9 +7,9 @@
 //!            (the name walk, the zone lookup)
 //!  answer_view: the zone as a question is answered from (resident zones:
 //!            a copy a little behind, within its lag), never a read
-//!  transfers ──Backend::{zone_stream, version_deleting, journal_chain}──►
-//!            Store directly (defaults for other backends: zone_nodes,
-//!            never deleting, no journal)
+//!  transfers ──Backend::{settle_for_transfer, zone_stream, version_deleting,
+//!            journal_chain}──► Store directly (defaults for other backends:
+//!            no wait, zone_nodes, never deleting, no journal)
 //! ```
 //!
 //! Four questions are all the answer path ever asks of storage, two more
@@ -96,6 +96,15 @@ pub trait Backend: Send + Sync + 'static {
     ) -> impl Future<Output = Result<JournalChain, StoreError>> + Send {
         let _ = (zone, theirs);
         async { Ok(None) }
+    }
+
+    /// Before a zone transfer of `apex`: waits, boundedly, while a layer in
+    /// front of storage is about to hold the version served whole (a
+    /// resident copy being loaded), so the transfer is sent from memory
+    /// rather than read from the database. The default: at once.
+    fn settle_for_transfer(&self, apex: &Name) -> impl Future<Output = ()> + Send {
+        let _ = apex;
+        async {}
     }
 
     /// True when the version of `zone` began to be deleted (or the zone is

@@ -384,6 +384,12 @@ options! {
         /// memory speed. 0 (the default): only a current copy answers, and
         /// a write is answered within the freshness bound.
         resident_lag_ms: u64 = 0, [env = "MONGODNS_RESIDENT_LAG_MS", value_name = "MS"];
+        /// Seconds a zone transfer waits, before its first message, for the
+        /// copy of a resident zone's version being loaded (a replace or a
+        /// secure-zone just published), then sends it from memory; past
+        /// this, or with 0, it reads the version from the database.
+        resident_transfer_wait_s: u64 = 600,
+            [env = "MONGODNS_RESIDENT_TRANSFER_WAIT_S", value_name = "SECONDS"];
         /// Replies kept in the packet cache (0 turns it off).
         packet_cache_entries: usize = 1_000_000,
             [env = "MONGODNS_PACKET_CACHE_ENTRIES", value_name = "N"];
@@ -755,6 +761,7 @@ impl Config {
                 zones,
                 max_records: self.resident_max_records,
                 max_lag: std::time::Duration::from_millis(self.resident_lag_ms),
+                transfer_wait: std::time::Duration::from_secs(self.resident_transfer_wait_s),
             },
             Err(_) => crate::resident::ResidentConfig::off(),
         }

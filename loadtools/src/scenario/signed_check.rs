@@ -3,8 +3,10 @@
 //!
 //! ```text
 //!  dig AXFR (through the server; one try, each message waited for up to
-//!  TRANSFER_WAIT_S: on FerretDB a transfer read from the database sorts
-//!  the whole version before its first node) ─► zone file in the work dir
+//!  TRANSFER_WAIT_S: a resident zone's transfer first waits for the copy
+//!  of the signed version being loaded, and on FerretDB a transfer read
+//!  from the database sorts the whole version before its first node)
+//!     ─► zone file in the work dir
 //!     ├─ dnssec-verify -o <apex>     (BIND's verdict on every signature
 //!     │                               and the whole NSEC/NSEC3 chain)
 //!     └─ owner names ⊇ every name the steady import wrote?
@@ -16,7 +18,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// Seconds dig waits for each message of the transfer.
-const TRANSFER_WAIT_S: u32 = 600;
+const TRANSFER_WAIT_S: u32 = 1800;
 
 /// What the check found.
 #[derive(Clone, Debug, Default)]

@@ -7,7 +7,8 @@
 //!                      resident_passed_on, resident_loads,
 //!                      resident_load_failures, resident_names_read,
 //!                      resident_lagging, resident_load_paused_ms,
-//!                      resident_unchanged, resident_transfers (counters)
+//!                      resident_unchanged, resident_transfers,
+//!                      resident_transfer_waits (counters)
 //!  write_resident_zones ─► mongodns_resident_zone{zone,state} 1,
 //!                          mongodns_resident_zone_current{zone},
 //!                          mongodns_resident_zone_bytes{zone},
@@ -32,7 +33,7 @@ impl Control {
     }
 
     /// The totals of residency.
-    pub(super) fn resident_metrics(&self) -> [Metric; 13] {
+    pub(super) fn resident_metrics(&self) -> [Metric; 14] {
         let reports = self.resident_reports();
         let count = |r: Residence| reports.iter().filter(|z| z.residence == r).count() as u64;
         let bytes: usize = reports.iter().map(|z| z.bytes).sum();
@@ -105,6 +106,11 @@ impl Control {
                 "resident_transfers",
                 "zone transfers sent from resident copies (no database read)",
                 load(|c| &c.transfers),
+            ),
+            counter(
+                "resident_transfer_waits",
+                "zone transfers that waited for a resident copy being loaded",
+                load(|c| &c.transfer_waits),
             ),
         ]
     }

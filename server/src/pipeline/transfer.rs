@@ -4,6 +4,8 @@
 //!
 //! ```text
 //!  (access list, TSIG, one transfer per connection, the global cap: admit.rs)
+//!  Backend::settle_for_transfer (a resident copy of the version served
+//!     being loaded: wait for it, boundedly; not counted in the timeout)
 //!  qname the apex of a served zone? ── no ──► NOTAUTH
 //!  IXFR with a serial not older than ours ──► one message: our SOA
 //!  IXFR from a serial the journal reaches (Backend::journal_chain) ──►
@@ -144,6 +146,7 @@ pub async fn run<B: Backend>(
     timeout: std::time::Duration,
     mut sink: Sink,
 ) {
+    backend.settle_for_transfer(&query.qname).await;
     let work = transfer(backend, packet, query, max_udp, &mut sink);
     let result = match tokio::time::timeout(timeout, work).await {
         Ok(r) => r,

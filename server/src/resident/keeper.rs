@@ -111,6 +111,9 @@ pub struct ResidentCounters {
     /// Zone transfers (AXFR, and IXFR answered with the whole zone) sent
     /// from a copy (snapshot.rs).
     pub transfers: AtomicU64,
+    /// Zone transfers that waited for a copy being loaded
+    /// (transfer_wait.rs).
+    pub transfer_waits: AtomicU64,
     /// Questions answered from a copy behind the served generation, within
     /// the lag allowed.
     pub lagging: AtomicU64,
@@ -200,6 +203,32 @@ impl Residency {
 
     fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<Name, Slot>> {
         self.slots.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// True while a transfer of `apex` should wait for its copy: a whole
+    /// load of the version served runs or is due (not one that failed or
+    /// found the zone too large), or the copy, loaded, still has merges to
+    /// apply and is not current.
+    pub(super) fn copy_coming(&self, apex: &Name) -> bool {
+        let loading = {
+            let slots = self.slots();
+            let Some(slot) = slots.get(apex) else {
+                return false;
+            };
+            let load_due = slot.reload && slot.residence == Residence::Loading;
+            if slot.loading || load_due {
+                return true;
+            }
+            !slot.names.is_empty()
+        };
+        loading && !self.copy_serves_now(apex)
+    }
+
+    /// True when the copy of `apex` holds what the registry serves now.
+    fn copy_serves_now(&self, apex: &Name) -> bool {
+        let served = self.served(apex);
+        let copy = self.copy_of(apex);
+        matches!((served, copy), (Some(zone), Some(copy)) if copy.serves(&zone))
     }
 
     fn copy_of(&self, apex: &Name) -> Option<Arc<ZoneCopy>> {
@@ -360,8 +389,10 @@ impl Residency {
                     for (name, now) in read {
                         data.replace_name(&name, now);
                     }
-                    drop(data);
+                    // Under the write lock: a reader sees data and
+                    // generation agree (transfers rely on it).
                     copy.set_gen(change.to);
+                    drop(data);
                     if self.evict_if_grown_too_large(apex, &copy) {
                         return;
                     }
@@ -622,6 +653,18 @@ impl Residency {
             .collect();
         out.sort_by(|a, b| a.apex.cmp(&b.apex));
         out
+    }
+}
+
+#[cfg(test)]
+impl Residency {
+    /// Sets the slot of `apex` as a load would (tests of what waits on it).
+    pub(super) fn set_slot_for_test(&self, apex: &Name, loading: bool, residence: Residence) {
+        let mut slots = self.slots();
+        let slot = slots.entry(apex.clone()).or_insert_with(Slot::new);
+        slot.loading = loading;
+        slot.reload = false;
+        slot.residence = residence;
     }
 }
 

@@ -20,6 +20,8 @@
 //!     while it reads merged names again, other names' point lookups are
 //!     still answered from it (pending.rs); a transfer gets a snapshot of
 //!     every node (snapshot.rs)
+//!  a transfer of a zone whose copy is being loaded waits for it, at most
+//!     transfer_wait, then reads the copy (transfer_wait.rs)
 //!  ResidentConfig, Residence, ZoneReport (status.rs): settings and state
 //! ```
 //!
@@ -35,6 +37,7 @@ mod pacing;
 mod pending;
 mod snapshot;
 mod status;
+mod transfer_wait;
 
 pub use copy::{ZoneCopy, ZoneData};
 pub use keeper::{CopyFor, Residency, ResidentCounters};
@@ -162,16 +165,32 @@ impl<B: Backend> Backend for ResidentZones<B> {
         }
     }
 
-    async fn zone_stream(&self, zone: &ZoneInfo) -> Result<NodeStream, StoreError> {
-        match self.route(zone, None) {
-            Route::Copy(copy) => {
-                let snapshot = copy.read().snapshot();
-                let counters = &self.residency.counters;
-                counters.transfers.fetch_add(1, Ordering::Relaxed);
-                Ok(snapshot.into_stream())
-            }
-            Route::Inner(zone) => self.inner.zone_stream(&zone).await,
+    async fn settle_for_transfer(&self, apex: &Name) {
+        if self.enabled {
+            self.residency.wait_for_load(apex).await;
         }
+    }
+
+    async fn zone_stream(&self, zone: &ZoneInfo) -> Result<NodeStream, StoreError> {
+        let zone = match self.route(zone, None) {
+            Route::Copy(copy) => {
+                // Under the read lock the copy's generation and data agree
+                // (a merge sets both under the write lock): the snapshot is
+                // of `zone`'s generation, whose SOA the transfer has read;
+                // if a merge came between, the database is read as asked.
+                let data = copy.read();
+                if copy.serves(zone) {
+                    let snapshot = data.snapshot();
+                    drop(data);
+                    let counters = &self.residency.counters;
+                    counters.transfers.fetch_add(1, Ordering::Relaxed);
+                    return Ok(snapshot.into_stream());
+                }
+                Cow::Borrowed(zone)
+            }
+            Route::Inner(zone) => zone,
+        };
+        self.inner.zone_stream(&zone).await
     }
 
     async fn version_deleting(&self, zone: &ZoneInfo) -> Result<bool, StoreError> {

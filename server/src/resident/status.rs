@@ -1,7 +1,8 @@
 //! What residency is asked to do (the settings) and what it did (per zone).
 //!
 //! ```text
-//!  ResidentConfig { budget_bytes, zones: all | listed, max_records, max_lag }
+//!  ResidentConfig { budget_bytes, zones: all | listed, max_records, max_lag,
+//!                   transfer_wait }
 //!     wants(apex): residency on, the zone chosen
 //!  Residence: Loading ─► Resident            (complete, current or catching up)
 //!                   └─► TooLarge             (over the budget or max_records)
@@ -59,6 +60,9 @@ pub struct ResidentConfig {
     /// How long a copy behind the served generation (names not applied
     /// yet, a new version loading) still answers (0: only when current).
     pub max_lag: std::time::Duration,
+    /// How long a zone transfer waits for the copy of a version being
+    /// loaded before it reads the database instead (0: never waits).
+    pub transfer_wait: std::time::Duration,
 }
 
 impl ResidentConfig {
@@ -69,6 +73,7 @@ impl ResidentConfig {
             zones: ZoneChoice::All,
             max_records: 0,
             max_lag: std::time::Duration::ZERO,
+            transfer_wait: std::time::Duration::ZERO,
         }
     }
 
@@ -145,6 +150,7 @@ mod tests {
             zones: listed,
             max_records: 0,
             max_lag: std::time::Duration::ZERO,
+            transfer_wait: std::time::Duration::ZERO,
         };
         assert!(config.wants(&"a.test.".parse().unwrap()));
         assert!(config.wants(&"b.test.".parse().unwrap()));
