@@ -7,6 +7,8 @@
 //!  client 0..c (one UDP socket or TCP connection each, window = ceil(q / c))
 //!     send while window open and rate allows (a slot due within 2 ms:
 //!     poll for it, timers are too coarse) ─► server
+//!     (UDP: the queries of one pass by one sendmmsg, replies by recvmmsg;
+//!     batch.rs)
 //!     recv (UDP: with the kernel's arrival stamp) ─► match id + question
 //!        ─► latency (send → arrival) into hdrhistogram, rcode, sizes
 //!     timeouts: oldest first (send order), counted lost
@@ -20,6 +22,7 @@
 //! are reused least-recently-freed first, so a very late reply to a query
 //! already counted lost is not mistaken for a newer query's reply.
 
+pub mod batch;
 pub mod stamp;
 pub mod stats;
 pub mod svg;
@@ -404,7 +407,8 @@ async fn client(shared: Arc<Shared>, index: usize, window_size: usize) -> Stats 
         }
     };
     let mut out = Vec::with_capacity(600);
-    let mut rbuf = vec![0u8; 65536];
+    let mut outgoing = batch::Outgoing::default();
+    let mut incoming = batch::Incoming::default();
     let mut sending = true;
     loop {
         let now = Instant::now();
@@ -432,6 +436,7 @@ async fn client(shared: Arc<Shared>, index: usize, window_size: usize) -> Stats 
             }
             continue;
         }
+        outgoing.clear();
         while sending && window.outstanding < window_size {
             let q = match shared.take(now) {
                 Ok(Some(q)) => q,
@@ -450,24 +455,18 @@ async fn client(shared: Arc<Shared>, index: usize, window_size: usize) -> Stats 
             let sent_at = Instant::now();
             let id = window.open(q, sent_at, stamp::realtime_ns(), config.timeout);
             let msg = &queries.messages[q];
-            out.clear();
-            if config.tcp {
-                out.extend_from_slice(&(msg.len() as u16).to_be_bytes());
-            }
-            let at = out.len();
-            out.extend_from_slice(msg);
-            out[at..at + 2].copy_from_slice(&id.to_be_bytes());
-            let result = match conn.as_mut().expect("connected") {
-                Conn::Udp(s) => s.send(&out).await.map(|_| ()),
-                Conn::Tcp { stream, .. } => stream.write_all(&out).await,
+            let Some(Conn::Tcp { stream, .. }) = conn.as_mut() else {
+                // UDP: sent with the rest of this pass, below.
+                outgoing.push(msg, id);
+                stats.sent(msg.len(), sent_at);
+                continue;
             };
-            match result {
+            out.clear();
+            out.extend_from_slice(&(msg.len() as u16).to_be_bytes());
+            out.extend_from_slice(msg);
+            out[2..4].copy_from_slice(&id.to_be_bytes());
+            match stream.write_all(&out).await {
                 Ok(()) => stats.sent(msg.len(), sent_at),
-                Err(_) if !config.tcp => {
-                    // ECONNREFUSED from an earlier ICMP and the like: counts as
-                    // sent, and will be lost.
-                    stats.sent(msg.len(), now);
-                }
                 Err(_) => {
                     stats.sent(msg.len(), now);
                     stats.lost += window.drop_all();
@@ -478,6 +477,9 @@ async fn client(shared: Arc<Shared>, index: usize, window_size: usize) -> Stats 
         }
         if conn.is_none() {
             continue;
+        }
+        if let Some(Conn::Udp(s)) = conn.as_ref() {
+            send_udp(s, &outgoing).await;
         }
         if !sending && window.outstanding == 0 {
             break;
@@ -503,7 +505,7 @@ async fn client(shared: Arc<Shared>, index: usize, window_size: usize) -> Stats 
                     // (tokio's timers tick in milliseconds, which would send
                     // -Q's queries in 1-ms bursts): read what has arrived and
                     // come straight back.
-                    if drain_udp(s, &mut rbuf, &mut window, &queries, &mut stats) {
+                    if drain_udp(s, &mut incoming, &mut window, &queries, &mut stats) {
                         tokio::time::sleep(Duration::from_millis(1)).await;
                     }
                     tokio::task::yield_now().await;
@@ -513,7 +515,7 @@ async fn client(shared: Arc<Shared>, index: usize, window_size: usize) -> Stats 
                 tokio::select! {
                     r = s.readable() => {
                         let refused = r.is_err()
-                            || drain_udp(s, &mut rbuf, &mut window, &queries, &mut stats);
+                            || drain_udp(s, &mut incoming, &mut window, &queries, &mut stats);
                         if refused {
                             // ECONNREFUSED (nothing listens): do not spin.
                             tokio::time::sleep(Duration::from_millis(1)).await;
@@ -562,23 +564,49 @@ async fn client(shared: Arc<Shared>, index: usize, window_size: usize) -> Stats 
     stats
 }
 
-/// Reads every reply waiting on `s`, each timed to the kernel's arrival
-/// stamp (time this client spent elsewhere is not the server's). True when
-/// the socket reported an error (ECONNREFUSED: nothing listens).
+/// Sends the queries of one pass, many a system call. One the kernel
+/// refuses (ECONNREFUSED from an earlier ICMP and the like) counts as
+/// sent, and will be lost.
+async fn send_udp(s: &tokio::net::UdpSocket, out: &batch::Outgoing) {
+    let mut done = 0;
+    while done < out.len() {
+        let sent = s.try_io(tokio::io::Interest::WRITABLE, || {
+            batch::send_batch(s.as_raw_fd(), out, done)
+        });
+        match sent {
+            Ok(n) => done += n.max(1),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if s.writable().await.is_err() {
+                    return;
+                }
+            }
+            Err(_) => done += 1,
+        }
+    }
+}
+
+/// Reads every reply waiting on `s`, many a system call, each timed to the
+/// kernel's arrival stamp (time this client spent elsewhere is not the
+/// server's). True when the socket reported an error (ECONNREFUSED:
+/// nothing listens).
 fn drain_udp(
     s: &tokio::net::UdpSocket,
-    rbuf: &mut [u8],
+    incoming: &mut batch::Incoming,
     window: &mut Window,
     queries: &Queries,
     stats: &mut Stats,
 ) -> bool {
     loop {
         let got = s.try_io(tokio::io::Interest::READABLE, || {
-            stamp::recv_stamped(s.as_raw_fd(), rbuf)
+            incoming.recv(s.as_raw_fd())
         });
         match got {
-            Ok((n, arrived)) => {
-                take_reply(window, queries, &rbuf[..n], Instant::now(), arrived, stats)
+            Ok(n) => {
+                let now = Instant::now();
+                for i in 0..n {
+                    let (reply, arrived) = incoming.reply(i);
+                    take_reply(window, queries, reply, now, arrived, stats);
+                }
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
             Err(_) => return true,

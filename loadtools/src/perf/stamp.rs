@@ -3,6 +3,7 @@
 //! ```text
 //!  socket ─SO_TIMESTAMPNS─► kernel stamps each datagram as it arrives
 //!  recv_stamped ─recvmsg─► (bytes, arrival time in CLOCK_REALTIME ns)
+//!  (batch.rs reads many at once with recvmmsg; stamp_in reads each stamp)
 //!  query sent ─realtime_ns()─► latency = arrival − send, both on one clock
 //! ```
 //!
@@ -68,21 +69,28 @@ pub fn recv_stamped(fd: RawFd, buf: &mut [u8]) -> io::Result<(usize, Option<u64>
     if n < 0 {
         return Err(io::Error::last_os_error());
     }
+    Ok((n as usize, stamp_in(&msg)))
+}
+
+/// The SCM_TIMESTAMPNS stamp among the control messages the kernel wrote
+/// into `msg` (by `recvmsg` or `recvmmsg`), if any.
+pub fn stamp_in(msg: &libc::msghdr) -> Option<u64> {
     let mut stamp = None;
-    // SAFETY: walking the control messages the kernel wrote into `control`,
-    // with the libc macros that bound them by `msg_controllen`.
+    // SAFETY: walking the control messages the kernel wrote into the
+    // buffer `msg` points at, with the libc macros that bound them by
+    // `msg_controllen`.
     unsafe {
-        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        let mut cmsg = libc::CMSG_FIRSTHDR(msg);
         while !cmsg.is_null() {
             if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_TIMESTAMPNS
             {
                 let ts = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const libc::timespec);
                 stamp = Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
             }
-            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+            cmsg = libc::CMSG_NXTHDR(msg, cmsg);
         }
     }
-    Ok((n as usize, stamp))
+    stamp
 }
 
 #[cfg(test)]

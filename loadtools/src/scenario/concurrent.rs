@@ -211,7 +211,21 @@ pub(super) async fn run_all(
     let stats = run_clients(args, plan, &clients.queries).await?;
     let import_pid = children.pid(writers.import);
     let steady_window = steady_window(&setup.store, plan, import_pid).await;
-    log("clients done; waiting for the importer and the signer");
+    let figures: Vec<String> = ["first K", "last K", "hot set"]
+        .iter()
+        .zip(&stats)
+        .map(|(name, s)| {
+            format!(
+                "{name} {:.0} qps, max {:.3} s",
+                s.qps(),
+                s.max.as_secs_f64()
+            )
+        })
+        .collect();
+    log(format!(
+        "clients done ({}); waiting for the importer and the signer",
+        figures.join("; ")
+    ));
     let (import_status, sign_status, sign_secs) = writers.wait(args, children, t0).await;
     // Give the last samples a moment after the import's end.
     tokio::time::sleep(Duration::from_secs(3)).await;
