@@ -167,7 +167,7 @@ impl AtEnd<'_> {
     /// the version its switch replaced. Its last line, or how it ended.
     async fn clean_up(&self, children: &mut Children) -> Result<String, String> {
         let log_file = self.work.join("cleanup.log");
-        let status = self.run_sign(children, "cleanup", &log_file).await?;
+        let status = self.run_sign(children, &["cleanup"], &log_file).await?;
         let limit = self.args.finish_timeout;
         Ok(match status {
             Some(s) if s.success() => last_line_starting(&log_file, "cleanup "),
@@ -176,32 +176,38 @@ impl AtEnd<'_> {
         })
     }
 
-    /// `secure-zone` of the zone to sign, alone: its seconds when it succeeded.
+    /// `secure-zone` of the zone to sign, alone: its seconds to the switch
+    /// when it succeeded. With `--no-cleanup`: deleting what it replaced
+    /// is what `clean_up` measured, and would take as long again.
     async fn sign_quietly(&self, children: &mut Children) -> Result<Option<f64>, String> {
         let log_file = self.work.join("sign-quiet.log");
         let t = Instant::now();
-        let status = self.run_sign(children, "secure-zone", &log_file).await?;
+        let status = self
+            .run_sign(children, &["secure-zone", "--no-cleanup"], &log_file)
+            .await?;
         Ok(status.filter(|s| s.success()).map(|_| {
             number_before(&last_line_starting(&log_file, "secured "), "s")
                 .unwrap_or(t.elapsed().as_secs_f64())
         }))
     }
 
-    /// `mongodns-sign --quiet <command> <zone to sign>`, its log in
-    /// `log_file`: its exit status, or None when it did not finish within
-    /// the finish timeout (it is killed).
+    /// `mongodns-sign --quiet <command> <zone to sign> [flags]` (`command`:
+    /// the subcommand, then its flags), its log in `log_file`: its exit
+    /// status, or None when it did not finish within the finish timeout
+    /// (it is killed).
     async fn run_sign(
         &self,
         children: &mut Children,
-        command: &str,
+        command: &[&str],
         log_file: &Path,
     ) -> Result<Option<ExitStatus>, String> {
         let mut args = db_flags(self.args);
         args.extend([
             "--quiet".into(),
-            command.into(),
+            command[0].into(),
             self.plan.sign_apex.clone(),
         ]);
+        args.extend(command[1..].iter().map(|f| f.to_string()));
         let child = spawn(children, "mongodns-sign", self.sign_bin, &args, log_file)?;
         let limit = Duration::from_secs_f64(self.args.finish_timeout);
         Ok(children.wait(child, limit).await)
