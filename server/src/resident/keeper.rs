@@ -210,7 +210,7 @@ impl Residency {
     /// found the zone too large), or the copy, loaded, still has merges to
     /// apply and is not current.
     pub(super) fn copy_coming(&self, apex: &Name) -> bool {
-        let loading = {
+        let merges_pending = {
             let slots = self.slots();
             let Some(slot) = slots.get(apex) else {
                 return false;
@@ -221,7 +221,7 @@ impl Residency {
             }
             !slot.names.is_empty()
         };
-        loading && !self.copy_serves_now(apex)
+        merges_pending && !self.copy_serves_now(apex)
     }
 
     /// True when the copy of `apex` holds what the registry serves now.
