@@ -1,6 +1,6 @@
 //! DNS UPDATE (RFC 2136) against FerretDB and the real server, sent by
 //! BIND's `nsupdate` and Knot's `knsupdate`, TSIG-signed (RFC 8945):
-//! records added and deleted (answered within a second), prerequisites,
+//! records added and deleted (answered, the delay printed), prerequisites,
 //! what the server must refuse (unsigned, a key without `update`, another
 //! zone, a bad MAC, names outside the zone), and a secured zone that
 //! verifies after each update.
@@ -8,7 +8,7 @@
 //! ```text
 //!  import ─► server --tsig-key "…:upd:… zones=upd.test. update"
 //!  nsupdate -y / knsupdate -y ─► UPDATE over UDP or TCP ─► the tool's status
-//!  ─► dig until the answer changes (≤ 1 s) ─► AXFR ─► both verifiers
+//!  ─► dig until the answer changes (delay printed) ─► AXFR ─► both verifiers
 //! ```
 
 use hickory_proto::op::ResponseCode;
@@ -123,14 +123,14 @@ fn nsupdate_and_knsupdate_add_and_delete_records() {
         ],
     );
     assert!(ok, "nsupdate: {out}");
-    took.push(answered_within_a_second(
+    took.push(answered_after(
         port,
         "new.upd.test.",
         1,
         ResponseCode::NoError,
         2,
     ));
-    took.push(answered_within_a_second(
+    took.push(answered_after(
         port,
         "mx.deep.upd.test.",
         15,
@@ -140,7 +140,7 @@ fn nsupdate_and_knsupdate_add_and_delete_records() {
     // nsupdate over TCP (-v): one record, then a whole name.
     let (ok, out) = nsupdate(port, true, &["update delete new.upd.test. A 192.0.2.7"]);
     assert!(ok, "nsupdate -v: {out}");
-    took.push(answered_within_a_second(
+    took.push(answered_after(
         port,
         "new.upd.test.",
         1,
@@ -149,7 +149,7 @@ fn nsupdate_and_knsupdate_add_and_delete_records() {
     ));
     let (ok, out) = nsupdate(port, true, &["update delete mx.deep.upd.test."]);
     assert!(ok, "nsupdate -v: {out}");
-    took.push(answered_within_a_second(
+    took.push(answered_after(
         port,
         "deep.upd.test.",
         1,
@@ -162,14 +162,14 @@ fn nsupdate_and_knsupdate_add_and_delete_records() {
     );
     let (ok, out) = run_tool("knsupdate", Some(&upd_key()), &kscript);
     assert!(ok, "knsupdate: {out}");
-    took.push(answered_within_a_second(
+    took.push(answered_after(
         port,
         "www.upd.test.",
         1,
         ResponseCode::NXDomain,
         0,
     ));
-    took.push(answered_within_a_second(
+    took.push(answered_after(
         port,
         "txt.upd.test.",
         16,
@@ -239,7 +239,7 @@ fn prerequisites_decide_and_a_failed_one_changes_nothing() {
         ],
     );
     assert!(ok, "nsupdate: {out}");
-    answered_within_a_second(port, "www.upd.test.", 1, ResponseCode::NoError, 2);
+    answered_after(port, "www.upd.test.", 1, ResponseCode::NoError, 2);
     drop(server);
     block_on(db.drop_db());
 }
@@ -322,7 +322,7 @@ fn updates_keep_a_secured_zone_valid() {
         ],
     );
     assert!(ok, "nsupdate: {out}");
-    answered_within_a_second(port, "a.b.upd.test.", 1, ResponseCode::NoError, 1);
+    answered_after(port, "a.b.upd.test.", 1, ResponseCode::NoError, 1);
     check("added");
     let (ok, out) = nsupdate(
         port,
@@ -333,14 +333,14 @@ fn updates_keep_a_secured_zone_valid() {
         ],
     );
     assert!(ok, "nsupdate: {out}");
-    answered_within_a_second(port, "b.upd.test.", 1, ResponseCode::NXDomain, 0);
+    answered_after(port, "b.upd.test.", 1, ResponseCode::NXDomain, 0);
     check("deleted");
     drop(server);
     block_on(db.drop_db());
 }
 
 #[test]
-fn an_update_under_dnsperf_load_is_answered_within_a_second() {
+fn an_update_under_dnsperf_load_is_answered() {
     let (db, server) = served("upd_load");
     let port = server.port;
     let queries = db.dir.join("queries.txt");
@@ -375,13 +375,7 @@ fn an_update_under_dnsperf_load_is_answered_within_a_second() {
         let (ok, out) = nsupdate(port, false, &[&add]);
         assert!(ok, "nsupdate under load: {out}");
         let name = format!("load{i}.upd.test.");
-        took.push(answered_within_a_second(
-            port,
-            &name,
-            1,
-            ResponseCode::NoError,
-            1,
-        ));
+        took.push(answered_after(port, &name, 1, ResponseCode::NoError, 1));
     }
     let out = load.wait_with_output().unwrap();
     let report = String::from_utf8_lossy(&out.stdout);
@@ -427,7 +421,7 @@ fn a_key_bound_to_address_blocks_updates_only_from_them() {
             "a key for 192.0.2.0/24 from 127.0.0.1 (tcp {tcp}): {out}"
         );
     }
-    answered_within_a_second(port, "from1.upd.test.", 1, ResponseCode::NoError, 1);
+    answered_after(port, "from1.upd.test.", 1, ResponseCode::NoError, 1);
     assert_eq!(
         ask_udp(port, "far.upd.test.", 1, None)
             .metadata

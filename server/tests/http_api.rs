@@ -1,6 +1,6 @@
 //! The PowerDNS-compatible HTTP API against FerretDB and the real server,
 //! driven by python-powerdns (a PowerDNS API client from PyPI): what it
-//! creates and patches is answered over DNS within a second; a wrong key
+//! creates and patches is answered over DNS (a hang fails); a wrong key
 //! is a 401, an unknown zone a 404; the API does not start without a key.
 //!
 //! ```text
@@ -77,11 +77,11 @@ fn python_powerdns_creates_and_patches_what_dns_answers() {
     );
 
     let p = server.port;
-    answered_within_a_second(p, "www.pyapi.test.", 1, ResponseCode::NoError, 2);
-    answered_within_a_second(p, "txt.pyapi.test.", 16, ResponseCode::NoError, 1);
-    answered_within_a_second(p, "old.pyapi.test.", 1, ResponseCode::NXDomain, 0);
-    answered_within_a_second(p, "bad.pyapi.test.", 1, ResponseCode::NXDomain, 0);
-    answered_within_a_second(p, "pyapi.test.", 2, ResponseCode::NoError, 1);
+    answered_after(p, "www.pyapi.test.", 1, ResponseCode::NoError, 2);
+    answered_after(p, "txt.pyapi.test.", 16, ResponseCode::NoError, 1);
+    answered_after(p, "old.pyapi.test.", 1, ResponseCode::NXDomain, 0);
+    answered_after(p, "bad.pyapi.test.", 1, ResponseCode::NXDomain, 0);
+    answered_after(p, "pyapi.test.", 2, ResponseCode::NoError, 1);
     // And as an operator checks it: with dig.
     let dig = Command::new("dig")
         .args([
@@ -113,7 +113,7 @@ fn python_powerdns_creates_and_patches_what_dns_answers() {
         ]
     );
     let refused = ResponseCode::Refused;
-    answered_within_a_second(p, "doomed-pyapi.test.", 6, refused, 0);
+    answered_after(p, "doomed-pyapi.test.", 6, refused, 0);
     drop(server);
     block_on(db.drop_db());
 }
@@ -215,14 +215,14 @@ fn a_patch_to_a_secured_zone_is_signed_in_its_change_set() {
     ]}"#;
     let (status, body) = api_send(port, "PATCH", zone_path, KEY, patch);
     assert!(status.contains("204"), "{status} {body}");
-    answered_within_a_second(
+    answered_after(
         server.port,
         "new.signed.test.",
         16,
         ResponseCode::NoError,
         1,
     );
-    answered_within_a_second(
+    answered_after(
         server.port,
         "mail.signed.test.",
         15,
