@@ -242,12 +242,17 @@ impl<B: Backend> Responder<B> {
         transport: Transport,
         peer: Option<SocketAddr>,
     ) -> Option<Vec<u8>> {
+        // The rare paths are boxed: their futures are large, and each
+        // query's future is as large as its largest path (a miss's future
+        // is moved onto the heap whole, udp_miss.rs).
         if crate::update::is_update(packet) {
-            return self.update(packet, peer).await;
+            return Box::pin(self.update(packet, peer)).await;
         }
         let peer = peer.map(|p| p.ip());
-        if let Some(signed) = self.respond_signed(packet, transport, peer).await {
-            return signed;
+        if tsig::has_tsig(packet) {
+            if let Some(signed) = Box::pin(self.respond_signed(packet, transport, peer)).await {
+                return signed;
+            }
         }
         // An IXFR is never cached: it misses, and respond_uncached sends it
         // to udp_ixfr.rs (no extra walk of every query's question here).
@@ -285,10 +290,19 @@ impl<B: Backend> Responder<B> {
         };
         if query.qtype == RType::IXFR {
             // Over UDP (over TCP the front end sends it to the transfer).
-            return self.ixfr_udp_reply(packet, peer).await;
+            return Box::pin(self.ixfr_udp_reply(packet, peer)).await;
         }
         let stale_before = self.stale_nodes();
-        let solved = tokio::time::timeout(self.config.query_timeout, self.solve(&query)).await;
+        // Polled once before the timer is armed: an answer from memory
+        // (a resident zone, a warm record cache) is ready at once and
+        // needs no clock read nor timer.
+        let mut solve = std::pin::pin!(self.solve(&query));
+        let solved = match futures::poll!(solve.as_mut()) {
+            std::task::Poll::Ready(solved) => Ok(solved),
+            std::task::Poll::Pending => {
+                tokio::time::timeout(self.config.query_timeout, solve).await
+            }
+        };
         let used_stale = self.stale_nodes() != stale_before;
         // Malformed stored data is no sign of a failing database.
         let database_ok = match &solved {

@@ -127,7 +127,9 @@ impl<B: Backend> Backend for ResidentZones<B> {
     ) -> Result<Option<Arc<Node>>, StoreError> {
         match self.route(zone, Some(name)) {
             Route::Copy(copy) => Ok(copy.read().node(name)),
-            Route::Inner(zone) => self.inner.get_node(&zone, name).await,
+            // Boxed: the path to the database is a large future, and
+            // every level of a name walk would carry its size.
+            Route::Inner(zone) => Box::pin(self.inner.get_node(&zone, name)).await,
         }
     }
 
@@ -161,7 +163,7 @@ impl<B: Backend> Backend for ResidentZones<B> {
     ) -> Result<Option<Arc<Node>>, StoreError> {
         match self.route(zone, None) {
             Route::Copy(copy) => Ok(copy.read().denial(key, wrap)),
-            Route::Inner(zone) => self.inner.denial(&zone, key, wrap).await,
+            Route::Inner(zone) => Box::pin(self.inner.denial(&zone, key, wrap)).await,
         }
     }
 
