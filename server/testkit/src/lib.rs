@@ -49,7 +49,8 @@ pub use ixfr_check::{
 pub use ports::{free_port, free_tcp_port};
 pub use process::run_bounded;
 pub use query::{
-    answered_after, ask_tcp, ask_udp, build_query, lines, tcp_exchange, time_until, udp_exchange,
+    answered_after, ask_tcp, ask_udp, assert_median_within_a_second, build_query, lines,
+    tcp_exchange, time_until, udp_exchange,
 };
 pub use relay::Relay;
 pub use secondary::{soa_serial, Secondary, SecondaryKind, SharedKey};

@@ -5,6 +5,7 @@
 //!  udp_exchange / tcp_exchange ─► raw reply
 //!  ask_udp / ask_tcp ─► reply parsed by hickory-proto;  lines(section)
 //!  answered_after ─► ask until the answer changes (a write seen), its delay
+//!  assert_median_within_a_second ─► the delays of several writes, held to 1 s
 //!  time_until ─► how long until a check holds (a write's delay, printed)
 //! ```
 
@@ -139,6 +140,20 @@ pub fn answered_after(
         );
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// Fails unless the median of `delays` (writes answered, each timed by
+/// [`answered_after`]) is within the 1-s freshness bound: the bound is
+/// held, while one sample stalled by a shared machine does not fail it.
+pub fn assert_median_within_a_second(what: &str, delays: &[Duration]) {
+    assert!(!delays.is_empty(), "{what}: no delay measured");
+    let mut sorted = delays.to_vec();
+    sorted.sort();
+    let median = sorted[sorted.len() / 2];
+    assert!(
+        median <= Duration::from_secs(1),
+        "{what}: median delay {median:?} is past 1 s ({delays:?})"
+    );
 }
 
 /// How long after now `check` first holds, polled every 5 ms (a write's
