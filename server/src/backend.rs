@@ -7,6 +7,8 @@
 //!            (the name walk, the zone lookup)
 //!  answer_view: the zone as a question is answered from (resident zones:
 //!            a copy a little behind, within its lag), never a read
+//!  plain_answer: the one RRset (or NODATA) a plain question needs, read
+//!            in place from memory (resident zones); never a read
 //!  transfers ──Backend::{settle_for_transfer, zone_stream, version_deleting,
 //!            journal_chain}──► Store directly (defaults for other backends:
 //!            no wait, zone_nodes, never deleting, no journal)
@@ -16,7 +18,7 @@
 //! the zone transfers; anything else a store can do stays behind this line.
 
 use backend_mongo::transfer::NodeStream;
-use backend_mongo::{Name, Node, Store, StoreError, ZoneInfo};
+use backend_mongo::{Name, Node, RType, Store, StoreError, ZoneInfo};
 use futures::StreamExt;
 use std::future::Future;
 use std::sync::Arc;
@@ -44,6 +46,20 @@ pub trait Backend: Send + Sync + 'static {
     /// backend without a cache). Lets the name walk skip what is known.
     fn cached_node(&self, _zone: &ZoneInfo, _name: &Name) -> CachedNode {
         CachedNode::Unknown
+    }
+    /// Hands `f` what memory holds for `qtype` at `name` in `zone`, read in
+    /// place, when one RRset or a NODATA answers it and the name walk
+    /// meets nothing else (no cut, DNAME, CNAME, wildcard or missing name;
+    /// not ANY, RRSIG or DS): `None` when that is not known without the
+    /// general stages. Never a read; the default knows nothing.
+    fn plain_answer<R>(
+        &self,
+        _zone: &ZoneInfo,
+        _name: &Name,
+        _qtype: RType,
+        _f: impl FnOnce(PlainAnswer<'_>) -> R,
+    ) -> Option<R> {
+        None
     }
     /// What a cache in front of storage already knows of the deepest
     /// served zone enclosing `qname`, without a read: `Some(None)` when it
@@ -121,6 +137,52 @@ pub trait Backend: Send + Sync + 'static {
 
 /// The journal's changes that take a zone from one serial to now (IXFR).
 pub type JournalChain = Option<Vec<dns::journal::JournalEntry>>;
+
+/// What a plain question finds (see [`Backend::plain_answer`]).
+#[derive(Clone, Copy, Debug)]
+pub enum PlainAnswer<'a> {
+    /// The name holds the type asked: this RRset is the answer.
+    Records(RecordsView<'a>),
+    /// The name exists without the type: the zone's SOA, as stored, for
+    /// the authority section.
+    NoData(RecordsView<'a>),
+}
+
+/// One RRset read in place from its encoding.
+#[derive(Clone, Copy, Debug)]
+pub struct RecordsView<'a> {
+    /// Its type.
+    pub rtype: RType,
+    /// Its TTL.
+    pub ttl: u32,
+    /// How many rdata items it has.
+    pub count: u16,
+    /// The rdata items, each as `len u16 · rdata`.
+    run: &'a [u8],
+}
+
+impl<'a> RecordsView<'a> {
+    /// A view of `count` rdata items held in `run` as `len u16 · rdata`.
+    pub fn new(rtype: RType, ttl: u32, count: u16, run: &'a [u8]) -> Self {
+        RecordsView {
+            rtype,
+            ttl,
+            count,
+            run,
+        }
+    }
+
+    /// Each rdata item, in stored order.
+    pub fn rdata(&self) -> impl Iterator<Item = &'a [u8]> + Clone {
+        let mut run = self.run;
+        std::iter::from_fn(move || {
+            let (len, rest) = run.split_first_chunk::<2>()?;
+            let (rd, rest) = rest.split_at(usize::from(u16::from_be_bytes(*len)));
+            run = rest;
+            Some(rd)
+        })
+    }
+}
 
 /// What a cache knows of one node, without a read.
 #[derive(Clone, Debug)]

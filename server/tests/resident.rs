@@ -1,6 +1,7 @@
 //! Resident zones against the real server and database (issue 18): a zone
 //! held whole in memory answers byte for byte as the record cache's path
-//! does, unsigned and signed (NSEC, NSEC3), with no database read, and
+//! does, unsigned and signed (NSEC, NSEC3), over TCP and over UDP (where
+//! plain questions are answered in one step), with no database read, and
 //! transfers the same zone from memory; merge,
 //! record edit, replace and secure-zone are each seen within the freshness
 //! bound (the delays printed); a copy catching up answers within its lag
@@ -158,12 +159,39 @@ fn raw(port: u16, qname: &str, qtype: u16, edns: Option<(u16, bool)>) -> Vec<u8>
     tcp_exchange(port, &build_query(0x5151, qname, qtype, edns, false))
 }
 
-/// Asks every question of both servers and compares the replies byte for
-/// byte; returns how many were compared.
+/// [`raw`] over UDP: where a resident server answers plain questions in
+/// one step from the zone's bytes (pipeline/direct.rs).
+fn raw_udp(port: u16, qname: &str, qtype: u16, edns: Option<(u16, bool)>) -> Vec<u8> {
+    let query = build_query(0x5151, qname, qtype, edns, false);
+    udp_exchange(port, &query, Duration::from_secs(5))
+        .unwrap_or_else(|| panic!("{qname} {qtype}: no UDP reply"))
+}
+
+/// Asks every question of both servers over TCP and compares the replies
+/// byte for byte; returns how many were compared.
 fn compare(on: u16, off: u16, questions: &[(String, u16)], edns: Option<(u16, bool)>) -> usize {
+    compare_by(raw, on, off, questions, edns)
+}
+
+/// [`compare`] over UDP: the resident server's plain questions are
+/// answered in one step, the other server's by the general stages.
+fn compare_udp(on: u16, off: u16, questions: &[(String, u16)], edns: Option<(u16, bool)>) -> usize {
+    compare_by(raw_udp, on, off, questions, edns)
+}
+
+/// Asks one question of a server: port, name, type, EDNS (size, DO).
+type Ask = fn(u16, &str, u16, Option<(u16, bool)>) -> Vec<u8>;
+
+fn compare_by(
+    ask: Ask,
+    on: u16,
+    off: u16,
+    questions: &[(String, u16)],
+    edns: Option<(u16, bool)>,
+) -> usize {
     for (qname, qtype) in questions {
-        let a = raw(on, qname, *qtype, edns);
-        let b = raw(off, qname, *qtype, edns);
+        let a = ask(on, qname, *qtype, edns);
+        let b = ask(off, qname, *qtype, edns);
         assert!(!a.is_empty(), "{qname} {qtype}: no reply");
         let shown = |bytes: &[u8]| {
             Message::from_vec(bytes).map_or_else(|e| format!("unparsable: {e}"), |m| m.to_string())
@@ -226,8 +254,27 @@ fn a_resident_zone_answers_as_the_record_cache_does_with_no_database_read() {
     println!("timing: resident: {APEX} ({HOSTS} hosts) resident {took:?} after start");
     let questions = questions(HOSTS);
     let before = stat(on_control, "db_queries");
+    let plain = stat(on_control, "resident_plain_answers");
     let compared = compare(on.port, off.port, &questions, None)
         + compare(on.port, off.port, &questions, Some((1232, false)));
+    assert_eq!(
+        stat(on_control, "resident_plain_answers"),
+        plain,
+        "over TCP every answer takes the general stages"
+    );
+    // Over UDP the plain questions are answered in one step from the
+    // zone's bytes: the same bytes. Per EDNS variant, at least 2 of the 5
+    // questions about each sampled host are plain (A; AAAA or NODATA).
+    let compared = compared
+        + compare_udp(on.port, off.port, &questions, None)
+        + compare_udp(on.port, off.port, &questions, Some((1232, false)));
+    let one_step = stat(on_control, "resident_plain_answers") - plain;
+    let sampled = HOSTS.div_ceil(5) as u64;
+    assert!(
+        one_step >= 2 * 2 * sampled,
+        "only {one_step} plain answers in one step"
+    );
+    println!("resident: {one_step} UDP replies answered in one step");
     assert_eq!(
         stat(on_control, "db_queries"),
         before,
@@ -274,11 +321,28 @@ fn signed_pair(tag: &str, sign: &[&str]) -> (TestZoneDb, ServerProcess, u16, Ser
     (db, on, on_control, off)
 }
 
+/// Compares a signed zone's answers: DO=1 over TCP and UDP (the general
+/// stages on both servers), then DO=0 over UDP (plain questions answered
+/// in one step by the resident server); returns how many were compared.
+fn compare_signed(on: u16, off: u16, on_control: u16, questions: &[(String, u16)]) -> usize {
+    let plain = stat(on_control, "resident_plain_answers");
+    let compared = compare(on, off, questions, DO) + compare_udp(on, off, questions, DO);
+    assert_eq!(
+        stat(on_control, "resident_plain_answers"),
+        plain,
+        "DO=1 questions take the general stages (signatures, denials)"
+    );
+    // Signatures are left out for DO=0 as the general stages leave them out.
+    let compared = compared + compare_udp(on, off, questions, Some((1232, false)));
+    assert!(stat(on_control, "resident_plain_answers") > plain);
+    compared
+}
+
 fn signed_zone_is_answered_the_same(tag: &str, sign: &[&str]) {
     let (db, on, on_control, off) = signed_pair(tag, sign);
     let questions = questions(60);
     let before = stat(on_control, "db_queries");
-    let compared = compare(on.port, off.port, &questions, DO);
+    let compared = compare_signed(on.port, off.port, on_control, &questions);
     assert_eq!(stat(on_control, "db_queries"), before, "no database read");
     // The denials came from the copy: NXDOMAIN carries NSEC or NSEC3.
     let m = ask_tcp(on.port, "nope.res.test.", 1, DO);
@@ -356,7 +420,7 @@ fn signed_changes_keep_the_copy_exact(tag: &str, sign: &[&str]) {
         questions.push((format!("{n}.res.test."), 16));
     }
     let before = stat(on_control, "db_queries");
-    let compared = compare(on.port, off.port, &questions, DO);
+    let compared = compare_signed(on.port, off.port, on_control, &questions);
     assert_eq!(stat(on_control, "db_queries"), before, "no database read");
     println!("resident: {compared} signed replies identical after a signed merge and a deletion");
     drop((on, off));

@@ -199,16 +199,40 @@ def import_zones(args, tmp, zones, database):
             raise Fail(f"mongodns-import {origin} failed:\n{r.stderr}")
 
 
-def start_mongodns(args, tmp, database, port):
-    """mongodns-server on `port` reading `database`; returns the process."""
+def start_mongodns(args, tmp, database, port, control=None):
+    """mongodns-server on `port` reading `database`; returns the process.
+    With --resident, every zone is held in memory and `control` serves
+    /metrics (wait_resident)."""
     log_file = open(os.path.join(tmp, "mongodns.log"), "w")
     env = dict(os.environ, MONGODB_URI=args.mongodb_uri)
+    resident = []
+    if args.resident:
+        resident = ["--resident-mb", "512", "--control-listen", f"127.0.0.1:{control}"]
     return subprocess.Popen(
         [args.server_bin, "--listen", f"127.0.0.1:{port}", "--database", database,
          "--workers", "2", "--log", "warn", "--query-timeout-ms", "20000",
          # Transfers allowed explicitly: the suite compares every zone's AXFR.
-         "--axfr-allow", "127.0.0.1/32"],
+         "--axfr-allow", "127.0.0.1/32"] + resident,
         env=env, stdout=log_file, stderr=log_file)
+
+
+def wait_resident(control, zones, deadline):
+    """Waits until /metrics on `control` says every zone's resident copy is
+    current (--resident: the answers then come from memory)."""
+    import urllib.request
+    want = [f'mongodns_resident_zone_current{{zone="{origin}"}} 1' for origin, *_ in zones]
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{control}/metrics", timeout=2) as r:
+                lines = set(r.read().decode().splitlines())
+            missing = [line for line in want if line not in lines]
+        except OSError as e:
+            missing = [str(e)]
+        if not missing:
+            return
+        if time.time() > deadline:
+            raise Fail(f"mongodns: zones not resident in time: {missing[:3]}")
+        time.sleep(0.2)
 
 
 def wait_ready(name, proc, port, zones, deadline):
@@ -832,6 +856,9 @@ def main():
     p.add_argument("--skip-examples", type=int, default=5,
                    help="Knot/NSD disagreements kept per field in the report")
     p.add_argument("--show", type=int, default=25, help="differences to print in full")
+    p.add_argument("--resident", action="store_true",
+                   help="mongodns holds every zone in memory (--resident-mb) and is asked "
+                        "once all are resident")
     p.add_argument("--keep", action="store_true", help="keep the temp dir and servers' logs")
     p.add_argument("--serve", action="store_true",
                    help="only start the three servers and wait (for asking them by hand)")
@@ -866,7 +893,7 @@ def run_pass(args, signed):
     try:
         zones = copy_zones(args, tmp, signed)
         log(f"differential ({label}): {len(zones)} zones, seed {args.seed}, temp dir {tmp}")
-        ports = {name: free_port() for name in ("knot", "nsd", "mongodns")}
+        ports = {name: free_port() for name in ("knot", "nsd", "mongodns", "control")}
         servers = {}
         if not signed:
             servers = {"knot": start_knot(tmp, zones, ports["knot"]),
@@ -878,7 +905,8 @@ def run_pass(args, signed):
         if signed:
             sign_zones(args, zones, database)
             log(f"differential ({label}): zones signed ({time.time() - started:.1f} s)")
-        servers["mongodns"] = start_mongodns(args, tmp, database, ports["mongodns"])
+        servers["mongodns"] = start_mongodns(args, tmp, database, ports["mongodns"],
+                                             ports["control"])
         procs.append(servers["mongodns"])
         deadline = time.time() + 60
         if signed:
@@ -890,6 +918,9 @@ def run_pass(args, signed):
             deadline = time.time() + 60
         for name, proc in servers.items():
             wait_ready(name, proc, ports[name], zones, deadline)
+        if args.resident:
+            wait_resident(ports["control"], zones, deadline)
+            log(f"differential ({label}): every zone resident in mongodns")
         log(f"differential ({label}): knotd :{ports['knot']}, nsd :{ports['nsd']}, "
             f"mongodns :{ports['mongodns']} serving ({time.time() - started:.1f} s)")
         if args.serve:

@@ -8,7 +8,8 @@
 //!                      resident_load_failures, resident_names_read,
 //!                      resident_lagging, resident_load_paused_ms,
 //!                      resident_unchanged, resident_transfers,
-//!                      resident_transfer_waits (counters)
+//!                      resident_transfer_waits, resident_plain_answers
+//!                      (counters)
 //!  write_resident_zones ─► mongodns_resident_zone{zone,state} 1,
 //!                          mongodns_resident_zone_current{zone},
 //!                          mongodns_resident_zone_bytes{zone},
@@ -33,7 +34,7 @@ impl Control {
     }
 
     /// The totals of residency.
-    pub(super) fn resident_metrics(&self) -> [Metric; 14] {
+    pub(super) fn resident_metrics(&self) -> [Metric; 15] {
         let reports = self.resident_reports();
         let count = |r: Residence| reports.iter().filter(|z| z.residence == r).count() as u64;
         let bytes: usize = reports.iter().map(|z| z.bytes).sum();
@@ -106,6 +107,11 @@ impl Control {
                 "resident_transfers",
                 "zone transfers sent from resident copies (no database read)",
                 load(|c| &c.transfers),
+            ),
+            counter(
+                "resident_plain_answers",
+                "plain questions answered in one step from resident zones' bytes",
+                load(|c| &c.plain_answers),
             ),
             counter(
                 "resident_transfer_waits",

@@ -336,20 +336,7 @@ async fn negative_soa<B: Backend>(
     let Some(soa) = apex.rrset(RType::SOA) else {
         return Ok(None);
     };
-    let minimum = soa
-        .rdata
-        .first()
-        .filter(|rd| rd.len() >= 4)
-        .map(|rd| {
-            u32::from_be_bytes([
-                rd[rd.len() - 4],
-                rd[rd.len() - 3],
-                rd[rd.len() - 2],
-                rd[rd.len() - 1],
-            ])
-        })
-        .unwrap_or(soa.ttl);
-    let ttl = soa.ttl.min(minimum);
+    let ttl = negative_ttl(soa.ttl, soa.rdata.first().map(|rd| &rd[..]));
     let rrset = if ttl == soa.ttl {
         soa.clone()
     } else {
@@ -364,6 +351,16 @@ async fn negative_soa<B: Backend>(
         rrset,
         sigs: apex.rrsig(RType::SOA).cloned(),
     }))
+}
+
+/// The negative-caching TTL of a SOA with `ttl` and `rdata` (RFC 2308
+/// §5): the lesser of its TTL and its MINIMUM field (the TTL when there is
+/// no rdata to read it from).
+pub fn negative_ttl(ttl: u32, rdata: Option<&[u8]>) -> u32 {
+    let minimum = rdata
+        .and_then(|rd| rd.last_chunk::<4>())
+        .map_or(ttl, |m| u32::from_be_bytes(*m));
+    ttl.min(minimum)
 }
 
 /// The name an NS, MX or SRV record points at.

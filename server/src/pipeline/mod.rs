@@ -1,6 +1,8 @@
 //! The answer pipeline: bytes in, bytes out, in named stages.
 //!
 //! ```text
+//!  handle_now (UDP, in the receive loop) ─► a plain question to a resident
+//!     zone, answered in one step from its bytes (direct.rs) ─► packet cache
 //!  respond ─► TSIG? signed.rs ─► packet cache hit? cached.rs
 //!  parse_query ─► check_question (class, meta types)
 //!     ─► zone_for_question (lookup.rs)
@@ -20,6 +22,7 @@
 mod admit;
 pub mod answer;
 mod cached;
+mod direct;
 pub mod dnssec;
 pub mod edns_options;
 mod failure;
@@ -170,9 +173,13 @@ impl<B: Backend> Responder<B> {
         self.cache.as_ref().map(|c| &c.packets)
     }
 
-    /// Answers from the packet cache only, without waiting for anything:
-    /// writes the reply into `out` and returns true on a hit.
+    /// Answers from memory only, without waiting for anything: a plain
+    /// question to a resident zone in one step (direct.rs), else a packet
+    /// cache hit. Writes the reply into `out`; false when neither answers.
     pub fn answer_cached(&self, packet: &[u8], transport: Transport, out: &mut Vec<u8>) -> bool {
+        if self.answer_direct(packet, transport, out) {
+            return true;
+        }
         let Some(cache) = &self.cache else {
             return false;
         };

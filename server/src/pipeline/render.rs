@@ -27,7 +27,9 @@ pub fn size_limit(query: &Query, transport: Transport, max_udp: u16) -> usize {
     }
 }
 
-fn header_flags(packet: &[u8], aa: bool) -> u16 {
+/// The reply's header flags: QR, AA when `aa`, RD, CD and the opcode
+/// copied from the query `packet`.
+pub(super) fn header_flags(packet: &[u8], aa: bool) -> u16 {
     let asked = u16::from_be_bytes([packet[2], packet[3]]);
     let mut f = flags::QR | (asked & (flags::RD | flags::CD | 0x7800));
     if aa {

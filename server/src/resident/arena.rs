@@ -140,7 +140,12 @@ impl NameIndex {
 
     /// The handle of `name`'s node, if indexed.
     pub(super) fn get(&self, arena: &NodeArena, name: &Name) -> Option<Handle> {
-        let wire = name.as_wire();
+        self.get_wire(arena, name.as_wire())
+    }
+
+    /// The handle of the node whose owner is `wire` (case-folded wire
+    /// form, as a [`Name`] holds it), if indexed.
+    pub(super) fn get_wire(&self, arena: &NodeArena, wire: &[u8]) -> Option<Handle> {
         self.table
             .find(self.hash(wire), |h| {
                 node_codec::owner(arena.get(*h)) == wire

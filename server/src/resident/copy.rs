@@ -49,15 +49,15 @@ const REBUILD_FLOOR: usize = 1 << 20;
 /// The data of one resident zone version.
 #[derive(Default)]
 pub struct ZoneData {
-    arena: NodeArena,
-    names: NameIndex,
+    pub(super) arena: NodeArena,
+    pub(super) names: NameIndex,
     denials: BTreeMap<Box<str>, Handle>,
     /// Bytes of the denial keys' text.
     key_bytes: usize,
     records: usize,
     /// The shallowest node held (the apex, once loaded), kept decoded:
     /// every name walk starts there.
-    top: Option<(Handle, Arc<Node>)>,
+    pub(super) top: Option<(Handle, Arc<Node>)>,
 }
 
 impl ZoneData {

@@ -117,6 +117,8 @@ pub struct ResidentCounters {
     /// Questions answered from a copy behind the served generation, within
     /// the lag allowed.
     pub lagging: AtomicU64,
+    /// Plain questions answered in one step from a copy's bytes (plain.rs).
+    pub plain_answers: AtomicU64,
 }
 
 /// The resident zones of a server and what keeps them current.
@@ -172,6 +174,13 @@ impl Residency {
             self.counters.passed_on.fetch_add(1, Ordering::Relaxed);
             CopyFor::Other
         }
+    }
+
+    /// The copy holding exactly `zone` (its version and generation), if
+    /// any; nothing counted.
+    pub fn serving(&self, zone: &ZoneInfo) -> Option<Arc<ZoneCopy>> {
+        let copies = self.copies.read().unwrap_or_else(|p| p.into_inner());
+        copies.get(&zone.apex).filter(|c| c.serves(zone)).cloned()
     }
 
     /// The zone `apex` as the registry serves it now, if known.

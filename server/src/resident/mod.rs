@@ -15,6 +15,9 @@
 //!  Residency (keeper.rs): loads wanted zones by one streaming read of their
 //!     version, applies merge generations name by name, reloads new versions;
 //!     a load yields to the answer path's queued database reads (pacing.rs)
+//!  ResidentZones::plain_answer: a question one RRset or a NODATA answers,
+//!     read in place from the copy's bytes (plain.rs), for the pipeline's
+//!     one-step answers (pipeline/direct.rs)
 //!  ZoneCopy / ZoneData (copy.rs): one version's nodes and denial chain, held
 //!     as wire bytes in a NodeArena with a NameIndex (arena.rs, node_codec.rs);
 //!     while it reads merged names again, other names' point lookups are
@@ -35,6 +38,7 @@ mod keeper;
 mod node_codec;
 mod pacing;
 mod pending;
+mod plain;
 mod snapshot;
 mod status;
 mod transfer_wait;
@@ -44,9 +48,9 @@ pub use keeper::{CopyFor, Residency, ResidentCounters};
 pub use pacing::{Busy, LoadPacing};
 pub use status::{Residence, ResidentConfig, ZoneChoice, ZoneReport};
 
-use crate::backend::{Backend, CachedNode, JournalChain};
+use crate::backend::{Backend, CachedNode, JournalChain, PlainAnswer};
 use backend_mongo::transfer::NodeStream;
-use backend_mongo::{Name, Node, StoreError, ZoneInfo};
+use backend_mongo::{Name, Node, RType, StoreError, ZoneInfo};
 use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -131,6 +135,28 @@ impl<B: Backend> Backend for ResidentZones<B> {
             // every level of a name walk would carry its size.
             Route::Inner(zone) => Box::pin(self.inner.get_node(&zone, name)).await,
         }
+    }
+
+    fn plain_answer<R>(
+        &self,
+        zone: &ZoneInfo,
+        name: &Name,
+        qtype: RType,
+        f: impl FnOnce(PlainAnswer<'_>) -> R,
+    ) -> Option<R> {
+        if !self.enabled {
+            return None;
+        }
+        let copy = self.residency.serving(zone)?;
+        let data = copy.read();
+        // Under the read lock the generation and the data agree.
+        if !copy.serves(zone) {
+            return None;
+        }
+        let plain = data.plain(&zone.apex, name, qtype)?;
+        let counters = &self.residency.counters;
+        counters.plain_answers.fetch_add(1, Ordering::Relaxed);
+        Some(f(plain))
     }
 
     fn known_zone(&self, qname: &Name) -> Option<Option<ZoneInfo>> {

@@ -9,11 +9,14 @@
 //!                                                · per rdata: len u16 · rdata
 //!  decode(bytes) ─► Node (fresh allocations, for the answer path)
 //!  owner(bytes)  ─► the name's wire bytes (no allocation: index lookups)
+//!  sets(bytes)   ─► each RRset in place (RecordsView: type, TTL, rdata),
+//!                   no allocation (plain.rs answers from it directly)
 //! ```
 //!
 //! Integers are big-endian. Rdata is at most 65,535 bytes (RFC 1035
 //! §3.2.1's RDLENGTH), so every length fits.
 
+use crate::backend::RecordsView;
 use backend_mongo::{Name, Node, RRset, RType};
 use std::sync::Arc;
 
@@ -47,8 +50,8 @@ struct Reader<'a> {
     at: usize,
 }
 
-impl Reader<'_> {
-    fn take(&mut self, n: usize) -> &[u8] {
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> &'a [u8] {
         let s = &self.bytes[self.at..self.at + n];
         self.at += n;
         s
@@ -62,18 +65,38 @@ impl Reader<'_> {
         u32::from_be_bytes(self.take(4).try_into().expect("four bytes"))
     }
 
-    fn rrset(&mut self) -> RRset {
+    /// The next RRset, in place.
+    fn set(&mut self) -> RecordsView<'a> {
+        let start = self.at;
         let rtype = RType(self.u16());
         let ttl = self.u32();
-        let count = self.u16() as usize;
-        let rdata = (0..count)
-            .map(|_| {
-                let len = self.u16() as usize;
-                Box::<[u8]>::from(self.take(len))
-            })
-            .collect();
-        RRset { rtype, ttl, rdata }
+        let count = self.u16();
+        for _ in 0..count {
+            let len = self.u16() as usize;
+            self.take(len);
+        }
+        RecordsView::new(rtype, ttl, count, &self.bytes[start + 8..self.at])
     }
+}
+
+/// An RRset copied out of its view.
+fn to_rrset(set: RecordsView<'_>) -> RRset {
+    RRset {
+        rtype: set.rtype,
+        ttl: set.ttl,
+        rdata: set.rdata().map(Box::<[u8]>::from).collect(),
+    }
+}
+
+/// The RRsets of an encoded node (signatures not included), in place.
+pub(super) fn sets(bytes: &[u8]) -> impl Iterator<Item = RecordsView<'_>> {
+    let mut r = Reader {
+        bytes,
+        at: 1 + bytes[0] as usize,
+    };
+    let sets = r.u16();
+    r.take(2);
+    (0..sets).map(move |_| r.set())
 }
 
 /// The node encoded in `bytes` (written by [`encode`]).
@@ -85,31 +108,15 @@ pub(super) fn decode(bytes: &[u8]) -> Node {
     };
     let sets = r.u16() as usize;
     let sigs = r.u16() as usize;
-    let rrsets = (0..sets).map(|_| Arc::new(r.rrset())).collect();
-    let sigs = (0..sigs).map(|_| Arc::new(r.rrset())).collect();
+    let rrsets = (0..sets).map(|_| Arc::new(to_rrset(r.set()))).collect();
+    let sigs = (0..sigs).map(|_| Arc::new(to_rrset(r.set()))).collect();
     Node { name, rrsets, sigs }
 }
 
 /// Records (rdata items of its RRsets, signatures not counted) of an
 /// encoded node, without decoding it.
 pub(super) fn records(bytes: &[u8]) -> usize {
-    let mut r = Reader {
-        bytes,
-        at: 1 + bytes[0] as usize,
-    };
-    let sets = r.u16() as usize;
-    let _sigs = r.u16();
-    let mut records = 0;
-    for _ in 0..sets {
-        r.take(6);
-        let count = r.u16() as usize;
-        records += count;
-        for _ in 0..count {
-            let len = r.u16() as usize;
-            r.take(len);
-        }
-    }
-    records
+    sets(bytes).map(|set| usize::from(set.count)).sum()
 }
 
 #[cfg(test)]
@@ -135,6 +142,15 @@ mod tests {
         let encoded = &bytes[2..];
         assert_eq!(owner(encoded), node.name.as_wire());
         assert_eq!(records(encoded), 4);
+        let viewed: Vec<(RType, u32, Vec<&[u8]>)> = sets(encoded)
+            .map(|v| (v.rtype, v.ttl, v.rdata().collect()))
+            .collect();
+        let want: Vec<(RType, u32, Vec<&[u8]>)> = node
+            .rrsets
+            .iter()
+            .map(|s| (s.rtype, s.ttl, s.rdata.iter().map(|r| &r[..]).collect()))
+            .collect();
+        assert_eq!(viewed, want, "the sets read in place, signatures left out");
         let back = decode(encoded);
         assert_eq!(back.name, node.name);
         assert_eq!(back.rrsets, node.rrsets);

@@ -190,18 +190,20 @@ impl MessageWriter {
         owner: &Name,
         rtype: RType,
         ttl: u32,
-        rdata: &[Box<[u8]>],
+        rdata: impl IntoIterator<Item = impl AsRef<[u8]>>,
     ) -> Result<(), NotWritten> {
         let mark = self.buf.len();
         let names_mark = self.names.len();
+        let mut written = 0u16;
         for rd in rdata {
-            if let Err(why) = self.put_record(owner, rtype, ttl, rd) {
+            if let Err(why) = self.put_record(owner, rtype, ttl, rd.as_ref()) {
                 self.buf.truncate(mark);
                 self.names.truncate(names_mark);
                 return Err(why);
             }
+            written += 1;
         }
-        self.counts[section as usize] += rdata.len() as u16;
+        self.counts[section as usize] += written;
         Ok(())
     }
 

@@ -1,0 +1,193 @@
+//! One-step answers: a plain question to a resident zone, answered from
+//! the zone's bytes before the packet cache, with no stage in between.
+//!
+//! ```text
+//!  answer_direct(packet):
+//!    header: QR 0, opcode QUERY, one question, nothing else but an OPT
+//!    parse_query ─► plain question? (class IN; DO 0; not a type the other
+//!       stages add to: NS, MX, SRV (additional), SOA (EXPIRE), ANY, RRSIG,
+//!       DS, transfers, meta types)
+//!    ─► the zone the registry knows (known_zone), as it serves it now
+//!    ─► Backend::plain_answer: the RRset, or NODATA with the apex SOA
+//!       (resident/plain.rs), else nothing ─► false: the usual path
+//!    ─► written as render.rs writes it: question echoed, AA, the answer
+//!       RRset or the SOA with its negative TTL, OPT, NSID if asked
+//!       (does not fit ─► false: the usual path sets TC)
+//! ```
+//!
+//! Why before the packet cache, and never into it: these answers cost
+//! about what a cache hit costs (one index lookup, one RRset copied), so a
+//! resident zone answers every plain name at that speed from its first
+//! query, and the cache keeps its room for the answers that took work.
+//! They are exactly the general stages' answers to the same questions:
+//! `server/tests/resident.rs` compares them byte for byte.
+
+use super::answer::negative_ttl;
+use super::render::{header_flags, reply_edns, size_limit};
+use super::{edns_options, Responder, Transport};
+use crate::backend::{Backend, PlainAnswer};
+use crate::wire::{parse_query, MessageWriter, Query, Rcode, Section, CLASS_IN};
+use backend_mongo::{Name, RType};
+
+impl<B: Backend> Responder<B> {
+    /// Answers `packet` in one step from a resident zone when its question
+    /// is plain, writing the reply into `out`; false when the usual path
+    /// must answer it.
+    pub(super) fn answer_direct(
+        &self,
+        packet: &[u8],
+        transport: Transport,
+        out: &mut Vec<u8>,
+    ) -> bool {
+        if !plain_header(packet) {
+            return false;
+        }
+        let Ok(query) = parse_query(packet) else {
+            return false;
+        };
+        if !is_plain(&query, packet) {
+            return false;
+        }
+        let Some(Some(zone)) = self.backend.known_zone(&query.qname) else {
+            return false;
+        };
+        let max_udp = self.config.max_udp_size;
+        let limit = size_limit(&query, transport, max_udp);
+        let write =
+            |plain: PlainAnswer<'_>| write_plain(packet, &query, &zone.apex, plain, limit, max_udp);
+        let plain = self
+            .backend
+            .plain_answer(&zone, &query.qname, query.qtype, write);
+        let Some(Some(mut reply)) = plain else {
+            return false;
+        };
+        let nsid = self.config.nsid.as_deref();
+        edns_options::decorate(&mut reply, edns_options::asked(packet), nsid, None, limit);
+        *out = reply;
+        true
+    }
+}
+
+/// A query's header as a plain question has it: QR 0, opcode QUERY, one
+/// question, no answer or authority records, at most one additional (its
+/// OPT, checked once parsed).
+fn plain_header(p: &[u8]) -> bool {
+    p.len() >= 12 && p[2] & 0xF8 == 0 && p[4..10] == [0, 1, 0, 0, 0, 0] && p[10] == 0 && p[11] <= 1
+}
+
+/// True when nothing but the answer stage, reading one name, answers
+/// `query`: class IN, no DNSSEC records asked for, its additional record
+/// (if any) its OPT, and a type no later stage adds to.
+fn is_plain(query: &Query, packet: &[u8]) -> bool {
+    let opt_only = packet[11] == 0 || query.edns.is_some();
+    let dnssec = query.edns.is_some_and(|e| e.dnssec_ok);
+    query.qclass == CLASS_IN && opt_only && !dnssec && plain_type(query.qtype)
+}
+
+/// Types answered by their RRset alone: not those whose targets get
+/// addresses in the additional section (NS, MX, SRV), the SOA (EDNS
+/// EXPIRE at an apex), ANY, RRSIG and DS (the answer stage's own rules),
+/// and no transfer or meta type.
+fn plain_type(qtype: RType) -> bool {
+    !matches!(
+        qtype,
+        RType::NS
+            | RType::MX
+            | RType::SRV
+            | RType::SOA
+            | RType::ANY
+            | RType::RRSIG
+            | RType::DS
+            | RType::AXFR
+            | RType::IXFR
+            | RType::OPT
+    ) && !(128..=255).contains(&qtype.0)
+}
+
+/// Writes the reply for `plain` as render.rs would: `None` when it does
+/// not fit in `limit` or the stored data is malformed (the usual path
+/// answers those).
+fn write_plain(
+    packet: &[u8],
+    query: &Query,
+    apex: &Name,
+    plain: PlainAnswer<'_>,
+    limit: usize,
+    max_udp: u16,
+) -> Option<Vec<u8>> {
+    let mut w = MessageWriter::new(
+        &packet[query.question.clone()],
+        &query.qname,
+        limit,
+        query.edns.is_some(),
+    );
+    let written = match plain {
+        PlainAnswer::Records(set) => w.push_records(
+            Section::Answer,
+            &query.qname,
+            set.rtype,
+            set.ttl,
+            set.rdata(),
+        ),
+        PlainAnswer::NoData(soa) => {
+            let ttl = negative_ttl(soa.ttl, soa.rdata().next());
+            w.push_records(Section::Authority, apex, RType::SOA, ttl, soa.rdata())
+        }
+    };
+    written.ok()?;
+    Some(w.finish(
+        query.id,
+        header_flags(packet, true),
+        Rcode::NOERROR,
+        query.edns.map(reply_edns),
+        max_udp,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn types_with_more_to_add_are_not_plain() {
+        for t in [
+            RType::A,
+            RType::AAAA,
+            RType::TXT,
+            RType::CNAME,
+            RType::PTR,
+            RType(65),
+        ] {
+            assert!(plain_type(t), "{t}");
+        }
+        for t in [
+            RType::NS,
+            RType::MX,
+            RType::SRV,
+            RType::SOA,
+            RType::ANY,
+            RType::RRSIG,
+            RType::DS,
+            RType::AXFR,
+            RType::IXFR,
+            RType::OPT,
+            RType(250),
+        ] {
+            assert!(!plain_type(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn only_a_lone_query_header_is_plain() {
+        let mut h = [0u8; 12];
+        h[5] = 1;
+        assert!(plain_header(&h));
+        h[11] = 1;
+        assert!(plain_header(&h), "an OPT may follow");
+        for (at, v) in [(2, 0x80), (2, 0x28), (5, 2), (7, 1), (9, 1), (11, 2)] {
+            let mut bad = h;
+            bad[at] = v;
+            assert!(!plain_header(&bad), "byte {at} = {v:#x}");
+        }
+    }
+}
