@@ -48,10 +48,10 @@ pub trait Backend: Send + Sync + 'static {
         CachedNode::Unknown
     }
     /// Hands `f` what memory holds for `qtype` at `name` in `zone`, read in
-    /// place, when one RRset or a NODATA answers it and the name walk
-    /// meets nothing else (no cut, DNAME, CNAME, wildcard or missing name;
-    /// not ANY, RRSIG or DS): `None` when that is not known without the
-    /// general stages. Never a read; the default knows nothing.
+    /// place, when one RRset (the name's or a wildcard's), a NODATA or an
+    /// NXDOMAIN answers it and the name walk meets no cut, DNAME or CNAME
+    /// (not for ANY, RRSIG or DS): `None` when that is not known without
+    /// the general stages. Never a read; the default knows nothing.
     fn plain_answer<R>(
         &self,
         _zone: &ZoneInfo,
@@ -141,11 +141,15 @@ pub type JournalChain = Option<Vec<dns::journal::JournalEntry>>;
 /// What a plain question finds (see [`Backend::plain_answer`]).
 #[derive(Clone, Copy, Debug)]
 pub enum PlainAnswer<'a> {
-    /// The name holds the type asked: this RRset is the answer.
+    /// The name (or the wildcard standing for it) holds the type asked:
+    /// this RRset, owned by the name asked, is the answer.
     Records(RecordsView<'a>),
     /// The name exists without the type: the zone's SOA, as stored, for
     /// the authority section.
     NoData(RecordsView<'a>),
+    /// Neither the name nor a wildcard for it exists: the zone's SOA, as
+    /// stored, for the authority section.
+    NxDomain(RecordsView<'a>),
 }
 
 /// One RRset read in place from its encoding.

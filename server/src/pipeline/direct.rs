@@ -8,10 +8,12 @@
 //!       stages add to: NS, MX, SRV (additional), SOA (EXPIRE), ANY, RRSIG,
 //!       DS, transfers, meta types)
 //!    ─► the zone the registry knows (known_zone), as it serves it now
-//!    ─► Backend::plain_answer: the RRset, or NODATA with the apex SOA
-//!       (resident/plain.rs), else nothing ─► false: the usual path
+//!    ─► Backend::plain_answer: the RRset (the name's or its wildcard's),
+//!       or NODATA or NXDOMAIN with the apex SOA (resident/plain.rs), else
+//!       nothing ─► false: the usual path
 //!    ─► written as render.rs writes it: question echoed, AA, the answer
-//!       RRset or the SOA with its negative TTL, OPT, NSID if asked
+//!       RRset or the SOA with its negative TTL, the rcode, OPT, NSID if
+//!       asked
 //!       (does not fit ─► false: the usual path sets TC)
 //! ```
 //!
@@ -25,7 +27,8 @@
 use super::answer::negative_ttl;
 use super::render::{header_flags, reply_edns, size_limit};
 use super::{edns_options, Responder, Transport};
-use crate::backend::{Backend, PlainAnswer};
+use crate::backend::{Backend, PlainAnswer, RecordsView};
+use crate::wire::writer::NotWritten;
 use crate::wire::{parse_query, MessageWriter, Query, Rcode, Section, CLASS_IN};
 use backend_mongo::{Name, RType};
 
@@ -121,27 +124,30 @@ fn write_plain(
         limit,
         query.edns.is_some(),
     );
-    let written = match plain {
-        PlainAnswer::Records(set) => w.push_records(
-            Section::Answer,
-            &query.qname,
-            set.rtype,
-            set.ttl,
-            set.rdata(),
-        ),
-        PlainAnswer::NoData(soa) => {
-            let ttl = negative_ttl(soa.ttl, soa.rdata().next());
-            w.push_records(Section::Authority, apex, RType::SOA, ttl, soa.rdata())
+    let (written, rcode) = match plain {
+        PlainAnswer::Records(set) => {
+            let (owner, ttl) = (&query.qname, set.ttl);
+            let written = w.push_records(Section::Answer, owner, set.rtype, ttl, set.rdata());
+            (written, Rcode::NOERROR)
         }
+        PlainAnswer::NoData(soa) => (negative(&mut w, apex, soa), Rcode::NOERROR),
+        PlainAnswer::NxDomain(soa) => (negative(&mut w, apex, soa), Rcode::NXDOMAIN),
     };
     written.ok()?;
     Some(w.finish(
         query.id,
         header_flags(packet, true),
-        Rcode::NOERROR,
+        rcode,
         query.edns.map(reply_edns),
         max_udp,
     ))
+}
+
+/// Writes the zone's SOA into the authority section with its negative
+/// TTL, as solve_authority places it for NODATA and NXDOMAIN.
+fn negative(w: &mut MessageWriter, apex: &Name, soa: RecordsView<'_>) -> Result<(), NotWritten> {
+    let ttl = negative_ttl(soa.ttl, soa.rdata().next());
+    w.push_records(Section::Authority, apex, RType::SOA, ttl, soa.rdata())
 }
 
 #[cfg(test)]

@@ -1,26 +1,33 @@
 //! Plain questions answered in place from a resident zone's bytes: the
-//! name walk of pipeline/lookup.rs for the case where it meets nothing but
-//! existing names, without decoding a node.
+//! name walk of pipeline/lookup.rs where it meets no cut, DNAME or CNAME,
+//! without decoding a node.
 //!
 //! ```text
 //!  plain(apex, name, qtype)   (qtype ANY, RRSIG, DS ─► None)
 //!    levels apex … name, top-down, each found by the name index:
 //!      the apex: a DNAME above the name ─► None
-//!      between:  missing (NXDOMAIN, wildcard), NS (a cut) or DNAME ─► None
-//!      the name: missing ─► None;  NS below the apex (a referral) ─► None
-//!                the qtype's RRset ─► Records
-//!                a CNAME (a chain) ─► None
-//!                else ─► NoData with the apex's SOA (no SOA ─► None)
+//!      a level:  NS below the apex (a cut), or DNAME above the name ─► None
+//!                missing ─► the wildcard *.(level above): exists ─► its
+//!                           answer below, for the name; else NxDomain
+//!    at the name (or its wildcard):
+//!      the qtype's RRset ─► Records
+//!      a CNAME (a chain) ─► None
+//!      else ─► NoData
+//!    NoData, NxDomain carry the apex's SOA (no SOA ─► None)
 //! ```
 //!
 //! `None` is never an answer: it sends the question to the general stages,
 //! which answer every case. The rules here are theirs for the cases kept
-//! (pipeline/lookup.rs `walk`, pipeline/answer.rs `take_node`).
+//! (pipeline/lookup.rs `walk` and `wildcard`, pipeline/answer.rs
+//! `take_node`).
 
 use super::copy::ZoneData;
 use super::node_codec;
-use crate::backend::PlainAnswer;
+use crate::backend::{PlainAnswer, RecordsView};
 use backend_mongo::{Name, RType};
+
+/// The longest name in wire form (RFC 1035 §2.3.4).
+const MAX_NAME_LEN: usize = 255;
 
 /// Label starts of a name of at most 255 octets: at most 128.
 const MAX_LABELS: usize = 128;
@@ -38,24 +45,47 @@ impl ZoneData {
         if depth > 0 && has(apex_bytes, RType::DNAME) {
             return None;
         }
-        // Between the apex and the name: each must exist, neither cut nor DNAME.
+        let wire = name.as_wire();
         let mut node = apex_bytes;
+        let mut closest = apex.as_wire();
         for (i, suffix) in levels.iter().rev().enumerate() {
-            let h = self.names.get_wire(&self.arena, suffix)?;
+            let Some(h) = self.names.get_wire(&self.arena, suffix) else {
+                // Every ancestor of a stored name is stored: nothing below
+                // here exists, and `closest` is the closest encloser.
+                return self.wildcard_answer(apex_bytes, closest, qtype);
+            };
             node = self.arena.get(h);
             let is_name = i + 1 == depth;
             if has(node, RType::NS) || (!is_name && has(node, RType::DNAME)) {
                 return None;
             }
+            closest = suffix;
         }
-        if let Some(set) = node_codec::sets(node).find(|s| s.rtype == qtype) {
-            return Some(PlainAnswer::Records(set));
+        debug_assert_eq!(closest, wire);
+        answer_at(node, apex_bytes, qtype)
+    }
+
+    /// The answer for a missing name whose closest encloser is `closest`:
+    /// the wildcard's, or NXDOMAIN.
+    fn wildcard_answer<'a>(
+        &'a self,
+        apex_bytes: &'a [u8],
+        closest: &[u8],
+        qtype: RType,
+    ) -> Option<PlainAnswer<'a>> {
+        let mut star = [0u8; MAX_NAME_LEN + 2];
+        let len = 2 + closest.len();
+        let found = if len <= MAX_NAME_LEN {
+            star[..2].copy_from_slice(b"\x01*");
+            star[2..len].copy_from_slice(closest);
+            self.names.get_wire(&self.arena, &star[..len])
+        } else {
+            None // `*.closest` would be too long: no wildcard can exist
+        };
+        match found {
+            Some(h) => answer_at(self.arena.get(h), apex_bytes, qtype),
+            None => Some(PlainAnswer::NxDomain(soa(apex_bytes)?)),
         }
-        if has(node, RType::CNAME) {
-            return None;
-        }
-        let soa = node_codec::sets(apex_bytes).find(|s| s.rtype == RType::SOA)?;
-        Some(PlainAnswer::NoData(soa))
     }
 
     /// The apex node's bytes and the wire forms of the levels below it down
@@ -87,6 +117,23 @@ impl ZoneData {
     }
 }
 
+/// What `node` (the name's, or the wildcard's standing for it) answers
+/// for `qtype`, as pipeline/answer.rs `take_node` does for these types.
+fn answer_at<'a>(node: &'a [u8], apex_bytes: &'a [u8], qtype: RType) -> Option<PlainAnswer<'a>> {
+    if let Some(set) = node_codec::sets(node).find(|s| s.rtype == qtype) {
+        return Some(PlainAnswer::Records(set));
+    }
+    if has(node, RType::CNAME) {
+        return None;
+    }
+    Some(PlainAnswer::NoData(soa(apex_bytes)?))
+}
+
+/// The apex's SOA RRset.
+fn soa(apex_bytes: &[u8]) -> Option<RecordsView<'_>> {
+    node_codec::sets(apex_bytes).find(|s| s.rtype == RType::SOA)
+}
+
 /// True when the encoded node holds an RRset of `rtype`.
 fn has(node: &[u8], rtype: RType) -> bool {
     node_codec::sets(node).any(|s| s.rtype == rtype)
@@ -115,7 +162,6 @@ impl<'n> Levels<'n> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::RecordsView;
     use backend_mongo::resident::KeyedNode;
     use backend_mongo::{Node, RRset};
     use std::sync::Arc;
@@ -141,20 +187,18 @@ mod tests {
     }
 
     /// example.: SOA (minimum 60); www A; deep.a.b (ENTs a.b, b); sub NS
-    /// with glue ns.sub; alias CNAME; dn DNAME, x.dn A.
+    /// with glue ns.sub; alias CNAME; dn DNAME, x.dn A; *.wild A (and
+    /// host.wild A); *.cw CNAME.
     fn zone() -> ZoneData {
         let soa: &[u8] = &[
             1, b'n', 0, 1, b'h', 0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0, 60,
         ];
-        let ns_target: &[u8] = &[
+        let target: &[u8] = &[
             2, b'n', b's', 3, b's', b'u', b'b', 7, b'e', b'x', b'a', b'm', b'p', b'l', b'e', 0,
         ];
         let mut data = ZoneData::default();
         for k in [
-            node(
-                "example.",
-                &[(RType::SOA, &[soa]), (RType::NS, &[ns_target])],
-            ),
+            node("example.", &[(RType::SOA, &[soa]), (RType::NS, &[target])]),
             node(
                 "www.example.",
                 &[(RType::A, &[&[192, 0, 2, 1], &[192, 0, 2, 2]])],
@@ -162,66 +206,100 @@ mod tests {
             node("b.example.", &[]),
             node("a.b.example.", &[]),
             node("deep.a.b.example.", &[(RType::TXT, &[&[2, b'h', b'i']])]),
-            node("sub.example.", &[(RType::NS, &[ns_target])]),
+            node("sub.example.", &[(RType::NS, &[target])]),
             node("ns.sub.example.", &[(RType::A, &[&[192, 0, 2, 9]])]),
-            node("alias.example.", &[(RType::CNAME, &[ns_target])]),
-            node("dn.example.", &[(RType::DNAME, &[ns_target])]),
+            node("alias.example.", &[(RType::CNAME, &[target])]),
+            node("dn.example.", &[(RType::DNAME, &[target])]),
             node("x.dn.example.", &[(RType::A, &[&[192, 0, 2, 7]])]),
+            node("wild.example.", &[]),
+            node("*.wild.example.", &[(RType::A, &[&[192, 0, 2, 99]])]),
+            node("host.wild.example.", &[(RType::A, &[&[192, 0, 2, 98]])]),
+            node("cw.example.", &[]),
+            node("*.cw.example.", &[(RType::CNAME, &[target])]),
         ] {
             data.insert(k);
         }
         data
     }
 
-    fn rdata(set: RecordsView<'_>) -> Vec<Vec<u8>> {
-        set.rdata().map(<[u8]>::to_vec).collect()
-    }
-
-    fn ask(data: &ZoneData, name: &str, qtype: RType) -> Option<(bool, RType, Vec<Vec<u8>>)> {
-        match data.plain(&n("example."), &n(name), qtype)? {
-            PlainAnswer::Records(set) => Some((true, set.rtype, rdata(set))),
-            PlainAnswer::NoData(soa) => Some((false, soa.rtype, rdata(soa))),
-        }
+    /// What a plain question gets: its kind, the RRset's type and rdata.
+    fn ask(
+        data: &ZoneData,
+        name: &str,
+        qtype: RType,
+    ) -> Option<(&'static str, RType, Vec<Vec<u8>>)> {
+        let (kind, set) = match data.plain(&n("example."), &n(name), qtype)? {
+            PlainAnswer::Records(set) => ("records", set),
+            PlainAnswer::NoData(soa) => ("nodata", soa),
+            PlainAnswer::NxDomain(soa) => ("nxdomain", soa),
+        };
+        Some((kind, set.rtype, set.rdata().map(<[u8]>::to_vec).collect()))
     }
 
     #[test]
     fn an_existing_rrset_is_the_answer_read_in_place() {
         let data = zone();
-        let (records, rtype, rd) = ask(&data, "www.example.", RType::A).unwrap();
-        assert!(records);
-        assert_eq!(rtype, RType::A);
+        let (kind, rtype, rd) = ask(&data, "www.example.", RType::A).unwrap();
+        assert_eq!((kind, rtype), ("records", RType::A));
         assert_eq!(rd, vec![vec![192, 0, 2, 1], vec![192, 0, 2, 2]]);
-        let (records, _, rd) = ask(&data, "deep.a.b.example.", RType::TXT).unwrap();
-        assert!(records, "below empty non-terminals");
+        let (kind, _, rd) = ask(&data, "deep.a.b.example.", RType::TXT).unwrap();
+        assert_eq!(kind, "records", "below empty non-terminals");
         assert_eq!(rd, vec![vec![2, b'h', b'i']]);
-        let (records, rtype, _) = ask(&data, "example.", RType::NS).unwrap();
-        assert!(records && rtype == RType::NS, "NS at the apex is no cut");
+        let (kind, rtype, _) = ask(&data, "example.", RType::NS).unwrap();
+        assert_eq!(
+            (kind, rtype),
+            ("records", RType::NS),
+            "NS at the apex is no cut"
+        );
     }
 
     #[test]
     fn a_name_without_the_type_is_nodata_with_the_apex_soa() {
         let data = zone();
-        let (records, rtype, _) = ask(&data, "www.example.", RType::AAAA).unwrap();
-        assert!(!records);
-        assert_eq!(rtype, RType::SOA);
-        let (records, _, _) = ask(&data, "a.b.example.", RType::A).unwrap();
-        assert!(!records, "an empty non-terminal is NODATA");
+        let (kind, rtype, _) = ask(&data, "www.example.", RType::AAAA).unwrap();
+        assert_eq!((kind, rtype), ("nodata", RType::SOA));
+        let (kind, _, _) = ask(&data, "a.b.example.", RType::A).unwrap();
+        assert_eq!(kind, "nodata", "an empty non-terminal");
+    }
+
+    #[test]
+    fn a_missing_name_is_its_wildcard_or_nxdomain() {
+        let data = zone();
+        let (kind, _, rd) = ask(&data, "any.wild.example.", RType::A).unwrap();
+        assert_eq!(kind, "records", "synthesised from *.wild");
+        assert_eq!(rd, vec![vec![192, 0, 2, 99]]);
+        let (kind, _, rd) = ask(&data, "host.wild.example.", RType::A).unwrap();
+        assert_eq!(
+            (kind, rd),
+            ("records", vec![vec![192, 0, 2, 98]]),
+            "the name wins"
+        );
+        let (kind, _, _) = ask(&data, "any.wild.example.", RType::TXT).unwrap();
+        assert_eq!(kind, "nodata", "the wildcard without the type");
+        let (kind, _, _) = ask(&data, "x.any.wild.example.", RType::A).unwrap();
+        assert_eq!(kind, "records", "any depth below the closest encloser");
+        let (kind, _, _) = ask(&data, "x.host.wild.example.", RType::A).unwrap();
+        assert_eq!(
+            kind, "nxdomain",
+            "host.wild is the closest encloser: no *.host.wild"
+        );
+        for name in ["nope.example.", "nope.www.example.", "z.a.b.example."] {
+            let (kind, rtype, _) = ask(&data, name, RType::A).unwrap();
+            assert_eq!((kind, rtype), ("nxdomain", RType::SOA), "{name}");
+        }
     }
 
     #[test]
     fn everything_else_goes_to_the_general_stages() {
         let data = zone();
         for (name, qtype, why) in [
-            (
-                "nope.example.",
-                RType::A,
-                "a missing name (NXDOMAIN or a wildcard)",
-            ),
-            ("nope.www.example.", RType::A, "below an existing name"),
             ("sub.example.", RType::A, "a cut"),
             ("ns.sub.example.", RType::A, "glue below a cut"),
+            ("x.sub.example.", RType::A, "a missing name below a cut"),
             ("alias.example.", RType::A, "a CNAME to follow"),
+            ("any.cw.example.", RType::A, "a wildcard CNAME to follow"),
             ("x.dn.example.", RType::A, "below a DNAME"),
+            ("y.dn.example.", RType::A, "a missing name below a DNAME"),
             ("www.example.", RType::ANY, "ANY"),
             ("www.example.", RType::RRSIG, "RRSIG"),
             ("sub.example.", RType::DS, "DS"),
@@ -229,14 +307,16 @@ mod tests {
         ] {
             assert!(ask(&data, name, qtype).is_none(), "{why}: {name} {qtype}");
         }
-        let (records, rtype, _) = ask(&data, "alias.example.", RType::CNAME).unwrap();
-        assert!(
-            records && rtype == RType::CNAME,
-            "a CNAME asked for is the answer"
+        let (kind, rtype, _) = ask(&data, "alias.example.", RType::CNAME).unwrap();
+        assert_eq!(
+            (kind, rtype),
+            ("records", RType::CNAME),
+            "a CNAME asked for"
         );
-        let (records, rtype, _) = ask(&data, "dn.example.", RType::DNAME).unwrap();
-        assert!(
-            records && rtype == RType::DNAME,
+        let (kind, rtype, _) = ask(&data, "dn.example.", RType::DNAME).unwrap();
+        assert_eq!(
+            (kind, rtype),
+            ("records", RType::DNAME),
             "a DNAME at the name itself"
         );
     }
