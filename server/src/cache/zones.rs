@@ -231,9 +231,24 @@ fn age_of(tracker: &std::sync::Mutex<Option<(i64, Instant)>>, gen: i64) -> Durat
     }
 }
 
+/// Known zones by apex, hashed by the apex's wire form (a
+/// [`WireSuffix`] finds one without building a [`Name`]).
+type ZoneMap = hashbrown::HashMap<Name, Arc<ZoneState>, foldhash::fast::RandomState>;
+
+/// A name's wire form (case-folded), looked up in a [`ZoneMap`] as the
+/// [`Name`] it spells: it hashes as `Name` does (its wire bytes).
+#[derive(Hash)]
+struct WireSuffix<'a>(&'a [u8]);
+
+impl hashbrown::Equivalent<Name> for WireSuffix<'_> {
+    fn equivalent(&self, name: &Name) -> bool {
+        name.as_wire() == self.0
+    }
+}
+
 /// Known zones and known non-zones.
 pub struct ZoneRegistry {
-    zones: RwLock<HashMap<Name, Arc<ZoneState>>>,
+    zones: RwLock<ZoneMap>,
     negative: ShardedLru<Name, NotAZone>,
     /// How long a non-zone is remembered, in ms (changeable: SIGHUP).
     negative_ttl_ms: AtomicU64,
@@ -292,7 +307,7 @@ impl ZoneRegistry {
     /// An empty registry; negative answers are kept `negative_ttl` at most.
     pub fn new(max_negative: usize, negative_ttl: Duration) -> Self {
         ZoneRegistry {
-            zones: RwLock::new(HashMap::new()),
+            zones: RwLock::new(ZoneMap::default()),
             negative: ShardedLru::new(16, max_negative, max_negative.saturating_mul(96)),
             negative_ttl_ms: AtomicU64::new(negative_ttl.as_millis() as u64),
             zones_epoch: AtomicU64::new(0),
@@ -335,22 +350,31 @@ impl ZoneRegistry {
 
     /// What we know about `apex`.
     pub fn lookup(&self, apex: &Name) -> Known {
+        self.lookup_wire(apex.as_wire())
+    }
+
+    /// [`ZoneRegistry::lookup`] of the name whose wire form is `apex`
+    /// (case-folded): no allocation unless the non-zones must be asked.
+    fn lookup_wire(&self, apex: &[u8]) -> Known {
         if let Some(state) = self
             .zones
             .read()
             .unwrap_or_else(|p| p.into_inner())
-            .get(apex)
+            .get(&WireSuffix(apex))
         {
             return Known::Zone(state.info());
         }
         if self.complete.load(Ordering::Acquire) {
             return Known::NotAZone;
         }
+        let Ok(apex) = Name::from_wire(apex) else {
+            return Known::Unknown;
+        };
         let epoch = self.zones_epoch.load(Ordering::Acquire);
         let ttl = Duration::from_millis(self.negative_ttl_ms.load(Ordering::Relaxed));
         match self
             .negative
-            .with(apex, |n| n.epoch == epoch && n.at.elapsed() < ttl)
+            .with(&apex, |n| n.epoch == epoch && n.at.elapsed() < ttl)
         {
             Some(true) => Known::NotAZone,
             _ => Known::Unknown,
@@ -361,14 +385,19 @@ impl ZoneRegistry {
     /// the way is known (`Some(None)`: none is a zone); `None` as soon as
     /// one is not.
     pub fn deepest_known(&self, qname: &Name) -> Option<Option<ZoneInfo>> {
-        for apex in qname.ancestors() {
-            match self.lookup(&apex) {
+        let wire = qname.as_wire();
+        let mut at = 0;
+        loop {
+            match self.lookup_wire(&wire[at..]) {
                 Known::Zone(info) => return Some(Some(info)),
                 Known::NotAZone => {}
                 Known::Unknown => return None,
             }
+            match wire.get(at) {
+                Some(&len) if len > 0 => at += 1 + usize::from(len),
+                _ => return Some(None),
+            }
         }
-        Some(None)
     }
 
     /// The state of a known zone.

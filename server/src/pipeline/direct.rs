@@ -56,17 +56,21 @@ impl<B: Backend> Responder<B> {
         };
         let max_udp = self.config.max_udp_size;
         let limit = size_limit(&query, transport, max_udp);
-        let write =
-            |plain: PlainAnswer<'_>| write_plain(packet, &query, &zone.apex, plain, limit, max_udp);
+        // The reply goes into `out`'s allocation (the receive loop's reply
+        // buffer, reused query after query).
+        let write = |plain: PlainAnswer<'_>| {
+            let buf = std::mem::take(&mut *out);
+            write_plain(buf, packet, &query, &zone.apex, plain, limit, max_udp)
+        };
         let plain = self
             .backend
             .plain_answer(&zone, &query.qname, query.qtype, write);
-        let Some(Some(mut reply)) = plain else {
+        let Some(Some(reply)) = plain else {
             return false;
         };
-        let nsid = self.config.nsid.as_deref();
-        edns_options::decorate(&mut reply, edns_options::asked(packet), nsid, None, limit);
         *out = reply;
+        let nsid = self.config.nsid.as_deref();
+        edns_options::decorate(out, edns_options::asked(packet), nsid, None, limit);
         true
     }
 }
@@ -107,10 +111,11 @@ fn plain_type(qtype: RType) -> bool {
     ) && !(128..=255).contains(&qtype.0)
 }
 
-/// Writes the reply for `plain` as render.rs would: `None` when it does
-/// not fit in `limit` or the stored data is malformed (the usual path
-/// answers those).
+/// Writes the reply for `plain` as render.rs would, into `buf`: `None`
+/// when it does not fit in `limit` or the stored data is malformed (the
+/// usual path answers those).
 fn write_plain(
+    buf: Vec<u8>,
     packet: &[u8],
     query: &Query,
     apex: &Name,
@@ -118,7 +123,8 @@ fn write_plain(
     limit: usize,
     max_udp: u16,
 ) -> Option<Vec<u8>> {
-    let mut w = MessageWriter::new(
+    let mut w = MessageWriter::new_in(
+        buf,
         &packet[query.question.clone()],
         &query.qname,
         limit,

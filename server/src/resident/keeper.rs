@@ -124,7 +124,8 @@ pub struct ResidentCounters {
 /// The resident zones of a server and what keeps them current.
 pub struct Residency {
     config: ResidentConfig,
-    copies: RwLock<HashMap<Name, Arc<ZoneCopy>>>,
+    /// The copies by apex (read on every resident answer: a fast hash).
+    copies: RwLock<HashMap<Name, Arc<ZoneCopy>, foldhash::fast::RandomState>>,
     slots: Mutex<HashMap<Name, Slot>>,
     wake: tokio::sync::Notify,
     /// A load runs (one at a time: on FerretDB each is a scan).
@@ -142,7 +143,7 @@ impl Residency {
     pub fn new(config: ResidentConfig) -> Arc<Residency> {
         Arc::new(Residency {
             config,
-            copies: RwLock::new(HashMap::new()),
+            copies: RwLock::new(HashMap::default()),
             slots: Mutex::new(HashMap::new()),
             wake: tokio::sync::Notify::new(),
             loading: AtomicBool::new(false),

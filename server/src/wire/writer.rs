@@ -83,7 +83,25 @@ impl MessageWriter {
     /// Starts a reply to the question `question` (name, type, class as sent),
     /// to be at most `limit` bytes, keeping room for OPT when `edns` is set.
     pub fn new(question: &[u8], qname: &Name, limit: usize, edns: bool) -> MessageWriter {
-        let mut buf = Vec::with_capacity(limit.min(4096));
+        Self::new_in(
+            Vec::with_capacity(limit.min(4096)),
+            question,
+            qname,
+            limit,
+            edns,
+        )
+    }
+
+    /// [`MessageWriter::new`] writing into `buf` (cleared first): a
+    /// caller that answers many queries reuses one buffer's allocation.
+    pub fn new_in(
+        mut buf: Vec<u8>,
+        question: &[u8],
+        qname: &Name,
+        limit: usize,
+        edns: bool,
+    ) -> MessageWriter {
+        buf.clear();
         buf.resize(HEADER_LEN, 0);
         buf[5] = 1; // QDCOUNT
         buf.extend_from_slice(question);
