@@ -4,6 +4,9 @@
 //! ```text
 //!  resume:   mongodns-import (binary) killed midway ─► re-run ─► content equals
 //!            a clean import in another database, node for node
+//!  sections: a directory of zone files imports as the same multi-zone file;
+//!            a bad `$ZONE` input is refused with its file and line, nothing
+//!            written; --baseline inserts every record and leaves nothing
 //!  zonegen:  the binary's output is the library's, byte for byte, per seed
 //!  perf:     a UDP responder that drops every 10th query ─► exact counts;
 //!            TCP to a closed port ─► the run ends, every query lost
@@ -235,6 +238,130 @@ fn killed_multi_zone_import_resumes_to_the_same_content() {
         assert_eq!(strip(da), strip(db));
         let _ = a.database().drop().await;
         let _ = b.database().drop().await;
+    });
+}
+
+/// The zones of a multi-zone file as (apex, text) pairs, cut at `$ZONE`.
+fn split_multi(text: &str) -> Vec<(String, String)> {
+    let mut zones: Vec<(String, String)> = Vec::new();
+    for line in text.lines() {
+        match line.strip_prefix("$ZONE ") {
+            Some(apex) => zones.push((apex.trim().to_string(), String::new())),
+            None => {
+                if let Some((_, body)) = zones.last_mut() {
+                    body.push_str(line);
+                    body.push('\n');
+                }
+            }
+        }
+    }
+    zones
+}
+
+/// Runs `mongodns-import`, which must succeed; returns what it printed.
+fn import_ok(uri: &str, db: &str, args: &[&str]) -> String {
+    let out = import_cmd(uri, db, args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "mongodns-import {args:?}: {stderr}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Node documents in a database (every collection named `nodes*`).
+async fn node_count(store: &Store) -> u64 {
+    let db = store.database();
+    let mut total = 0;
+    for name in db.list_collection_names().await.unwrap() {
+        if name.starts_with("nodes") {
+            total += db
+                .collection::<mongodb::bson::Document>(&name)
+                .count_documents(mongodb::bson::doc! {})
+                .await
+                .unwrap();
+        }
+    }
+    total
+}
+
+#[test]
+fn a_directory_imports_as_its_multi_zone_file_and_bad_sections_write_nothing() {
+    let uri = database_uri();
+    let small = SmallZones::new(7, 30, "test.");
+    let mut text = Vec::new();
+    small.write_multi(&mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    let multi = tmp("sections.zones");
+    std::fs::write(&multi, &text).unwrap();
+    // The same zones, one file each: `<apex>zone` and `<apex>` alternately.
+    let dir = tmp("sections-dir");
+    std::fs::create_dir_all(&dir).unwrap();
+    let zones = split_multi(&text);
+    assert_eq!(zones.len(), 30);
+    for (i, (apex, body)) in zones.iter().enumerate() {
+        let file = match i % 2 {
+            0 => format!("{apex}zone"),
+            _ => apex.trim_end_matches('.').to_string(),
+        };
+        std::fs::write(dir.join(file), body).unwrap();
+    }
+    let (from_file, from_dir) = (db_name("sfile"), db_name("sdir"));
+    let mut imported = Vec::new();
+    for (db, input) in [(&from_file, &multi), (&from_dir, &dir)] {
+        let stdout = import_ok(&uri, db, &[input.to_str().unwrap()]);
+        assert!(stdout.contains("in 30 zones"), "{stdout}");
+        imported.push(resume_count(&stdout, "imported "));
+    }
+    assert_eq!(
+        imported[0], imported[1],
+        "records read from the file and the directory"
+    );
+    // Refused inputs: the file and line named, nothing written.
+    let bad_name = tmp("bad-name.zones");
+    std::fs::write(&bad_name, format!("$ZONE a.test.\n{}\n$ZONE\n", zones[0].1)).unwrap();
+    let no_zone = tmp("no-zone.zones");
+    std::fs::write(&no_zone, format!("; a comment\n{}", zones[0].1)).unwrap();
+    let refused = db_name("srefused");
+    for (input, want) in [
+        (&bad_name, "$ZONE needs a zone name"),
+        (&no_zone, "must start with a $ZONE line"),
+    ] {
+        let out = import_cmd(&uri, &refused, &[input.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{input:?} was accepted");
+        assert!(stderr.contains(want), "{stderr}");
+        assert!(
+            stderr.contains(input.file_name().unwrap().to_str().unwrap()),
+            "{stderr}"
+        );
+    }
+    let baseline = db_name("sbaseline");
+    let stdout = import_ok(&uri, &baseline, &["--baseline", multi.to_str().unwrap()]);
+    let records = imported[0];
+    assert!(
+        stdout.contains(&format!("baseline: {records} records")),
+        "{records}: {stdout}"
+    );
+    block_on(async {
+        let connect = |db| Store::connect(&uri, db, Duration::from_secs(10));
+        let (a, b) = (
+            connect(&from_file).await.unwrap(),
+            connect(&from_dir).await.unwrap(),
+        );
+        let apexes: Vec<Name> = zones
+            .iter()
+            .map(|(apex, _)| apex.parse().unwrap())
+            .collect();
+        let (da, db) = (dump(&a, &apexes).await, dump(&b, &apexes).await);
+        assert!(da.len() > 60, "{}", da.len());
+        assert_eq!(da, db, "the directory's import differs from the file's");
+        let r = connect(&refused).await.unwrap();
+        assert_eq!(node_count(&r).await, 0, "a refused input wrote nodes");
+        let c = connect(&baseline).await.unwrap();
+        assert_eq!(node_count(&c).await, 0, "--baseline left its collection");
+        for s in [a, b, r, c] {
+            let _ = s.database().drop().await;
+        }
     });
 }
 
