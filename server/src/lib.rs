@@ -19,6 +19,7 @@ pub mod config;
 pub mod control;
 pub mod frontend;
 pub mod guard;
+pub mod handler;
 pub mod http;
 pub mod notify;
 pub mod observe;

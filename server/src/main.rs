@@ -22,7 +22,8 @@ use mongodns_server::cache::{Counters, PacketCache, RecordCache, RecordCacheConf
 use mongodns_server::catalog::keep_catalog;
 use mongodns_server::config::{canonical_read_preference, Cli, Config, LogFormat, Resolved};
 use mongodns_server::control::{serve_control, Control, ControlLimits};
-use mongodns_server::frontend::{spread, tcp, udp, Handler};
+use mongodns_server::frontend::{spread, tcp, udp};
+use mongodns_server::handler::Handler;
 use mongodns_server::notify;
 use mongodns_server::observe::{Observed, QueryMetrics};
 use mongodns_server::pipeline::edns_options::parse_nsid;

@@ -13,8 +13,8 @@
 //! The counters are sharded by thread so two workers never write the same
 //! cache line; `/metrics` sums the shards when scraped.
 
-use crate::frontend::Handler;
-use crate::pipeline::Transport;
+use crate::handler::Handler;
+use crate::handler::Transport;
 use crate::querylog::{question_name_end, QueryLog};
 use dns::RType;
 use std::cell::Cell;
@@ -251,8 +251,8 @@ impl<H: Handler> Handler for Observed<H> {
     fn handle_tcp(
         &self,
         packet: &[u8],
-        peer: &crate::frontend::TcpPeer,
-    ) -> impl Future<Output = crate::frontend::TcpReply> + Send {
+        peer: &crate::handler::TcpPeer,
+    ) -> impl Future<Output = crate::handler::TcpReply> + Send {
         async move {
             self.metrics.inflight.fetch_add(1, Ordering::Relaxed);
             let _guard = InflightGuard(&self.metrics.inflight);

@@ -306,13 +306,13 @@ fn the_reply_check_rejects_garbage() {
     let query = [0x12, 0x34, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1];
     let garbage = [0x12, 0x34, 0x80, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0xC0];
     let bad =
-        catch_unwind(|| check_reply(&query, &garbage, mongodns_server::pipeline::Transport::Udp));
+        catch_unwind(|| check_reply(&query, &garbage, mongodns_server::handler::Transport::Udp));
     assert!(bad.is_err());
     let wrong_id = catch_unwind(|| {
         let mut reply = query.to_vec();
         reply[0] = 0;
         reply[2] |= 0x80;
-        check_reply(&query, &reply, mongodns_server::pipeline::Transport::Udp)
+        check_reply(&query, &reply, mongodns_server::handler::Transport::Udp)
     });
     assert!(wrong_id.is_err());
 }

@@ -19,7 +19,8 @@ use hickory_proto::dnssec::rdata::DNSSECRData;
 use hickory_proto::op::Message;
 use hickory_proto::rr::{RData, Record, RecordType};
 use mongodns_server::backend::Backend;
-use mongodns_server::pipeline::{PipelineConfig, Responder, Transport};
+use mongodns_server::handler::Transport;
+use mongodns_server::pipeline::{PipelineConfig, Responder};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 

@@ -5,9 +5,10 @@
 //! miss answered without waiting goes out with the loop's batch, and one
 //! that panics at once costs only its own reply.
 
-use mongodns_server::frontend::{udp, Handler};
+use mongodns_server::frontend::udp;
 use mongodns_server::guard::GUARD;
-use mongodns_server::pipeline::Transport;
+use mongodns_server::handler::Handler;
+use mongodns_server::handler::Transport;
 use std::net::UdpSocket;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -13,9 +13,9 @@
 //! ```
 
 use super::slots::Slots;
-use super::{Aborted, Handler, TcpPeer, TcpReply};
 use crate::guard::{bump, GUARD};
-use crate::pipeline::Transport;
+use crate::handler::Transport;
+use crate::handler::{Aborted, Handler, TcpPeer, TcpReply};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -5,8 +5,9 @@
 //!  serve_udp_with(socket):
 //!     Linux, batch > 1 ─► udp_thread.rs: a thread of its own blocks in
 //!        recvmmsg, answers cache hits in place, sendmmsg's the batch
-//!     otherwise ─► serve_one_at_a_time in this task:
+//!     otherwise ─► udp_portable.rs in this task:
 //!        recv_from ─► handle_now, or start_miss (udp_miss.rs) ─► send_to
+//!  udp_lanes.rs: what a loop and its misses share (reply socket, RRL)
 //!  misses: a permit from the shared miss limit, or dropped and counted;
 //!     a spawned miss sends its own reply through ReplySocket
 //!  a panic in a loop: caught, counted, the loop restarted on the same socket
@@ -15,11 +16,12 @@
 //! A slow database only delays the spawned misses (at most the miss limit
 //! at once); cached answers keep flowing from the receive loop.
 
-use super::udp_miss::{start_miss, MissStart};
-use super::Handler;
+use super::udp_lanes::{Lanes, ReplySocket};
+pub use super::udp_lanes::{UdpSettings, MAX_DATAGRAM};
+use super::udp_portable::serve_one_at_a_time;
 use crate::guard::{bump, GUARD};
-use crate::pipeline::Transport;
-use crate::rrl::{make_slip, Rrl, Verdict};
+use crate::handler::Handler;
+use crate::rrl::Rrl;
 use futures::FutureExt;
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io;
@@ -29,11 +31,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::UdpSocket;
 use tokio::sync::Semaphore;
-
-/// Largest datagram we read. A DNS query over UDP is far smaller (RFC 6891
-/// payload sizes are about what the *reply* may be); a longer datagram is
-/// dropped, never answered from a cut copy.
-pub const MAX_DATAGRAM: usize = 4096;
 
 /// Receive buffer asked for when `--udp-rcvbuf` is not set: 1 MiB, enough
 /// for ~500-1000 queued queries (the kernel's usual 208 KiB holds ~100-200
@@ -173,19 +170,6 @@ pub async fn serve_udp_limited<H: Handler>(
     serve_udp_with(socket, handler, settings).await
 }
 
-/// How a UDP socket is served (see [`serve_udp_with`]).
-pub struct UdpSettings {
-    /// The response rate limiter every reply passes through, if any.
-    pub rrl: Option<Arc<Rrl>>,
-    /// Datagrams per system call, 1 to 32 (1: the portable loop).
-    pub batch: usize,
-    /// Cache misses answered at once (shared by every socket).
-    pub misses: Arc<Semaphore>,
-    /// After a batch of several queries but not a full one, how long the
-    /// receive thread lets more queue up before it reads again (0: never).
-    pub coalesce: Duration,
-}
-
 /// Serves one UDP socket until the task is dropped. On Linux with a batch
 /// above 1 the socket is read by a thread of its own (`udp_thread.rs`);
 /// otherwise by the portable loop in this task. A panic in a loop is
@@ -214,104 +198,5 @@ pub async fn serve_udp_with<H: Handler>(socket: UdpSocket, handler: Arc<H>, sett
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
         }
-    }
-}
-
-/// What a receive loop and its miss tasks share.
-pub(super) struct Lanes<H> {
-    pub(super) replies: Arc<ReplySocket>,
-    pub(super) handler: Arc<H>,
-    pub(super) rrl: Option<Arc<Rrl>>,
-    pub(super) misses: Arc<Semaphore>,
-}
-
-/// The socket a miss task sends its reply from.
-pub(super) enum ReplySocket {
-    /// Registered with tokio (the portable loop's).
-    Async(Arc<UdpSocket>),
-    /// A blocking socket read by a thread of its own: sent to without
-    /// blocking, a full buffer retried briefly (then the reply is dropped,
-    /// as the kernel would drop it).
-    #[cfg(target_os = "linux")]
-    Blocking(Arc<Socket>),
-}
-
-/// Sends to a blocking socket's full buffer are tried this many times,
-/// a millisecond apart.
-#[cfg(target_os = "linux")]
-const FULL_BUFFER_TRIES: usize = 3;
-
-impl ReplySocket {
-    /// Sends `reply` to `peer`.
-    pub(super) async fn send_to(&self, reply: &[u8], peer: SocketAddr) -> io::Result<()> {
-        match self {
-            ReplySocket::Async(socket) => socket.send_to(reply, peer).await.map(drop),
-            #[cfg(target_os = "linux")]
-            ReplySocket::Blocking(socket) => {
-                let to = socket2::SockAddr::from(peer);
-                let mut tries = 0;
-                loop {
-                    match socket.send_to_with_flags(reply, &to, libc::MSG_DONTWAIT) {
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                            tries += 1;
-                            if tries == FULL_BUFFER_TRIES {
-                                return Err(e);
-                            }
-                            tokio::time::sleep(Duration::from_millis(1)).await;
-                        }
-                        other => return other.map(drop),
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// The portable loop: one `recv_from` and one `send_to` per query.
-async fn serve_one_at_a_time<H: Handler>(socket: &UdpSocket, lanes: &Lanes<H>) {
-    let (handler, rrl) = (&lanes.handler, &lanes.rrl);
-    let mut buf = vec![0u8; MAX_DATAGRAM];
-    let mut out = Vec::with_capacity(4096);
-    loop {
-        let (len, peer) = match socket.recv_from(&mut buf).await {
-            Ok(x) => x,
-            Err(e) => {
-                // ICMP errors from earlier sends surface here; keep serving.
-                tracing::debug!(error = %e, "udp recv error");
-                continue;
-            }
-        };
-        let packet = &buf[..len];
-        if !handler.handle_now(packet, Transport::Udp, &mut out) {
-            match start_miss(packet, peer, lanes) {
-                MissStart::Answered(Some(reply)) => out = reply,
-                MissStart::Answered(None) => {
-                    handler.observe(packet, None, peer, Transport::Udp);
-                    continue;
-                }
-                MissStart::Spawned | MissStart::Dropped => continue,
-            }
-        }
-        if !rate_limit(rrl.as_deref(), peer, &mut out) {
-            continue;
-        }
-        let sent = match socket.try_send_to(&out, peer) {
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => socket.send_to(&out, peer).await,
-            other => other,
-        };
-        if let Err(e) = sent {
-            tracing::debug!(error = %e, %peer, "udp send error");
-        }
-        handler.observe(packet, Some(&out), peer, Transport::Udp);
-    }
-}
-
-/// Applies the rate limiter to `reply` for `peer`: false means send nothing
-/// (the reply may have been cut down to a truncated one).
-pub(super) fn rate_limit(rrl: Option<&Rrl>, peer: SocketAddr, reply: &mut Vec<u8>) -> bool {
-    match rrl.map(|r| r.check(peer.ip())) {
-        None | Some(Verdict::Send) => true,
-        Some(Verdict::Slip) => make_slip(reply),
-        Some(Verdict::Drop) => false,
     }
 }

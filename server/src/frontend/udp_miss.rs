@@ -18,10 +18,10 @@
 //! spawned task polls the future again at once, and a future registers the
 //! waker of each poll (a wait begun before the move is not lost).
 
-use super::udp::{rate_limit, Lanes};
-use super::Handler;
+use super::udp_lanes::{rate_limit, Lanes};
 use crate::guard::{bump, GUARD};
-use crate::pipeline::Transport;
+use crate::handler::Handler;
+use crate::handler::Transport;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};

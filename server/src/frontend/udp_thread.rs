@@ -23,11 +23,11 @@
 //! to wait is spawned there and sends its own reply.
 
 use super::mmsg::{RecvBatch, SendBatch};
-use super::udp::{rate_limit, Lanes, ReplySocket, UdpSettings, MAX_DATAGRAM};
+use super::udp_lanes::{rate_limit, Lanes, ReplySocket, UdpSettings, MAX_DATAGRAM};
 use super::udp_miss::{start_miss, MissStart};
-use super::Handler;
 use crate::guard::{bump, GUARD};
-use crate::pipeline::Transport;
+use crate::handler::Handler;
+use crate::handler::Transport;
 use socket2::Socket;
 use std::io;
 use std::os::fd::AsRawFd;

@@ -22,8 +22,8 @@
 use super::udp_ixfr::{self, Room};
 use super::{render, transfer, Responder, Transport};
 use crate::backend::Backend;
-use crate::frontend::{TcpPeer, TcpReply};
 use crate::guard::{bump, GUARD};
+use crate::handler::{TcpPeer, TcpReply};
 use crate::tsig::{self, TsigFailure, TsigSigner};
 use crate::wire::{flags, Query, Rcode};
 use backend_mongo::Name;

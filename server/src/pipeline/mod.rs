@@ -35,13 +35,14 @@ mod udp_ixfr;
 
 use crate::backend::Backend;
 use crate::cache::{Counters, PacketCache, PacketKey, ZoneRegistry};
-use crate::frontend::{TcpPeer, TcpReply};
+use crate::handler::{Handler, TcpPeer, TcpReply, Transport};
 use crate::ratelog::RateLimited;
 use crate::tsig;
 use crate::wire::{parse_query, Query, Rcode, CLASS_ANY, CLASS_IN};
 use backend_mongo::{RType, StoreError, ZoneInfo};
 use cached::Cached;
 use failure::{FailureRecheck, FAULT_LOG_PERIOD};
+use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -50,15 +51,6 @@ use std::time::Duration;
 /// What transfers and UPDATE read from: the store, behind the resident
 /// copies (all of it when residency is off).
 pub type TransferSource = crate::resident::ResidentZones<backend_mongo::Store>;
-
-/// How the query arrived; decides the size limit of the reply.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Transport {
-    /// UDP: at most the requester's EDNS size (or 512), capped by our limit.
-    Udp,
-    /// TCP: up to 65535 bytes.
-    Tcp,
-}
 
 /// Settings of the pipeline.
 #[derive(Clone, Debug)]
@@ -467,5 +459,33 @@ fn check_question(query: &Query, transport: Transport) -> Option<Rcode> {
         // Over TCP, respond_tcp handles class IN; class ANY is not transferred.
         RType::AXFR | RType::IXFR if query.qclass != CLASS_IN => Some(Rcode::REFUSED),
         _ => None,
+    }
+}
+
+/// The front end answers through the pipeline.
+impl<B: Backend> Handler for Responder<B> {
+    fn handle(
+        &self,
+        packet: &[u8],
+        transport: Transport,
+    ) -> impl Future<Output = Option<Vec<u8>>> + Send {
+        self.respond(packet, transport)
+    }
+
+    fn handle_now(&self, packet: &[u8], transport: Transport, out: &mut Vec<u8>) -> bool {
+        self.answer_cached(packet, transport, out)
+    }
+
+    fn handle_from(
+        &self,
+        packet: &[u8],
+        transport: Transport,
+        peer: SocketAddr,
+    ) -> impl Future<Output = Option<Vec<u8>>> + Send {
+        self.respond_from(packet, transport, peer)
+    }
+
+    fn handle_tcp(&self, packet: &[u8], peer: &TcpPeer) -> impl Future<Output = TcpReply> + Send {
+        self.respond_tcp_stream(packet, peer)
     }
 }

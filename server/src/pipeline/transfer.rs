@@ -30,8 +30,8 @@
 use super::lookup;
 use super::render;
 use crate::backend::Backend;
-use crate::frontend::Aborted;
 use crate::guard::{bump, GUARD};
+use crate::handler::Aborted;
 use crate::tsig::TsigSigner;
 use crate::wire::{flags, MessageWriter, Query, Rcode, Section};
 use backend_mongo::{Name, Node, RRset, RType, StoreError, ZoneInfo};

@@ -68,7 +68,7 @@ pub use format::rcode_name;
 pub use record::question_name_end;
 
 use crate::config::SyslogFormat;
-use crate::pipeline::Transport;
+use crate::handler::Transport;
 use ring::Ring;
 use sink::Sink;
 use std::io;

@@ -17,7 +17,8 @@
 
 use super::{check_reply, hex, signature, MemBackend, Rig, FUZZ_ZONE, MAX_UDP};
 use hickory_proto::op::{Message, ResponseCode};
-use mongodns_server::pipeline::{PipelineConfig, Transport};
+use mongodns_server::handler::Transport;
+use mongodns_server::pipeline::PipelineConfig;
 use mongodns_server::tsig::{
     sign_request, sign_request_truncated, unix_now, verify_request, Scope, TsigKey, Verified,
 };
