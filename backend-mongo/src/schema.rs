@@ -28,6 +28,13 @@ pub const CHANGES: &str = "changes";
 /// Most names one change record lists; a larger write records "all".
 pub const MAX_CHANGED_NAMES: usize = 4096;
 
+/// Field of a deleted zone's tombstone: true.
+pub const DELETED: &str = "deleted";
+
+/// Field of a deleted zone's tombstone: the version it served last (a zone
+/// created again with the same name numbers its versions above it).
+pub const LAST_VER: &str = "last_ver";
+
 /// The `_id` of the change record of generation `gen` (a `meta.seq` value).
 pub fn change_id(gen: i64) -> String {
     format!("chg {gen}")

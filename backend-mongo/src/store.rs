@@ -582,7 +582,7 @@ impl Store {
             if gen.is_none_or(|g| g <= seq) {
                 continue;
             }
-            if d.get_bool(crate::writer::DELETED).unwrap_or(false) {
+            if d.get_bool(schema::DELETED).unwrap_or(false) {
                 deleted.push(apex.clone());
             }
             if d.contains_key("ver") {

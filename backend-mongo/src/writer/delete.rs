@@ -16,17 +16,10 @@
 
 use super::{LOCK_WAIT, OLD_VERSIONS};
 use crate::lock::ZONE_LOCK;
-use crate::schema::int_field;
+use crate::schema::{int_field, DELETED, LAST_VER};
 use crate::store::{Store, StoreError};
 use crate::Name;
 use mongodb::bson::{doc, Bson, DateTime};
-
-/// Field of a deleted zone's tombstone: true.
-pub const DELETED: &str = "deleted";
-
-/// Field of a deleted zone's tombstone: the version it served last (a zone
-/// created again with the same name numbers its versions above it).
-pub const LAST_VER: &str = "last_ver";
 
 /// What [`Store::delete_zone`] did.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -51,7 +51,7 @@ pub use crate::serial::{serial_gt, soa_serial};
 pub use baseline::{BaselineWriter, BASELINE_COLLECTION};
 pub use bulk::MAX_UPDATES_PER_COMMAND;
 pub use collect::{Collected, DELETING, OLD_VERSIONS};
-pub use delete::{DeletedZone, DELETED, LAST_VER};
+pub use delete::DeletedZone;
 pub use edit::{EditSummary, ZoneEdit};
 pub use journal::{JOURNAL, JOURNAL_KEPT, JOURNAL_MAX_AGE, MAX_JOURNAL_RECORDS, SERIAL_GEN};
 pub use merge_journal::MERGE_LEASE;
@@ -168,7 +168,7 @@ pub(crate) fn resume_done(zone_doc: Option<&Document>, key: Option<&str>, ver: i
 /// The first version number of a zone created anew: above every version
 /// a deleted zone of that name listed (1 for a name never used).
 fn after_deleted(zone_doc: Option<&Document>) -> i64 {
-    let last = zone_doc.and_then(|d| int_field(d, delete::LAST_VER));
+    let last = zone_doc.and_then(|d| int_field(d, crate::schema::LAST_VER));
     let old = collect::old_versions(zone_doc).into_iter().max();
     last.into_iter().chain(old).max().map_or(1, |v| v + 1)
 }

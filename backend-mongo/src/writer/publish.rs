@@ -403,7 +403,7 @@ impl ZoneWriter {
             set.insert("ver", ver);
             // A zone created again after a deletion is no tombstone now.
             unset.extend(
-                doc! {"pending_ver": "", "resume": "", super::DELETED: "", super::LAST_VER: ""},
+                doc! {"pending_ver": "", "resume": "", crate::schema::DELETED: "", crate::schema::LAST_VER: ""},
             );
             if let Some(prev) = served.filter(|p| *p != ver) {
                 // Recorded in the switch itself: a writer killed right after

@@ -13,8 +13,8 @@
 use super::children::{db_flags, spawn, Children};
 use super::machine::loadavg;
 use super::probe::{ask, probe_freshness, Freshness};
-use super::run::{Programs, Setup};
 use super::scrape::{last_line_starting, number_before};
+use super::setup::{Programs, Setup};
 use super::{log, Plan, ScenarioArgs};
 use crate::perf::{self, PerfConfig, Queries, QueryOptions, Stats};
 use crate::zonegen::BigZone;

@@ -23,7 +23,8 @@
 //! |---|---|
 //! | `args.rs` | the flags ([`ScenarioArgs`]) and their parsers |
 //! | `plan.rs` | the sizes of a run ([`Plan`]) |
-//! | `run.rs` | `run`: the phases in order, and the first three (setup, data, load, server) |
+//! | `setup.rs` | what a run needs first: the programs, the work directory, the database |
+//! | `run.rs` | `run`: the phases in order, and the first three (data, load, server) |
 //! | `concurrent.rs` | the phase where everything runs at once |
 //! | `settle.rs` | the writers' outcome and the check of the signed zone |
 //! | `children.rs` | the supervisor: child processes, their logs, time limits |
@@ -48,6 +49,7 @@ mod report;
 mod run;
 mod scrape;
 mod settle;
+mod setup;
 pub mod signed_check;
 
 pub use args::{parse_scale, ScenarioArgs};

@@ -1,7 +1,7 @@
 //! `scenario::run`: the run as its phases, each handing on named state.
 //!
 //! ```text
-//!  Programs::find ─► Setup::open (report dir, work dir, database, machine)
+//!  Programs::find ─► Setup::open (setup.rs: report dir, work dir, database, machine)
 //!     ─► generate (zone and query files) ─► Fresh zone
 //!     ─► load (mongodns-import × 3) ─► loads
 //!     ─► ServerUp::start (mongodns-server, answering)
@@ -9,18 +9,17 @@
 //!     ─► settle::settle ─► Outcome ─► Report ─► publish ─► clean up
 //! ```
 
-use super::children::{db_flags, import, program, spawn, Children};
+use super::children::{db_flags, import, spawn, Children};
 use super::concurrent::{self, Clients, During};
-use super::machine::{describe_machine, utc_now};
+use super::machine::utc_now;
 use super::probe::{rand_id, wait_log, wait_ready};
 use super::report::{ClientFigures, Report};
 use super::scrape::{tail, ImportRun};
 use super::settle::{settle, Outcome};
+use super::setup::{Programs, Setup};
 use super::{log, Plan, ScenarioArgs, BIG_APEX, SECURE_APEX, SEED_QPS, SMALL_SUFFIX};
 use crate::zonegen::{self, BigZone, Mix, Selection, SmallZones};
-use backend_mongo::Store;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// The whole run; children are killed by the caller.
 pub(super) async fn run(
@@ -63,66 +62,6 @@ pub(super) async fn run(
         let _ = std::fs::remove_dir_all(&setup.work);
     }
     Ok(())
-}
-
-/// The programs the run starts, found before anything is done.
-pub(super) struct Programs {
-    /// `mongodns-server`.
-    pub(super) server: PathBuf,
-    /// `mongodns-import`.
-    pub(super) import: PathBuf,
-    /// `mongodns-sign`.
-    pub(super) sign: PathBuf,
-}
-
-impl Programs {
-    /// The three programs next to this one (or in --bin-dir).
-    fn find(args: &ScenarioArgs) -> Result<Programs, String> {
-        Ok(Programs {
-            server: program(args, "mongodns-server")?,
-            import: program(args, "mongodns-import")?,
-            sign: program(args, "mongodns-sign")?,
-        })
-    }
-}
-
-/// Where the run works: its directory, the database, the machine's rows.
-pub(super) struct Setup {
-    /// The work directory (generated files and logs).
-    pub(super) work: PathBuf,
-    /// The scenario's database.
-    pub(super) store: Store,
-    /// The report's machine rows (load averages added as the run goes).
-    pub(super) machine: Vec<(String, String)>,
-}
-
-impl Setup {
-    /// Checks the report's directory, makes the work directory, connects.
-    async fn open(args: &ScenarioArgs) -> Result<Setup, String> {
-        if let Some(dir) = args.report.parent().filter(|d| !d.as_os_str().is_empty()) {
-            if !dir.is_dir() {
-                return Err(format!(
-                    "--report {}: directory {} does not exist",
-                    args.report.display(),
-                    dir.display()
-                ));
-            }
-        }
-        let work = match &args.work_dir {
-            Some(d) => d.clone(),
-            None => std::env::temp_dir().join(format!("mongodns-scenario-{}", std::process::id())),
-        };
-        std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
-        let store = Store::connect(&args.mongodb_uri, &args.database, Duration::from_secs(10))
-            .await
-            .map_err(|e| format!("database: {e}"))?;
-        let machine = describe_machine(&store).await;
-        Ok(Setup {
-            work,
-            store,
-            machine,
-        })
-    }
 }
 
 /// Phase 1: the zone files and the query files; returns the steady

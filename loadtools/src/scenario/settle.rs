@@ -11,8 +11,8 @@
 
 use super::children::{db_flags, spawn, Children};
 use super::concurrent::During;
-use super::run::Programs;
 use super::scrape::{last_line_starting, number_before, parse_import_line, tail, ImportRun};
+use super::setup::Programs;
 use super::signed_check::{check_signed_zone, SignedCheck};
 use super::{log, Plan, ScenarioArgs};
 use crate::zonegen::BigZone;

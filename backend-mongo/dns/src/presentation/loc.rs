@@ -7,7 +7,7 @@
 //!  ALT: centimetres above 100 000 m below the WGS 84 spheroid
 //! ```
 
-use super::rdata::Fields;
+use super::fields::Fields;
 use super::text::show;
 
 /// Size, horizontal and vertical precision when omitted: 1m, 10km, 10m.

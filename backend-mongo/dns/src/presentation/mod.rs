@@ -7,7 +7,7 @@
 //!     zone file:  reader.rs ZoneFileReader ─► Record (+ file:line); $INCLUDE: include.rs
 //!     one line:   record.rs parse_record ─► Rr     (owner [TTL] [class] type rdata)
 //!     one rdata:  rdata.rs parse_rdata / rdata_from_text ─► wire bytes
-//!                   per type; LOC: loc.rs; SVCB/HTTPS: svcb.rs;
+//!                   per type, on a Fields cursor (fields.rs); LOC: loc.rs; SVCB/HTTPS: svcb.rs;
 //!                   names, numbers, TTLs, base16/32/64: text.rs (on crate::encoding)
 //!  wire ─► print/ rdata_text / record_text ─► text that parses back the same
 //!  errors: error.rs (ParseError with file:line, SyntaxError for one string)
@@ -17,6 +17,7 @@
 //! signer's export (`signer`) turn records into nodes and back.
 
 mod error;
+mod fields;
 mod include;
 mod lexer;
 mod loc;

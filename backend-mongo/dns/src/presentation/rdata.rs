@@ -13,16 +13,16 @@
 //! Names inside rdata keep the letter case they were written in.
 
 use std::collections::BTreeSet;
-use std::net::{Ipv4Addr, Ipv6Addr};
 
 use crate::rdata::{check_rdata, nsec3_iterations, MAX_NSEC3_ITERATIONS, MAX_RDATA_LEN};
 use crate::{Name, RType};
 
 use super::error::SyntaxError;
+use super::fields::Fields;
 use super::lexer::{tokenize, Token};
 use super::text::{
-    decode_base32hex, decode_base64, decode_hex, parse_duration, parse_timestamp, parse_u16,
-    parse_u32, parse_u8, push_char_string, push_name, show, unescape,
+    decode_base32hex, decode_base64, decode_hex, ipv4, ipv6, parse_duration, parse_timestamp,
+    parse_u16, parse_u8, push_char_string, show, unescape,
 };
 use super::{loc, svcb};
 
@@ -79,87 +79,6 @@ fn check_iterations(rtype: RType, rd: &[u8]) -> Result<(), String> {
 pub fn parse_rdata(rtype: RType, text: &str, origin: &Name) -> Result<Vec<u8>, SyntaxError> {
     let tokens = tokenize(text)?;
     Ok(rdata_from_text(rtype, &tokens, origin)?)
-}
-
-/// A cursor over the rdata tokens of one record.
-pub(crate) struct Fields<'a> {
-    toks: &'a [Token],
-    pos: usize,
-    pub origin: &'a Name,
-}
-
-impl<'a> Fields<'a> {
-    fn new(toks: &'a [Token], origin: &'a Name) -> Fields<'a> {
-        Fields {
-            toks,
-            pos: 0,
-            origin,
-        }
-    }
-
-    /// The next token, or "missing <what>".
-    pub(crate) fn next(&mut self, what: &str) -> Result<&'a Token, String> {
-        let tok = self
-            .toks
-            .get(self.pos)
-            .ok_or_else(|| format!("missing rdata field: {what}"))?;
-        self.pos += 1;
-        Ok(tok)
-    }
-
-    /// The raw text of the next token.
-    pub(crate) fn raw(&mut self, what: &str) -> Result<&'a [u8], String> {
-        self.next(what).map(Token::text)
-    }
-
-    /// The next token without consuming it.
-    pub(crate) fn peek(&self) -> Option<&'a Token> {
-        self.toks.get(self.pos)
-    }
-
-    /// All remaining tokens.
-    pub(crate) fn rest(&mut self) -> &'a [Token] {
-        let rest = &self.toks[self.pos..];
-        self.pos = self.toks.len();
-        rest
-    }
-
-    /// All remaining tokens, at least one.
-    fn rest_nonempty(&mut self, what: &str) -> Result<&'a [Token], String> {
-        if self.pos >= self.toks.len() {
-            return Err(format!("missing rdata field: {what}"));
-        }
-        Ok(self.rest())
-    }
-
-    /// Fails if tokens are left over.
-    pub(crate) fn end(&self) -> Result<(), String> {
-        match self.toks.get(self.pos) {
-            None => Ok(()),
-            Some(extra) => Err(format!("extra rdata field '{}'", extra.show())),
-        }
-    }
-
-    fn u8(&mut self, what: &str) -> Result<u8, String> {
-        parse_u8(self.raw(what)?, what)
-    }
-
-    fn u16(&mut self, what: &str) -> Result<u16, String> {
-        parse_u16(self.raw(what)?, what)
-    }
-
-    fn u32(&mut self, what: &str) -> Result<u32, String> {
-        parse_u32(self.raw(what)?, what)
-    }
-
-    fn name(&mut self, what: &str, out: &mut Vec<u8>) -> Result<(), String> {
-        let raw = self.raw(what)?;
-        push_name(raw, self.origin, out)
-    }
-
-    fn char_string(&mut self, what: &str, out: &mut Vec<u8>) -> Result<(), String> {
-        push_char_string(self.raw(what)?, out)
-    }
 }
 
 fn texts(tokens: &[Token]) -> impl Iterator<Item = &[u8]> {
@@ -374,22 +293,6 @@ fn check_known_wire(rtype: RType, data: &[u8]) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-/// A dotted-quad IPv4 address.
-pub(crate) fn ipv4(raw: &[u8]) -> Result<Ipv4Addr, String> {
-    std::str::from_utf8(raw)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| format!("bad IPv4 address '{}'", show(raw)))
-}
-
-/// An IPv6 address in any RFC 4291 text form.
-pub(crate) fn ipv6(raw: &[u8]) -> Result<Ipv6Addr, String> {
-    std::str::from_utf8(raw)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| format!("bad IPv6 address '{}'", show(raw)))
 }
 
 /// A DNSSEC algorithm: a number or a mnemonic of the IANA registry.

@@ -10,8 +10,8 @@
 
 use std::collections::BTreeMap;
 
-use super::rdata::{ipv4, ipv6, Fields};
-use super::text::{decode_base64, parse_u16, push_name, show, unescape};
+use super::fields::Fields;
+use super::text::{decode_base64, ipv4, ipv6, parse_u16, push_name, show, unescape};
 
 const MANDATORY: u16 = 0;
 const ALPN: u16 = 1;

@@ -15,6 +15,7 @@ use crate::civil::days_from_civil;
 use crate::encoding::{Base32hexDecoder, Base64Decoder, EncodingError, HexDecoder};
 use crate::name::{MAX_LABEL_LEN, MAX_NAME_LEN};
 use crate::Name;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// Largest TTL a record may carry (RFC 2181 §8).
 pub const MAX_TTL: u32 = 0x7fff_ffff;
@@ -330,6 +331,22 @@ pub(crate) fn decode_base32hex(raw: &[u8]) -> Result<Vec<u8>, String> {
     }
     d.finish_strict()
         .map_err(|_| format!("bad base32hex length or trailing bits in '{}'", show(raw)))
+}
+
+/// A dotted-quad IPv4 address.
+pub(crate) fn ipv4(raw: &[u8]) -> Result<Ipv4Addr, String> {
+    std::str::from_utf8(raw)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("bad IPv4 address '{}'", show(raw)))
+}
+
+/// An IPv6 address in any RFC 4291 text form.
+pub(crate) fn ipv6(raw: &[u8]) -> Result<Ipv6Addr, String> {
+    std::str::from_utf8(raw)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("bad IPv6 address '{}'", show(raw)))
 }
 
 #[cfg(test)]
