@@ -11,6 +11,8 @@
 //! The options are declared once, in the `options!` invocation below; the
 //! macro writes the clap flags, the file's schema (unknown keys are errors),
 //! the effective `Config` and the merge that applies the precedence.
+//! `validate.rs` checks a `Config`; `render.rs` prints one (secrets
+//! redacted) and says which changes need a restart.
 
 use crate::frontend::spread::UdpSpread;
 use crate::pipeline::transfer::Cidr;
@@ -21,6 +23,11 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+
+mod render;
+mod validate;
+
+pub use render::RELOADABLE;
 
 /// Where an option's effective value came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -562,166 +569,6 @@ fn load_file(path: &Path) -> Result<FileConfig, String> {
 }
 
 impl Config {
-    /// Every problem found, each naming the option.
-    pub fn validate(&self) -> Result<(), Vec<String>> {
-        let mut p = Vec::new();
-        if self.listen.is_empty() {
-            p.push("listen: at least one address is needed".to_string());
-        }
-        let mut seen = std::collections::HashSet::new();
-        for addr in &self.listen {
-            if !seen.insert(addr) {
-                p.push(format!("listen: {addr} is given twice"));
-            }
-        }
-        if self.workers > 1024 {
-            p.push(format!("workers: {} is more than 1024", self.workers));
-        }
-        if self.max_udp_size < 512 {
-            p.push(format!(
-                "max_udp_size: {} is below 512, the DNS minimum",
-                self.max_udp_size
-            ));
-        }
-        if self.query_timeout_ms == 0 {
-            p.push("query_timeout_ms: must be above 0".into());
-        }
-        if self.tcp_max_connections == 0 {
-            p.push("tcp_max_connections: must be above 0".into());
-        }
-        if self.udp_max_misses == 0 {
-            p.push("udp_max_misses: must be above 0".into());
-        }
-        if let Err(e) = crate::resident::ZoneChoice::parse(&self.resident_zones) {
-            p.push(e);
-        }
-        for (name, v) in [
-            ("tcp_idle_timeout", self.tcp_idle_timeout),
-            ("tcp_io_timeout_ms", self.tcp_io_timeout_ms),
-            ("tcp_max_lifetime", self.tcp_max_lifetime),
-            ("tcp_permit_timeout_ms", self.tcp_permit_timeout_ms),
-        ] {
-            if v == 0 {
-                p.push(format!("{name}: must be above 0"));
-            }
-        }
-        for net in self.axfr_allow.iter().filter(|n| !n.is_empty()) {
-            if let Err(e) = net.parse::<Cidr>() {
-                p.push(format!("axfr_allow: {e}"));
-            }
-        }
-        for target in &self.notify {
-            if let Err(e) = crate::notify::check_syntax(target) {
-                p.push(format!("notify: {e}"));
-            }
-        }
-        if self.notify_retries == 0 || self.notify_timeout_ms == 0 {
-            p.push("notify_retries, notify_timeout_ms: must be above 0".into());
-        }
-        if let Some(Err(e)) = self
-            .nsid
-            .as_deref()
-            .map(crate::pipeline::edns_options::parse_nsid)
-        {
-            p.push(format!("nsid: {e}"));
-        }
-        if !(self.mongodb_uri.starts_with("mongodb://")
-            || self.mongodb_uri.starts_with("mongodb+srv://"))
-        {
-            p.push("mongodb_uri: must start with mongodb:// or mongodb+srv://".into());
-        }
-        if self.database.is_empty() || self.database.contains(['/', '\\', '.', ' ', '"', '$']) {
-            p.push(format!(
-                "database: {:?} is not a valid database name",
-                self.database
-            ));
-        }
-        if canonical_read_preference(&self.read_preference).is_none() {
-            p.push(format!(
-                "read_preference: {:?} is not one of {}",
-                self.read_preference,
-                READ_PREFERENCES.join(", ")
-            ));
-        }
-        if let Some(s) = self.read_max_staleness_s {
-            if s < 90 {
-                p.push(format!(
-                    "read_max_staleness_s: {s} is below MongoDB's minimum of 90"
-                ));
-            }
-            if canonical_read_preference(&self.read_preference) == Some("primary") {
-                p.push("read_max_staleness_s: not allowed with read_preference primary".into());
-            }
-        }
-        if self.db_timeout_ms == 0 {
-            p.push("db_timeout_ms: must be above 0".into());
-        }
-        if self.udp_coalesce_us > 1000 {
-            p.push(format!(
-                "udp_coalesce_us: {} is over 1000 (a wait that long is latency, not batching)",
-                self.udp_coalesce_us
-            ));
-        }
-        if !(1..=32).contains(&self.udp_batch) {
-            p.push(format!(
-                "udp_batch: {} is not between 1 and 32",
-                self.udp_batch
-            ));
-        }
-        if self.db_check_timeout_ms == 0 {
-            p.push("db_check_timeout_ms: must be above 0".into());
-        }
-        if self.freshness_ms < 10 {
-            p.push(format!(
-                "freshness_ms: {} is below 10 ms",
-                self.freshness_ms
-            ));
-        }
-        if let Err(e) = tracing_subscriber::EnvFilter::try_new(&self.log) {
-            p.push(format!("log: {:?} is not a valid filter: {e}", self.log));
-        }
-        if self.query_log_sample == 0 {
-            p.push("query_log_sample: must be 1 (every query) or more".into());
-        }
-        if self.query_log_buffer == 0 || self.query_log_buffer > 1 << 22 {
-            p.push("query_log_buffer: must be between 1 and 4194304".into());
-        }
-        if let Some(dest) = &self.query_log {
-            if dest.is_empty() {
-                p.push("query_log: empty destination".into());
-            } else if !dest.starts_with("syslog") {
-                let parent = Path::new(dest)
-                    .parent()
-                    .filter(|d| !d.as_os_str().is_empty());
-                if let Some(dir) = parent {
-                    if !dir.is_dir() {
-                        p.push(format!(
-                            "query_log: directory {} does not exist",
-                            dir.display()
-                        ));
-                    }
-                }
-            }
-        }
-        if let Some(addr) = self.control_listen {
-            if self.listen.contains(&addr) {
-                p.push(format!("control_listen: {addr} is also a DNS address"));
-            }
-        }
-        p.extend(self.api_problems());
-        if self.catalog().is_err() {
-            p.push(format!(
-                "catalog_zone: {:?} is not a domain name",
-                self.catalog_zone.as_deref().unwrap_or_default()
-            ));
-        }
-        if p.is_empty() {
-            Ok(())
-        } else {
-            Err(p)
-        }
-    }
-
     /// The catalog zone to keep, if one is set (absolute, a final dot or not).
     pub fn catalog(&self) -> Result<Option<backend_mongo::Name>, String> {
         let Some(text) = self.catalog_zone.as_deref() else {
@@ -731,23 +578,6 @@ impl Config {
         backend_mongo::Name::parse(&absolute, None)
             .map(Some)
             .map_err(|e| e.to_string())
-    }
-
-    /// What is wrong with the HTTP API's options.
-    fn api_problems(&self) -> Vec<String> {
-        let Some(addr) = self.api_listen else {
-            return Vec::new();
-        };
-        let mut p = Vec::new();
-        if self.api_key.as_deref().is_none_or(str::is_empty) {
-            p.push("api_listen needs api_key (--api-key or MONGODNS_API_KEY)".into());
-        }
-        if self.listen.contains(&addr) || self.control_listen == Some(addr) {
-            p.push(format!(
-                "api_listen: {addr} is already used by another listener"
-            ));
-        }
-        p
     }
 
     /// The resident zones' settings (`resident_zones` checked by
@@ -792,80 +622,6 @@ pub fn canonical_read_preference(text: &str) -> Option<&'static str> {
         .find(|p| p.eq_ignore_ascii_case(text) || p.replace('P', "-p").eq_ignore_ascii_case(text))
         .copied()
 }
-
-impl Resolved {
-    /// The effective configuration as a TOML file, each line saying where
-    /// its value came from. Unset options are commented out.
-    pub fn render(&self) -> String {
-        let mut out = String::from("# mongodns-server effective configuration\n");
-        match &self.file {
-            Some(f) => {
-                let _ = writeln!(out, "# config file: {}", f.display());
-            }
-            None => out.push_str("# config file: none\n"),
-        }
-        out.push_str("# precedence: flag > env > file > default\n");
-        for (name, value) in self.config.lines() {
-            let source = self.sources.get(name).copied().unwrap_or(Source::Default);
-            let value = match name {
-                "mongodb_uri" => redact_password(&value),
-                "tsig_key" => redact_tsig_secrets(&self.config.tsig_key),
-                "control_token" | "api_key" if !value.is_empty() => "\"<secret>\"".into(),
-                _ => value,
-            };
-            if value.is_empty() {
-                let _ = writeln!(out, "# {name} = (unset)");
-            } else {
-                let _ = writeln!(out, "{name} = {value}  # {}", source.label());
-            }
-        }
-        out
-    }
-
-    /// Options whose value differs in `new` and that only take effect at
-    /// start.
-    pub fn needs_restart(&self, new: &Config) -> Vec<&'static str> {
-        let old = self.config.lines();
-        let new = new.lines();
-        old.iter()
-            .zip(&new)
-            .filter(|(a, b)| a.1 != b.1 && !RELOADABLE.contains(&a.0))
-            .map(|(a, _)| a.0)
-            .collect()
-    }
-}
-
-/// `mongodb://user:secret@host` ─► `mongodb://user:***@host`.
-fn redact_password(uri: &str) -> String {
-    match (uri.find("://"), uri.rfind('@')) {
-        (Some(s), Some(at)) if at > s => match uri[s + 3..at].find(':') {
-            Some(c) => format!("{}:***{}", &uri[..s + 3 + c], &uri[at..]),
-            None => uri.to_string(),
-        },
-        _ => uri.to_string(),
-    }
-}
-
-/// `tsig_key` as TOML with every secret replaced by `<secret>`.
-fn redact_tsig_secrets(keys: &[String]) -> String {
-    let shown: Vec<String> = keys
-        .iter()
-        .map(|k| {
-            let (spec, scope) = k.trim().split_once(' ').unwrap_or((k.trim(), ""));
-            let head = spec.rsplit_once(':').map_or("", |(h, _)| h);
-            format!("{head}:<secret> {scope}").trim_end().to_string()
-        })
-        .collect();
-    toml_value(&shown)
-}
-
-/// Options SIGHUP applies without a restart.
-pub const RELOADABLE: &[&str] = &[
-    "log",
-    "query_log_sample",
-    "cache_max_ttl",
-    "cache_negative_ttl",
-];
 
 #[cfg(test)]
 mod tests {
@@ -992,35 +748,6 @@ mod tests {
         let clash = ["--api-listen", "127.0.0.1:8081", "--api-key", "k"];
         let clash = cli(&[&clash[..], &["--control-listen", "127.0.0.1:8081"]].concat());
         assert!(clash.resolve().is_err());
-    }
-
-    #[test]
-    fn passwords_are_not_printed() {
-        assert_eq!(
-            redact_password("\"mongodb://u:pw@h:1/?x=1\""),
-            "\"mongodb://u:***@h:1/?x=1\""
-        );
-        assert_eq!(redact_password("\"mongodb://h\""), "\"mongodb://h\"");
-        let keys = cli(&[
-            "--tsig-key",
-            "hmac-sha512:k:c2VjcmV0 zones=a.test.",
-            "--tsig-key",
-            "k2:c2VjcmV0",
-            "--control-token",
-            "t0k3n-t0k3n",
-        ])
-        .resolve()
-        .unwrap()
-        .render();
-        assert!(!keys.contains("c2VjcmV0"), "{keys}");
-        assert!(
-            !keys.contains("t0k3n") && keys.contains("control_token = \"<secret>\""),
-            "{keys}"
-        );
-        assert!(
-            keys.contains(r#"tsig_key = ["hmac-sha512:k:<secret> zones=a.test.", "k2:<secret>"]"#),
-            "{keys}"
-        );
     }
 
     #[test]
