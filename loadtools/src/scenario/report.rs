@@ -101,8 +101,19 @@ pub struct Report {
 impl Report {
     /// The report as markdown (docs/scenario.md).
     pub fn markdown(&self) -> String {
-        let p = &self.plan;
         let mut o = String::new();
+        self.heading(&mut o);
+        self.machine(&mut o);
+        self.sizes(&mut o);
+        self.loading(&mut o);
+        self.clients(&mut o);
+        self.writers(&mut o);
+        self.freshness(&mut o);
+        o
+    }
+
+    /// The title, the command line and the note.
+    fn heading(&self, o: &mut String) {
         let _ = writeln!(o, "# The seed scenario, replayed\n");
         let _ = writeln!(
             o,
@@ -117,6 +128,10 @@ impl Report {
         if let Some(n) = &self.note {
             let _ = writeln!(o, "{n}\n");
         }
+    }
+
+    /// This machine beside the seed's.
+    fn machine(&self, o: &mut String) {
         let _ = writeln!(o, "## Machine\n\n| | |\n|---|---|");
         for (k, v) in &self.machine {
             let _ = writeln!(o, "| {k} | {v} |");
@@ -126,6 +141,11 @@ impl Report {
             "\nThe seed's machine: 6 cores (AMD, 3.2 GHz), 16 GB, RAID 5 of 6 SATA disks; \
              PowerDNS with its MongoDB backend, threads=6, default caches.\n"
         );
+    }
+
+    /// The sizes of the run beside the seed's.
+    fn sizes(&self, o: &mut String) {
+        let p = &self.plan;
         let _ = writeln!(
             o,
             "## Sizes (scale {})\n\n| | seed | this run |\n|---|---|---|",
@@ -178,6 +198,10 @@ impl Report {
         for (a, b, c) in rows {
             let _ = writeln!(o, "| {a} | {b} | {c} |");
         }
+    }
+
+    /// The imports before the run.
+    fn loading(&self, o: &mut String) {
         let _ = writeln!(
             o,
             "\n## Loading (before the run)\n\n| import | records | seconds | records/s |\n|---|---|---|---|"
@@ -192,6 +216,10 @@ impl Report {
                 thousands(l.rate)
             );
         }
+    }
+
+    /// The three clients beside the seed's.
+    fn clients(&self, o: &mut String) {
         let _ = writeln!(
             o,
             "\n## During the run: three clients, the importer and secure-zone at once\n\n\
@@ -213,6 +241,11 @@ impl Report {
                 ms(c.max)
             );
         }
+    }
+
+    /// The importer, the signer and the check of the signed zone.
+    fn writers(&self, o: &mut String) {
+        let p = &self.plan;
         let s = &self.steady;
         let target = p.import_rate;
         let _ = writeln!(o, "\n| | target | this run |\n|---|---|---|");
@@ -284,6 +317,11 @@ impl Report {
                 c.verdict.replace('|', "\\|")
             );
         }
+    }
+
+    /// Freshness, and how to read the tables.
+    fn freshness(&self, o: &mut String) {
+        let p = &self.plan;
         let f = &self.freshness;
         let fresh = match (f.median(), f.max()) {
             (Some(med), Some(max)) => format!(
@@ -316,7 +354,6 @@ impl Report {
                  `--import-into small` puts the import into another zone."
             );
         }
-        o
     }
 
     /// The figures as one JSON object.
