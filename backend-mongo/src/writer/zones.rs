@@ -54,15 +54,37 @@ impl Store {
         if zones.is_empty() {
             return Ok(stats);
         }
+        let fresh = self.sort_zones(zones, mode, grace, &mut stats).await?;
+        if fresh.is_empty() {
+            return Ok(stats);
+        }
+        let serials = fresh
+            .iter()
+            .map(|z| apex_serial(z.zone))
+            .collect::<Result<Vec<u32>, StoreError>>()?;
+        self.mark_pending(&fresh).await?;
+        self.insert_new_nodes(&fresh, &mut stats).await?;
+        let first_gen = self.take_generations(fresh.len() as i64).await?;
+        self.publish_new_zones(&fresh, &serials, first_gen).await?;
+        Ok(stats)
+    }
+
+    /// Writes the zones already served one by one through a
+    /// [`ZoneWriter`](super::ZoneWriter); returns the others, each with the
+    /// version to write (a killed run's pending one when it can be reused).
+    async fn sort_zones<'a>(
+        &self,
+        zones: &'a [ZoneContent],
+        mode: WriteMode,
+        grace: Duration,
+        stats: &mut WriteStats,
+    ) -> Result<Vec<NewZone<'a>>, StoreError> {
         let docs =
             futures::future::try_join_all(zones.iter().map(|z| async move {
                 self.zones.find_one(doc! {"_id": z.apex.to_string()}).await
             }))
             .await?;
-        // (zone, version to write, has a zone document already)
-        let mut fresh: Vec<(&ZoneContent, i64, bool)> = Vec::new();
-        // Versions a deleted zone of the same name left to collect.
-        let mut leftovers: Vec<Vec<i64>> = Vec::new();
+        let mut fresh = Vec::new();
         for (zone, current) in zones.iter().zip(&docs) {
             if current.as_ref().is_some_and(|d| d.contains_key("ver")) {
                 let (writer, _) = self
@@ -88,33 +110,20 @@ impl Store {
                 // Above every version a deleted zone of this name left.
                 None => super::after_deleted(current.as_ref()),
             };
-            fresh.push((zone, ver, current.is_some()));
-            leftovers.push(super::collect::old_versions(current.as_ref()));
+            fresh.push(NewZone {
+                zone,
+                ver,
+                has_doc: current.is_some(),
+                leftovers: super::collect::old_versions(current.as_ref()),
+            });
         }
-        if fresh.is_empty() {
-            return Ok(stats);
-        }
-        let mut serials = Vec::with_capacity(fresh.len());
-        for (zone, _, _) in &fresh {
-            let serial = zone
-                .nodes
-                .iter()
-                .find(|n| n.name == zone.apex)
-                .and_then(|n| n.rrsets.iter().find(|r| r.rtype == RType::SOA))
-                .and_then(|r| r.rdata.first())
-                .and_then(|rd| soa_serial(rd))
-                .ok_or_else(|| {
-                    StoreError::Database(mongodb::error::Error::custom(format!(
-                        "zone {} has no SOA record at its apex; nothing was published",
-                        zone.apex
-                    )))
-                })?;
-            serials.push(serial);
-        }
-        let db = self.database();
-        // Mark each zone as being written (pending_ver, resume key). Zones
-        // without a document (the usual case) get it by one bulk insert;
-        // FerretDB updates cost ~1 ms per statement, inserts far less.
+        Ok(fresh)
+    }
+
+    /// Marks each zone as being written (pending_ver, resume key). Zones
+    /// without a document (the usual case) get it by one bulk insert;
+    /// FerretDB updates cost ~1 ms per statement, inserts far less.
+    async fn mark_pending(&self, fresh: &[NewZone<'_>]) -> Result<(), StoreError> {
         let marker = |z: &ZoneContent, ver: i64| match &z.resume_key {
             Some(key) => {
                 doc! {"pending_ver": ver, "resume": {"key": key, "ver": ver, "done": 0_i64}}
@@ -123,37 +132,42 @@ impl Store {
         };
         let mut inserts = Vec::new();
         let mut updates = Vec::new();
-        for (z, ver, has_doc) in &fresh {
-            if *has_doc {
-                updates.push(doc! {"q": {"_id": z.apex.to_string()}, "u": {"$set": marker(z, *ver)}, "upsert": true});
+        for z in fresh {
+            let apex = z.zone.apex.to_string();
+            if z.has_doc {
+                updates.push(
+                    doc! {"q": {"_id": apex}, "u": {"$set": marker(z.zone, z.ver)}, "upsert": true},
+                );
             } else {
-                let mut d = doc! {"_id": z.apex.to_string()};
-                d.extend(marker(z, *ver));
+                let mut d = doc! {"_id": apex};
+                d.extend(marker(z.zone, z.ver));
                 inserts.push(d);
             }
         }
         if !inserts.is_empty() {
-            let reply = db
-                .run_command(doc! {"insert": schema::ZONES, "documents": inserts, "ordered": false})
-                .await?;
-            let errors = command_errors(&reply);
-            if !errors.is_empty() {
-                return Err(write_failure("insert zones", &errors));
-            }
+            self.insert_zone_docs(inserts).await?;
         }
-        self.run_updates_on(schema::ZONES, updates).await?;
+        self.run_updates_on(schema::ZONES, updates).await
+    }
+
+    /// Every node of the new zones in one unordered insert; nodes a killed
+    /// run of the same input left are merged, which changes nothing.
+    async fn insert_new_nodes(
+        &self,
+        fresh: &[NewZone<'_>],
+        stats: &mut WriteStats,
+    ) -> Result<(), StoreError> {
         let mut node_docs = Vec::new();
         let mut owners: Vec<(&Name, i64, &NodeWrite)> = Vec::new();
-        for (z, ver, _) in &fresh {
-            for n in &z.nodes {
-                node_docs.push(schema::node_doc(&z.apex, *ver, &n.name, &n.rrsets));
-                owners.push((&z.apex, *ver, n));
+        for z in fresh {
+            for n in &z.zone.nodes {
+                node_docs.push(schema::node_doc(&z.zone.apex, z.ver, &n.name, &n.rrsets));
+                owners.push((&z.zone.apex, z.ver, n));
             }
         }
-        let dups = insert_nodes(db, node_docs).await?;
+        let dups = insert_nodes(self.database(), node_docs).await?;
         stats.inserted += (owners.len() - dups.len()) as u64;
         if !dups.is_empty() {
-            // Left by a killed run of the same input: merge, which changes nothing.
             let updates: Vec<Document> = dups
                 .iter()
                 .filter_map(|i| owners.get(*i))
@@ -162,7 +176,12 @@ impl Store {
             stats.merged += updates.len() as u64;
             self.run_updates(updates).await?;
         }
-        let count = fresh.len() as i64;
+        Ok(())
+    }
+
+    /// Takes `count` generations from the global counter at once; returns
+    /// the first.
+    async fn take_generations(&self, count: i64) -> Result<i64, StoreError> {
         let seq_gate = SEQ_GATE.lock().await;
         let top = self
             .meta
@@ -176,15 +195,25 @@ impl Store {
             })
             .unwrap_or(count);
         drop(seq_gate);
-        // Switch: none of these zones was served, so replacing each marker
-        // by the served document (delete, then insert; both bulk) changes
-        // what readers see from "no zone" to "the whole zone" at once.
+        Ok(top - count + 1)
+    }
+
+    /// The switch: none of these zones was served, so replacing each marker
+    /// by the served document (delete, then insert; both bulk) changes
+    /// what readers see from "no zone" to "the whole zone" at once.
+    async fn publish_new_zones(
+        &self,
+        fresh: &[NewZone<'_>],
+        serials: &[u32],
+        first_gen: i64,
+    ) -> Result<(), StoreError> {
         let now = DateTime::now();
         let deletes: Vec<Document> = fresh
             .iter()
-            .map(|(z, _, _)| doc! {"q": {"_id": z.apex.to_string()}, "limit": 1})
+            .map(|z| doc! {"q": {"_id": z.zone.apex.to_string()}, "limit": 1})
             .collect();
-        let reply = db
+        let reply = self
+            .database()
             .run_command(doc! {"delete": schema::ZONES, "deletes": deletes, "ordered": false})
             .await?;
         let errors = command_errors(&reply);
@@ -193,29 +222,62 @@ impl Store {
         }
         let served: Vec<Document> = fresh
             .iter()
-            .zip(&serials)
+            .zip(serials)
             .enumerate()
-            .map(|(k, ((z, ver, _), serial))| {
+            .map(|(k, (z, serial))| {
                 let mut d = doc! {
-                    "_id": z.apex.to_string(),
-                    "ver": ver,
+                    "_id": z.zone.apex.to_string(),
+                    "ver": z.ver,
                     "serial": i64::from(*serial),
-                    "gen": top - count + 1 + k as i64,
+                    "gen": first_gen + k as i64,
                     "updated": now,
                 };
-                if !leftovers[k].is_empty() {
-                    d.insert(super::OLD_VERSIONS, leftovers[k].clone());
+                if !z.leftovers.is_empty() {
+                    d.insert(super::OLD_VERSIONS, z.leftovers.clone());
                 }
                 d
             })
             .collect();
-        let reply = db
-            .run_command(doc! {"insert": schema::ZONES, "documents": served, "ordered": false})
+        self.insert_zone_docs(served).await
+    }
+
+    /// Inserts zone documents in one unordered insert.
+    async fn insert_zone_docs(&self, documents: Vec<Document>) -> Result<(), StoreError> {
+        let reply = self
+            .database()
+            .run_command(doc! {"insert": schema::ZONES, "documents": documents, "ordered": false})
             .await?;
         let errors = command_errors(&reply);
         if !errors.is_empty() {
             return Err(write_failure("insert zones", &errors));
         }
-        Ok(stats)
+        Ok(())
     }
+}
+
+/// A zone of the batch that is not served yet.
+struct NewZone<'a> {
+    zone: &'a ZoneContent,
+    /// The version its nodes are written to.
+    ver: i64,
+    /// It has a zone document already (a marker, or a deleted zone's).
+    has_doc: bool,
+    /// Versions a deleted zone of the same name left to collect.
+    leftovers: Vec<i64>,
+}
+
+/// The serial of the SOA at the zone's apex.
+fn apex_serial(zone: &ZoneContent) -> Result<u32, StoreError> {
+    zone.nodes
+        .iter()
+        .find(|n| n.name == zone.apex)
+        .and_then(|n| n.rrsets.iter().find(|r| r.rtype == RType::SOA))
+        .and_then(|r| r.rdata.first())
+        .and_then(|rd| soa_serial(rd))
+        .ok_or_else(|| {
+            StoreError::Database(mongodb::error::Error::custom(format!(
+                "zone {} has no SOA record at its apex; nothing was published",
+                zone.apex
+            )))
+        })
 }
