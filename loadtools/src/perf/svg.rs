@@ -15,6 +15,7 @@ const W: f64 = 900.0;
 const PANEL: f64 = 220.0;
 const LEFT: f64 = 80.0;
 const RIGHT: f64 = 20.0;
+const PLOT_W: f64 = W - LEFT - RIGHT;
 
 fn fmt_latency(s: f64) -> String {
     if s >= 1.0 {
@@ -81,36 +82,36 @@ pub fn render(stats: &Stats, title: &str) -> String {
         stats.qps(),
         stats.lost
     );
-    let plot_w = W - LEFT - RIGHT;
+    latency_panel(&mut s, stats);
+    let per_s = 1.0 / BUCKET.as_secs_f64();
+    let qps: Vec<f64> = stats.timeline.iter().map(|c| *c as f64 * per_s).collect();
+    let maxlat: Vec<f64> = stats.timeline_max.iter().map(|v| *v as f64 / 1e9).collect();
+    let n = stats.timeline.len().max(2);
+    let top = |panel: usize| 60.0 + panel as f64 * (PANEL + 70.0);
+    let title = "Replies per second (100 ms buckets)";
+    timeline_panel(&mut s, top(1), &qps, n, title, &|v| format!("{v:.0}"));
+    let title = "Largest latency per 100 ms bucket";
+    timeline_panel(&mut s, top(2), &maxlat, n, title, &fmt_latency);
+    s.push_str("</svg>\n");
+    s
+}
 
-    // 1. Latency histogram on a log scale.
+/// Panel 1: the latency histogram on a log scale, with p50, p99, p99.9.
+fn latency_panel(s: &mut String, stats: &Stats) {
     let top = 60.0;
     let lo_exp = 3.0f64; // 1 µs in ns
     let max_ns = (stats.max.as_nanos() as f64).max(10_000.0);
     let hi_exp = (max_ns.log10() * 10.0).ceil() / 10.0 + 0.1;
-    let bins = ((hi_exp - lo_exp) * 10.0).round().max(1.0) as usize;
-    let mut counts = Vec::with_capacity(bins);
-    for b in 0..bins {
-        let lo = 10f64.powf(lo_exp + b as f64 / 10.0) as u64;
-        let hi = 10f64.powf(lo_exp + (b + 1) as f64 / 10.0) as u64;
-        let c = if stats.completed == 0 {
-            0
-        } else {
-            stats
-                .histogram
-                .count_between(lo, hi.saturating_sub(1).max(lo))
-        };
-        counts.push(c);
-    }
+    let counts = latency_bins(stats, lo_exp, hi_exp);
     let ymax = nice_max(counts.iter().copied().max().unwrap_or(0) as f64);
     axes(
-        &mut s,
+        s,
         top,
         "Latency histogram (replies per bin, log-scale latency)",
         ymax,
         &|v| format!("{v:.0}"),
     );
-    let bw = plot_w / bins as f64;
+    let bw = PLOT_W / counts.len() as f64;
     for (b, c) in counts.iter().enumerate() {
         let h = PANEL * *c as f64 / ymax;
         let _ = writeln!(
@@ -122,7 +123,7 @@ pub fn render(stats: &Stats, title: &str) -> String {
             h
         );
     }
-    let x_of = |ns: f64| LEFT + plot_w * ((ns.max(1.0).log10() - lo_exp) / (hi_exp - lo_exp));
+    let x_of = |ns: f64| LEFT + PLOT_W * ((ns.max(1.0).log10() - lo_exp) / (hi_exp - lo_exp));
     let mut e = lo_exp;
     while e <= hi_exp {
         let _ = writeln!(
@@ -152,58 +153,101 @@ pub fn render(stats: &Stats, title: &str) -> String {
             );
         }
     }
+}
 
-    // 2. qps over time, 3. max latency over time.
-    let per_s = 1.0 / BUCKET.as_secs_f64();
-    let n = stats.timeline.len().max(2);
-    let secs = n as f64 / per_s;
-    let qps: Vec<f64> = stats.timeline.iter().map(|c| *c as f64 * per_s).collect();
-    let maxlat: Vec<f64> = stats.timeline_max.iter().map(|v| *v as f64 / 1e9).collect();
-    for (i, (series, title, fmt)) in [
-        (
-            &qps,
-            "Replies per second (100 ms buckets)",
-            &(|v: f64| format!("{v:.0}")) as &dyn Fn(f64) -> String,
-        ),
-        (
-            &maxlat,
-            "Largest latency per 100 ms bucket",
-            &(|v: f64| fmt_latency(v)) as &dyn Fn(f64) -> String,
-        ),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        let top = 60.0 + (i + 1) as f64 * (PANEL + 70.0);
-        let ymax = nice_max(series.iter().copied().fold(0.0, f64::max));
-        axes(&mut s, top, title, ymax, fmt);
-        let mut points = String::new();
-        for (k, v) in series.iter().enumerate() {
-            let x = LEFT + plot_w * (k as f64 + 0.5) / n as f64;
-            let y = top + PANEL - PANEL * v / ymax;
-            let _ = write!(points, "{x:.1},{y:.1} ");
-        }
+/// Replies per bin, ten bins a decade from 10^`lo_exp` to 10^`hi_exp` ns.
+fn latency_bins(stats: &Stats, lo_exp: f64, hi_exp: f64) -> Vec<u64> {
+    let bins = ((hi_exp - lo_exp) * 10.0).round().max(1.0) as usize;
+    (0..bins)
+        .map(|b| {
+            let lo = 10f64.powf(lo_exp + b as f64 / 10.0) as u64;
+            let hi = 10f64.powf(lo_exp + (b + 1) as f64 / 10.0) as u64;
+            if stats.completed == 0 {
+                0
+            } else {
+                stats
+                    .histogram
+                    .count_between(lo, hi.saturating_sub(1).max(lo))
+            }
+        })
+        .collect()
+}
+
+/// A panel of one series over the run's `n` buckets, at `top`.
+fn timeline_panel(
+    s: &mut String,
+    top: f64,
+    series: &[f64],
+    n: usize,
+    title: &str,
+    fmt: &dyn Fn(f64) -> String,
+) {
+    let ymax = nice_max(series.iter().copied().fold(0.0, f64::max));
+    axes(s, top, title, ymax, fmt);
+    let mut points = String::new();
+    for (k, v) in series.iter().enumerate() {
+        let x = LEFT + PLOT_W * (k as f64 + 0.5) / n as f64;
+        let y = top + PANEL - PANEL * v / ymax;
+        let _ = write!(points, "{x:.1},{y:.1} ");
+    }
+    let _ = writeln!(
+        s,
+        r##"<polyline points="{points}" fill="none" stroke="#4a7bd0" stroke-width="1.5"/>"##
+    );
+    let secs = n as f64 * BUCKET.as_secs_f64();
+    let ticks = 5;
+    for k in 0..=ticks {
+        let t = secs * k as f64 / ticks as f64;
         let _ = writeln!(
             s,
-            r##"<polyline points="{points}" fill="none" stroke="#4a7bd0" stroke-width="1.5"/>"##
+            r##"<text x="{:.1}" y="{}" font-size="11" text-anchor="middle">{t:.1} s</text>"##,
+            LEFT + PLOT_W * k as f64 / ticks as f64,
+            top + PANEL + 14.0
         );
-        let ticks = 5;
-        for k in 0..=ticks {
-            let t = secs * k as f64 / ticks as f64;
-            let _ = writeln!(
-                s,
-                r##"<text x="{:.1}" y="{}" font-size="11" text-anchor="middle">{t:.1} s</text>"##,
-                LEFT + plot_w * k as f64 / ticks as f64,
-                top + PANEL + 14.0
-            );
-        }
     }
-    s.push_str("</svg>\n");
-    s
 }
 
 fn escape(t: &str) -> String {
     t.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+    use tokio::time::Instant;
+
+    /// Replies with latencies from 20 µs to 8 ms over 3 s of buckets.
+    fn sample() -> Stats {
+        let start = Instant::now();
+        let mut stats = Stats::new(start);
+        let reply = [0u8, 0, 0x80, 0, 0, 1, 0, 0, 0, 0, 0, 0];
+        for k in 0..3000u64 {
+            let latency = Duration::from_micros(20 + (k * 7919) % 8000);
+            stats.completed(&reply, latency, start + Duration::from_millis(k));
+        }
+        stats.lost = 3;
+        stats
+    }
+
+    #[test]
+    fn the_plot_has_three_panels_and_the_percentiles() {
+        let svg = render(&sample(), "a <test> run");
+        assert!(svg.starts_with("<svg ") && svg.ends_with("</svg>\n"));
+        assert!(svg.contains("a &lt;test&gt; run — 3000 replies"), "{svg}");
+        assert!(svg.contains(", 3 lost</text>"));
+        assert_eq!(svg.matches("<polyline ").count(), 2, "two timelines");
+        for label in ["p50 ", "p99 ", "p99.9 "] {
+            assert!(svg.contains(&format!("\">{label}")), "{label} marked");
+        }
+        assert!(svg.contains("Latency histogram"));
+        assert!(svg.contains("Replies per second"));
+        assert!(svg.contains("Largest latency per 100 ms bucket"));
+        // 30 buckets of 100 replies each: the timeline's axis reads 3.0 s.
+        assert!(svg.contains(">3.0 s</text>"), "{svg}");
+        let bars = svg.matches("fill=\"#4a7bd0\"/>").count();
+        assert!(bars >= 10, "{bars} histogram bins");
+    }
 }
