@@ -13,8 +13,8 @@ use backend_mongo::{Name, ProgressReporter, Store};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use loadtools::import::{
-    baseline, import_file_with, import_zones, BaselineInput, ImportOptions, ImportTuning, Progress,
-    ZoneSource,
+    baseline, import_file_with, import_zones, BaselineInput, ImportOptions, ImportSummary,
+    ImportTuning, MultiSummary, Progress, ZoneSource,
 };
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -159,33 +159,8 @@ async fn import(
     store: &Store,
 ) -> Result<(), String> {
     store.ensure_indexes().await.map_err(|e| e.to_string())?;
-    let bar = ProgressBar::new(0);
-    if std::io::stderr().is_terminal() {
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{spinner} {pos}/{len} records {per_sec} [{elapsed_precise}] {wide_bar}",
-            )
-            .expect("valid template"),
-        );
-    } else {
-        bar.set_draw_target(ProgressDrawTarget::hidden());
-    }
-    let default_batch = match args.rate {
-        Some(r) => ((r / 10.0) as usize).clamp(1, 1000),
-        None => 1000,
-    };
-    let options = ImportOptions {
-        zone: zone.clone().unwrap_or_else(Name::root),
-        replace: args.replace,
-        batch_size: args.batch_size.unwrap_or(default_batch).max(1),
-        in_flight: args.in_flight.max(1),
-        grace: Duration::from_millis(args.grace_ms),
-    };
-    let tuning = ImportTuning {
-        rate: args.rate.filter(|r| *r > 0.0),
-        publish_every: (args.publish_ms > 0).then(|| Duration::from_millis(args.publish_ms)),
-        resumable: !args.no_resume,
-    };
+    let bar = progress_bar();
+    let (options, tuning) = settings(args, zone.as_ref());
     let source = if is_dir {
         ZoneSource::Directory(args.file.clone())
     } else {
@@ -216,40 +191,86 @@ async fn import(
         );
         return Ok(());
     }
-    if zone.is_some() {
+    let line = if zone.is_some() {
         let result = import_file_with(store, &args.file, &options, &tuning, &progress).await;
         reporter.finish(result.is_ok()).await;
-        let summary = result.map_err(|e| e.to_string())?;
-        bar.finish_and_clear();
-        let secs = summary.elapsed.as_secs_f64();
-        println!(
-            "imported {} records into {} (serial {}, version {}; {} stored by an earlier run): {} inserted, {} merged, {:.2} s, {:.0} records/s",
-            summary.records,
-            summary.zone.apex,
-            summary.zone.serial,
-            summary.zone.ver,
-            summary.resumed_from,
-            summary.writes.inserted,
-            summary.writes.merged,
-            secs,
-            summary.records as f64 / secs.max(1e-9)
-        );
+        one_zone_line(&result.map_err(|e| e.to_string())?)
     } else {
         let result = import_zones(store, &source, &options, &tuning, &progress).await;
         reporter.finish(result.is_ok()).await;
-        let s = result.map_err(|e| e.to_string())?;
-        bar.finish_and_clear();
-        let secs = s.elapsed.as_secs_f64();
-        println!(
-            "imported {} records in {} zones ({} already stored by an earlier run): {} inserted, {} merged, {:.2} s, {:.0} records/s",
-            s.records,
-            s.zones,
-            s.zones_resumed,
-            s.writes.inserted,
-            s.writes.merged,
-            secs,
-            s.records as f64 / secs.max(1e-9)
-        );
-    }
+        many_zones_line(&result.map_err(|e| e.to_string())?)
+    };
+    bar.finish_and_clear();
+    println!("{line}");
     Ok(())
+}
+
+/// A progress bar on a terminal, nothing otherwise.
+fn progress_bar() -> ProgressBar {
+    let bar = ProgressBar::new(0);
+    if std::io::stderr().is_terminal() {
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} {pos}/{len} records {per_sec} [{elapsed_precise}] {wide_bar}",
+            )
+            .expect("valid template"),
+        );
+    } else {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    bar
+}
+
+/// The import's settings from the flags: batches of 1,000 nodes (a tenth
+/// of a second's worth under --rate), resumable unless --no-resume.
+fn settings(args: &Args, zone: Option<&Name>) -> (ImportOptions, ImportTuning) {
+    let default_batch = match args.rate {
+        Some(r) => ((r / 10.0) as usize).clamp(1, 1000),
+        None => 1000,
+    };
+    let options = ImportOptions {
+        zone: zone.cloned().unwrap_or_else(Name::root),
+        replace: args.replace,
+        batch_size: args.batch_size.unwrap_or(default_batch).max(1),
+        in_flight: args.in_flight.max(1),
+        grace: Duration::from_millis(args.grace_ms),
+    };
+    let tuning = ImportTuning {
+        rate: args.rate.filter(|r| *r > 0.0),
+        publish_every: (args.publish_ms > 0).then(|| Duration::from_millis(args.publish_ms)),
+        resumable: !args.no_resume,
+    };
+    (options, tuning)
+}
+
+/// The summary line of a one-zone import.
+fn one_zone_line(summary: &ImportSummary) -> String {
+    let secs = summary.elapsed.as_secs_f64();
+    format!(
+        "imported {} records into {} (serial {}, version {}; {} stored by an earlier run): {} inserted, {} merged, {:.2} s, {:.0} records/s",
+        summary.records,
+        summary.zone.apex,
+        summary.zone.serial,
+        summary.zone.ver,
+        summary.resumed_from,
+        summary.writes.inserted,
+        summary.writes.merged,
+        secs,
+        summary.records as f64 / secs.max(1e-9)
+    )
+}
+
+/// The summary line of a multi-zone import.
+fn many_zones_line(s: &MultiSummary) -> String {
+    let secs = s.elapsed.as_secs_f64();
+    format!(
+        "imported {} records in {} zones ({} already stored by an earlier run): {} inserted, {} merged, {:.2} s, {:.0} records/s",
+        s.records,
+        s.zones,
+        s.zones_resumed,
+        s.writes.inserted,
+        s.writes.merged,
+        secs,
+        s.records as f64 / secs.max(1e-9)
+    )
 }
