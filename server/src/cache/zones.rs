@@ -712,76 +712,99 @@ impl ZoneRegistry {
             self.preload_wanted
                 .store(self.preload_max > 0, Ordering::Release);
         } else if seq > last {
-            let (deleted, zones, records) = self.read_moved(store, last, seq).await?;
-            if !deleted.is_empty() {
-                tracing::info!(zones = deleted.len(), "zones deleted: no longer served");
-                self.remove_zones(&deleted);
-            }
-            tracing::debug!(seq, last, changed = zones.len(), "zones changed");
-            changed = zones.len();
-            let top = zones.iter().map(|z| z.gen).max();
-            // A generation nothing accounts for: a writer between taking it
-            // and showing it, or one that keeps no change record. The zones
-            // it could belong to wait for it a moment, then drop everything;
-            // `last_seq` stays below it so its zone is not skipped.
-            let gens: Vec<i64> = zones.iter().map(|z| z.gen).collect();
-            let holes = top.map_or_else(Vec::new, |top| holes(last + 1, top, &records, &gens));
-            let hole_age = holes.first().map(|h| age_of(&self.hole, *h));
-            let narrowing = Narrowing::AroundHoles {
-                holes: &holes,
-                wait: hole_age.is_some_and(|age| age <= HOLE_WAIT),
-                read_from: self.given_up.load(Ordering::Acquire),
-            };
-            let redirecting = apexes_redirecting(store, &zones, &records).await;
-            let waiting = self.apply_logged_changes(&zones, &records, narrowing, &redirecting);
-            let unshown =
-                top.and_then(|top| first_unshown(last + 1, top, &records, &zones, &deleted));
-            let mut stuck = self.stuck_since.lock().unwrap_or_else(|p| p.into_inner());
-            match top {
-                Some(top) => {
-                    // Below the first generation not yet shown (unless it is
-                    // given up on) and below every zone that waited.
-                    let mut upto = top;
-                    // Records not read for the whole stretch: nothing in
-                    // it is accounted for.
-                    let mut gave_up = top - last > MAX_RECORD_READS;
-                    if let (Some(h), Some(age)) = (holes.first(), hole_age) {
-                        match age <= STUCK_AFTER {
-                            true => upto = upto.min(h - 1),
-                            false => gave_up = true,
-                        }
-                    }
-                    if let Some(u) = unshown {
-                        match age_of(&self.unshown, u) <= STUCK_AFTER {
-                            true => upto = upto.min(u - 1),
-                            false => gave_up = true,
-                        }
-                    }
-                    if let Some(w) = waiting {
-                        upto = upto.min(w);
-                    }
-                    let upto = upto.max(last);
-                    if gave_up {
-                        self.given_up.fetch_max(upto, Ordering::AcqRel);
-                    }
-                    self.last_seq.store(upto, Ordering::Release);
-                    *stuck = None;
-                }
-                // The counter moved but no zone shows it yet: ask again next
-                // time, unless a writer died between the two steps long ago.
-                None => match *stuck {
-                    Some(since) if since.elapsed() > STUCK_AFTER => {
-                        self.given_up.fetch_max(seq, Ordering::AcqRel);
-                        self.last_seq.store(seq, Ordering::Release);
-                        *stuck = None;
-                    }
-                    Some(_) => {}
-                    None => *stuck = Some(Instant::now()),
-                },
-            }
+            changed = self.apply_moved(store, last, seq).await?;
         }
         *self.last_poll.write().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
         Ok(changed)
+    }
+
+    /// Applies what moved after generation `last`, the counter read at
+    /// `seq`: deleted zones dropped, changed ones narrowed or dropped, and
+    /// `last_seq` moved as far as every generation below it is accounted
+    /// for. Returns the zones changed.
+    async fn apply_moved(&self, store: &Store, last: i64, seq: i64) -> Result<usize, StoreError> {
+        let (deleted, zones, records) = self.read_moved(store, last, seq).await?;
+        if !deleted.is_empty() {
+            tracing::info!(zones = deleted.len(), "zones deleted: no longer served");
+            self.remove_zones(&deleted);
+        }
+        tracing::debug!(seq, last, changed = zones.len(), "zones changed");
+        let top = zones.iter().map(|z| z.gen).max();
+        // A generation nothing accounts for: a writer between taking it and
+        // showing it, or one that keeps no change record. The zones it
+        // could belong to wait for it a moment, then drop everything;
+        // `last_seq` stays below it so its zone is not skipped.
+        let gens: Vec<i64> = zones.iter().map(|z| z.gen).collect();
+        let holes = top.map_or_else(Vec::new, |top| holes(last + 1, top, &records, &gens));
+        let first_hole = holes.first().map(|h| (*h, age_of(&self.hole, *h)));
+        let narrowing = Narrowing::AroundHoles {
+            holes: &holes,
+            wait: first_hole.is_some_and(|(_, age)| age <= HOLE_WAIT),
+            read_from: self.given_up.load(Ordering::Acquire),
+        };
+        let redirecting = apexes_redirecting(store, &zones, &records).await;
+        let waiting = self.apply_logged_changes(&zones, &records, narrowing, &redirecting);
+        match top {
+            Some(top) => {
+                let unshown = first_unshown(last + 1, top, &records, &zones, &deleted);
+                self.advance_past(last, top, first_hole, unshown, waiting);
+            }
+            None => self.wait_for_unshown(seq),
+        }
+        Ok(zones.len())
+    }
+
+    /// Moves `last_seq` up to `top`, but below the first hole and the
+    /// first generation not yet shown (unless given up on after
+    /// STUCK_AFTER) and below every zone that waited.
+    fn advance_past(
+        &self,
+        last: i64,
+        top: i64,
+        first_hole: Option<(i64, Duration)>,
+        unshown: Option<i64>,
+        waiting: Option<i64>,
+    ) {
+        let mut upto = top;
+        // Records not read for the whole stretch: nothing in it is
+        // accounted for.
+        let mut gave_up = top - last > MAX_RECORD_READS;
+        if let Some((h, age)) = first_hole {
+            match age <= STUCK_AFTER {
+                true => upto = upto.min(h - 1),
+                false => gave_up = true,
+            }
+        }
+        if let Some(u) = unshown {
+            match age_of(&self.unshown, u) <= STUCK_AFTER {
+                true => upto = upto.min(u - 1),
+                false => gave_up = true,
+            }
+        }
+        if let Some(w) = waiting {
+            upto = upto.min(w);
+        }
+        let upto = upto.max(last);
+        if gave_up {
+            self.given_up.fetch_max(upto, Ordering::AcqRel);
+        }
+        self.last_seq.store(upto, Ordering::Release);
+        *self.stuck_since.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// The counter moved to `seq` but no zone shows it yet: ask again next
+    /// time, unless a writer died between the two steps long ago.
+    fn wait_for_unshown(&self, seq: i64) {
+        let mut stuck = self.stuck_since.lock().unwrap_or_else(|p| p.into_inner());
+        match *stuck {
+            Some(since) if since.elapsed() > STUCK_AFTER => {
+                self.given_up.fetch_max(seq, Ordering::AcqRel);
+                self.last_seq.store(seq, Ordering::Release);
+                *stuck = None;
+            }
+            Some(_) => {}
+            None => *stuck = Some(Instant::now()),
+        }
     }
 
     /// What moved after generation `last` (up to `seq` at least): the
