@@ -342,26 +342,7 @@ impl ZoneWriter {
             true => self.diff_replaced().await,
             false => None,
         };
-        if let Some(e) = expect_served {
-            if served != Some(e) {
-                return Err(conflict(format!(
-                    "zone {zone_id}: another writer switched it to version {} meanwhile; nothing was published",
-                    served.map_or("none".into(), |v| v.to_string())
-                )));
-            }
-        }
-        let ver = match self.mode {
-            WriteMode::Replace if switching && pending != Some(self.ver()) => {
-                return Err(self.taken_over());
-            }
-            WriteMode::Replace => self.ver(),
-            // Every batch was settled into what is served now.
-            WriteMode::Merge => served.ok_or_else(|| {
-                conflict(format!(
-                    "zone {zone_id} is no longer served; nothing was published"
-                ))
-            })?,
-        };
+        let ver = self.version_to_publish(served, pending, switching, expect_served)?;
         let before = served
             .and(current.as_ref().and_then(|d| int_field(d, "serial")))
             .map(|s| s as u32);
@@ -376,11 +357,95 @@ impl ZoneWriter {
         let gen = self.record_change().await?;
         let mut set = doc! {"serial": i64::from(serial), "updated": DateTime::now()};
         let mut unset = Document::new();
-        let others = merge_journal::other_merge_live(current.as_ref(), self.merge_id.as_deref());
-        if before != Some(serial) {
-            // The content at this serial is the content at this generation
-            // (a journal entry starting here is exact: writer/journal.rs),
-            // unless a merge goes on writing (merge_journal.rs).
+        let serial_moved = before != Some(serial);
+        self.mark_merges(
+            &mut set,
+            &mut unset,
+            current.as_ref(),
+            gen,
+            serial_moved,
+            last,
+        );
+        set.extend(extra);
+        let mut update = doc! {"$max": {"gen": gen}};
+        let switch = Switch {
+            served,
+            ver,
+            switching,
+            last,
+        };
+        let old = switch.fields(&mut update, &mut unset, &mut set);
+        if !unset.is_empty() {
+            update.insert("$unset", unset);
+        }
+        update.insert("$set", set);
+        self.store
+            .zones
+            .update_one(doc! {"_id": &zone_id}, update)
+            .upsert(true)
+            .await?;
+        let gen_before = current.as_ref().and_then(|d| int_field(d, "gen"));
+        self.journal_merge(ver, gen_before.unwrap_or(0), gen, serial_moved)
+            .await;
+        if let Some(diff) = diff {
+            self.journal_replace(diff, current.as_ref(), gen, ver).await;
+        }
+        Ok(Published {
+            serial,
+            gen,
+            ver,
+            old,
+        })
+    }
+
+    /// The version a publish shows: a Replace's own (it must still be
+    /// the pending one when it switches), a Merge's the one served. With
+    /// `expect_served`, another writer's switch meanwhile is a conflict.
+    fn version_to_publish(
+        &self,
+        served: Option<i64>,
+        pending: Option<i64>,
+        switching: bool,
+        expect_served: Option<i64>,
+    ) -> Result<i64, StoreError> {
+        let zone_id = &self.zone;
+        if let Some(e) = expect_served {
+            if served != Some(e) {
+                return Err(conflict(format!(
+                    "zone {zone_id}: another writer switched it to version {} meanwhile; nothing was published",
+                    served.map_or("none".into(), |v| v.to_string())
+                )));
+            }
+        }
+        match self.mode {
+            WriteMode::Replace if switching && pending != Some(self.ver()) => {
+                Err(self.taken_over())
+            }
+            WriteMode::Replace => Ok(self.ver()),
+            // Every batch was settled into what is served now.
+            WriteMode::Merge => served.ok_or_else(|| {
+                conflict(format!(
+                    "zone {zone_id} is no longer served; nothing was published"
+                ))
+            }),
+        }
+    }
+
+    /// The zone document's merge fields: whether the content at the new
+    /// serial is the content at `gen` (exact for a journal entry starting
+    /// there, writer/journal.rs) or a merge goes on writing
+    /// (merge_journal.rs), and this merge's own entry in MERGING.
+    fn mark_merges(
+        &self,
+        set: &mut Document,
+        unset: &mut Document,
+        current: Option<&Document>,
+        gen: i64,
+        serial_moved: bool,
+        last: bool,
+    ) {
+        let others = merge_journal::other_merge_live(current, self.merge_id.as_deref());
+        if serial_moved {
             let merging = others || (self.merge_id.is_some() && !last);
             match merging {
                 false => set.insert(super::SERIAL_GEN, gen),
@@ -396,45 +461,6 @@ impl ZoneWriter {
                 self.with_journal(MergeJournal::spoil);
             }
         }
-        set.extend(extra);
-        let mut update = doc! {"$max": {"gen": gen}};
-        let mut old = None;
-        if switching {
-            set.insert("ver", ver);
-            // A zone created again after a deletion is no tombstone now.
-            unset.extend(
-                doc! {"pending_ver": "", "resume": "", crate::schema::DELETED: "", crate::schema::LAST_VER: ""},
-            );
-            if let Some(prev) = served.filter(|p| *p != ver) {
-                // Recorded in the switch itself: a writer killed right after
-                // it leaves the old version listed for a later run to delete.
-                update.insert("$addToSet", doc! {OLD_VERSIONS: prev});
-                old = Some(prev);
-            }
-        } else if last {
-            unset.insert("resume", "");
-        }
-        if !unset.is_empty() {
-            update.insert("$unset", unset);
-        }
-        update.insert("$set", set);
-        self.store
-            .zones
-            .update_one(doc! {"_id": &zone_id}, update)
-            .upsert(true)
-            .await?;
-        let gen_before = current.as_ref().and_then(|d| int_field(d, "gen"));
-        self.journal_merge(ver, gen_before.unwrap_or(0), gen, before != Some(serial))
-            .await;
-        if let Some(diff) = diff {
-            self.journal_replace(diff, current.as_ref(), gen, ver).await;
-        }
-        Ok(Published {
-            serial,
-            gen,
-            ver,
-            old,
-        })
     }
 
     /// `Merge` with a journal: the publish of `gen` (over the zone at
@@ -530,5 +556,44 @@ impl Store {
             .transpose()?
             .and_then(|n| n.rrset(RType::SOA).cloned());
         Ok(soa.and_then(|s| s.rdata.first().map(|r| r.to_vec())))
+    }
+}
+
+/// What a publish does to the served version.
+struct Switch {
+    /// The version served before it.
+    served: Option<i64>,
+    /// The version it shows.
+    ver: i64,
+    /// A Replace's last publish: it switches to `ver`.
+    switching: bool,
+    /// The writer's last publish.
+    last: bool,
+}
+
+impl Switch {
+    /// The update's switch fields; returns the version switched away from.
+    fn fields(
+        &self,
+        update: &mut Document,
+        unset: &mut Document,
+        set: &mut Document,
+    ) -> Option<i64> {
+        if !self.switching {
+            if self.last {
+                unset.insert("resume", "");
+            }
+            return None;
+        }
+        set.insert("ver", self.ver);
+        // A zone created again after a deletion is no tombstone now.
+        unset.extend(
+            doc! {"pending_ver": "", "resume": "", crate::schema::DELETED: "", crate::schema::LAST_VER: ""},
+        );
+        let prev = self.served.filter(|p| *p != self.ver)?;
+        // Recorded in the switch itself: a writer killed right after it
+        // leaves the old version listed for a later run to delete.
+        update.insert("$addToSet", doc! {OLD_VERSIONS: prev});
+        Some(prev)
     }
 }
