@@ -315,12 +315,68 @@ impl Store {
         }
     }
 
+    /// The edit itself; the caller holds the zone lock.
+    ///
+    /// ```text
+    ///  open_served_version ─► prerequisites ─► apply_in_memory
+    ///  ─► a generation for the touched names ─► before-images (secured) or
+    ///  journal changes ─► write_changed
+    /// ```
     async fn edit_locked(
         &self,
         change: &ChangeSet,
         expect_ver: Option<i64>,
     ) -> Result<ZoneEdit, StoreError> {
         let zone = &change.zone;
+        let mut edit = self.open_served_version(zone, expect_ver).await?;
+        let ver = edit.served.ver;
+        if let Err(unmet) = self
+            .check_prerequisites(zone, ver, &change.prerequisites)
+            .await?
+        {
+            edit.unmet = Some(unmet);
+            return Ok(edit);
+        }
+        let (names, outcomes) = self
+            .apply_in_memory(zone, ver, &change.edits, edit.secured)
+            .await?;
+        let refused = outcomes.iter().any(|o| matches!(o, Edited::Ignored(_)));
+        edit.outcomes = outcomes;
+        if refused && change.when_ignored == WhenIgnored::ApplyNothing {
+            return Ok(edit);
+        }
+        // A name that did not exist and ends empty (added, then deleted) is
+        // not written at all.
+        let changed: Vec<&Pending> = names
+            .values()
+            .filter(|p| !p.edit.writes().is_empty() && (p.existed || !p.edit.is_empty()))
+            .collect();
+        let touched = touched_names(zone, &changed);
+        if !changed.is_empty() {
+            self.take_generation_with(zone, Some(&touched), false)
+                .await?;
+        }
+        if edit.secured {
+            let edited = changed.iter().map(|p| p.edit.name().clone());
+            let imaged: Vec<Name> = touched.iter().cloned().chain(edited).collect();
+            let mut images = NodeImages::new(zone, ver, edit.served.gen);
+            images.capture_names(self, &imaged).await?;
+            edit.images = Some(images);
+            edit.soa_before = self.apex_soa_record(zone, ver).await?;
+        } else {
+            edit.changes = Some(journal_changes(&changed));
+        }
+        edit.written = self.write_changed(zone, ver, &changed).await?;
+        Ok(edit)
+    }
+
+    /// An edit of the version of `zone` served now (which must be
+    /// `expect_ver` when given), nothing applied yet.
+    async fn open_served_version(
+        &self,
+        zone: &Name,
+        expect_ver: Option<i64>,
+    ) -> Result<ZoneEdit, StoreError> {
         let current = self.zones.find_one(doc! {"_id": zone.to_string()}).await?;
         let served = match &current {
             Some(d) if d.contains_key("ver") => schema::zone_from_doc(d)?,
@@ -346,7 +402,7 @@ impl Store {
             None,
             Some(Vec::new()),
         );
-        let mut edit = ZoneEdit {
+        Ok(ZoneEdit {
             store: self.clone(),
             lock: None,
             writer,
@@ -362,54 +418,28 @@ impl Store {
             images: None,
             soa_before: None,
             signed: false,
-        };
-        if let Err(unmet) = self
-            .check_prerequisites(zone, ver, &change.prerequisites)
-            .await?
-        {
-            edit.unmet = Some(unmet);
-            return Ok(edit);
-        }
-        let (names, outcomes) = self
-            .apply_in_memory(zone, ver, &change.edits, secured)
-            .await?;
-        let refused = outcomes.iter().any(|o| matches!(o, Edited::Ignored(_)));
-        edit.outcomes = outcomes;
-        if refused && change.when_ignored == WhenIgnored::ApplyNothing {
-            return Ok(edit);
-        }
-        // A name that did not exist and ends empty (added, then deleted) is
-        // not written at all.
-        let changed: Vec<&Pending> = names
-            .values()
-            .filter(|p| !p.edit.writes().is_empty() && (p.existed || !p.edit.is_empty()))
-            .collect();
-        let touched = touched_names(zone, &changed);
-        if !changed.is_empty() {
-            self.take_generation_with(zone, Some(&touched), false)
-                .await?;
-        }
-        if secured {
-            let mut images = NodeImages::new(zone, ver, edit.served.gen);
-            let edited = changed.iter().map(|p| p.edit.name().clone());
-            let imaged: Vec<Name> = touched.iter().cloned().chain(edited).collect();
-            images.capture_names(self, &imaged).await?;
-            edit.images = Some(images);
-            edit.soa_before = self.apex_soa_record(zone, ver).await?;
-        } else {
-            edit.changes = Some(journal_changes(&changed));
-        }
+        })
+    }
+
+    /// Writes the changed names: the ancestors of new names first, then
+    /// the names, then empty names with no children removed (their empty
+    /// ancestors too). Returns every name written.
+    async fn write_changed(
+        &self,
+        zone: &Name,
+        ver: i64,
+        changed: &[&Pending],
+    ) -> Result<Vec<Name>, StoreError> {
         let mut written: Vec<Name> = Vec::new();
         for p in changed.iter().filter(|p| !p.existed && !p.edit.is_empty()) {
             written.extend(self.add_ancestors(zone, ver, p.edit.name()).await?);
         }
-        self.write_edits(zone, ver, &changed).await?;
+        self.write_edits(zone, ver, changed).await?;
         written.extend(changed.iter().map(|p| p.edit.name().clone()));
         for p in changed.iter().filter(|p| p.existed && p.edit.is_empty()) {
             written.extend(self.remove_if_childless(zone, ver, p.edit.name()).await?);
         }
-        edit.written = written;
-        Ok(edit)
+        Ok(written)
     }
 
     /// Reads the names the prerequisites are about and checks them.
