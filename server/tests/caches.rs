@@ -371,14 +371,23 @@ fn seen_within_bound(port: u16, name: &str, qtype: u16, check: impl Fn(&Message)
 fn plain_answers_outlive_merges_that_do_not_touch_their_names() {
     let (db, server, control) = start("reach");
     let port = server.port;
+    // Returns once a poll has noticed the merge (`zone_changes` moved): the
+    // poll waited for then begins after that. Timing it from the import's
+    // start let a slow import under load outlast the wait's margin, and a
+    // poll from before the publish was taken for one after it.
     let merge = |text: &str| {
-        let started = Instant::now();
+        let noticed = stat(control, "zone_changes");
         block_on(db.import(
             "cache.test.",
             &format!("$ORIGIN cache.test.\n{text}"),
             false,
         ));
-        started
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while stat(control, "zone_changes") == noticed {
+            assert!(Instant::now() < deadline, "merge not noticed within 10 s");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Instant::now()
     };
     wait_poll_after(control, merge("a.b 3600 IN A 192.0.2.20\n"));
     for name in ["www.cache.test.", "ns.cache.test.", "a.b.cache.test."] {
