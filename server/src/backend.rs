@@ -61,6 +61,11 @@ pub trait Backend: Send + Sync + 'static {
     ) -> Option<R> {
         None
     }
+    /// True when [`Backend::plain_answer`] may answer anything at all: the
+    /// receive loop parses a question for it only then. The default: never.
+    fn answers_plain(&self) -> bool {
+        false
+    }
     /// What a cache in front of storage already knows of the deepest
     /// served zone enclosing `qname`, without a read: `Some(None)` when it
     /// knows no ancestor is a zone, `None` when a candidate is not known

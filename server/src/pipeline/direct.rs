@@ -2,7 +2,7 @@
 //! the zone's bytes before the packet cache, with no stage in between.
 //!
 //! ```text
-//!  answer_direct(packet):
+//!  answer_direct(packet): only when the backend answers_plain (residency on)
 //!    header: QR 0, opcode QUERY, one question, nothing else but an OPT
 //!    parse_query ─► plain question? (class IN; DO 0; not a type the other
 //!       stages add to: NS, MX, SRV (additional), SOA (EXPIRE), ANY, RRSIG,
@@ -42,7 +42,8 @@ impl<B: Backend> Responder<B> {
         transport: Transport,
         out: &mut Vec<u8>,
     ) -> bool {
-        if !plain_header(packet) {
+        // Residency off (the default): no parse, straight to the cache.
+        if !self.backend.answers_plain() || !plain_header(packet) {
             return false;
         }
         let Ok(query) = parse_query(packet) else {

@@ -137,6 +137,10 @@ impl<B: Backend> Backend for ResidentZones<B> {
         }
     }
 
+    fn answers_plain(&self) -> bool {
+        self.enabled
+    }
+
     fn plain_answer<R>(
         &self,
         zone: &ZoneInfo,
