@@ -3,9 +3,11 @@
 //! of (key tags, DS, NSEC3 hashes, bitmaps) is `dns::dnssec`.
 //!
 //! ```text
-//!  keys   { _id, zone, flags 256|257, alg, tag, pub, priv (PKCS#8), state, created }
-//!  zones  { …, dnssec: { secured, cds, nsec3?: { iter, salt, optout } } }
-//!  nodes  { …, dk?: "<denial key>",
+//!  keys   { _id, zone, flags 256|257, alg, tag, pub, priv (PKCS#8), state, created,
+//!           since?, ds_seen?, ds_ttl?, roll? }
+//!  zones  { …, dnssec: { secured, cds, nsec3?: { iter, salt, optout }, policy?: {…},
+//!           parents?: [addr], marked?, seen_gen? } }
+//!  nodes  { …, dk?: "<denial key>", sx?: <earliest RRSIG expiration, never later>,
 //!           rrsets: { A: { ttl, rd, sigs: [RRSIG rdata…], sd: <digest> }, NSEC: {…} } }
 //!  nodes  { _id: "<zone> <ver> nsec3 <b32hex>", name: "<b32hex>.<zone>", dk: "<b32hex>",
 //!           rrsets: { NSEC3: { ttl, rd, sigs, sd } } }        one per NSEC3 owner
@@ -20,6 +22,7 @@
 //! every denial proof is one indexed lookup (`zone_ver_dk`).
 
 use crate::lock::ZONE_LOCK;
+use crate::policy::Policy;
 use crate::schema::{self, binary, int_field, node_id, RRset, ZoneInfo, NODES};
 use crate::store::{Store, StoreError};
 use crate::writer::{self, NodeImages, LOCK_WAIT};
@@ -56,6 +59,10 @@ pub enum KeyState {
     Active,
     /// In the DNSKEY RRset, no longer signing (post-publication), until removed.
     Retired,
+    /// Signing, not in the DNSKEY RRset: an algorithm rollover's new keys
+    /// before they are published, and its old keys after they are
+    /// withdrawn (RFC 6781 §4.1.4).
+    Signing,
 }
 
 impl KeyState {
@@ -65,6 +72,7 @@ impl KeyState {
             KeyState::Published => "published",
             KeyState::Active => "active",
             KeyState::Retired => "retired",
+            KeyState::Signing => "signing",
         }
     }
 
@@ -74,6 +82,7 @@ impl KeyState {
             "published" => Some(KeyState::Published),
             "active" => Some(KeyState::Active),
             "retired" => Some(KeyState::Retired),
+            "signing" => Some(KeyState::Signing),
             _ => None,
         }
     }
@@ -101,6 +110,14 @@ pub struct StoredKey {
     pub state: KeyState,
     /// When it was made.
     pub created: DateTime,
+    /// When its current state took effect (the zone re-signed with it);
+    /// `None` while that is still to be done.
+    pub since: Option<DateTime>,
+    /// When the parent was first seen serving its DS (or the operator said
+    /// it was submitted), and the DS TTL then.
+    pub ds_seen: Option<(DateTime, u32)>,
+    /// A rollover of this key was asked for (`mongodns-sign rollover`).
+    pub roll: bool,
 }
 
 impl fmt::Debug for StoredKey {
@@ -121,6 +138,11 @@ impl StoredKey {
     /// The DNSKEY rdata: flags, protocol 3, algorithm, public key.
     pub fn dnskey_rdata(&self) -> Vec<u8> {
         dnskey_rdata(self.flags, self.algorithm, &self.public_key)
+    }
+
+    /// True when the key is in the DNSKEY RRset.
+    pub fn is_published(&self) -> bool {
+        self.state != KeyState::Signing
     }
 
     /// True for a key with the SEP bit (KSK or CSK).
@@ -159,6 +181,16 @@ pub struct DnssecConfig {
     pub nsec3: Option<Nsec3Config>,
     /// Publish CDS and CDNSKEY (RFC 7344) for the SEP keys.
     pub cds: bool,
+    /// The key and signing policy in force (a copy of the named one), if
+    /// the zone has one: the signing service keeps such a zone valid and
+    /// rolls its keys.
+    pub policy: Option<Policy>,
+    /// The parent zone's servers (`ADDR:PORT`), asked for the DS during a
+    /// KSK or CSK rollover.
+    pub parents: Vec<String>,
+    /// Every signed node carries its `sx` (earliest signature expiration),
+    /// so refreshes read only what is due.
+    pub marked: bool,
 }
 
 /// The `_id` of the node holding the NSEC3 record with hash `b32` (base32hex).
@@ -226,8 +258,27 @@ impl FullNode {
         if let Some(dk) = &self.dk {
             d.insert("dk", dk.clone());
         }
+        if let Some(sx) = self.earliest_expiration() {
+            d.insert("sx", sx);
+        }
         d
     }
+
+    /// The earliest expiration of the node's signatures, if it has any.
+    pub fn earliest_expiration(&self) -> Option<i64> {
+        self.rrsets
+            .iter()
+            .filter_map(|s| earliest_of(&s.sigs))
+            .min()
+    }
+}
+
+/// The earliest expiration among RRSIG rdata `sigs`.
+pub fn earliest_of(sigs: &[Box<[u8]>]) -> Option<i64> {
+    sigs.iter()
+        .filter_map(|s| dns::dnssec::rrsig_expiration(s))
+        .map(i64::from)
+        .min()
 }
 
 /// The stored form of one signed RRset.
@@ -244,7 +295,7 @@ pub fn signed_rrset_doc(s: &SignedRRset) -> Document {
     d
 }
 
-fn full_node_from_doc(d: &Document) -> Result<FullNode, StoreError> {
+pub(crate) fn full_node_from_doc(d: &Document) -> Result<FullNode, StoreError> {
     let node = schema::node_from_doc(d)?;
     let sets = d.get_document("rrsets").ok();
     let rrsets = node
@@ -316,6 +367,16 @@ pub enum NodeChange {
     PutRRsets(FullNode),
     /// Deletes the NSEC3 node with this base32hex hash.
     DeleteNsec3(String),
+    /// Sets a node's `sx` (earliest signature expiration) to the exact
+    /// value, after a refresh read the whole node; `b32` for an NSEC3 node.
+    Expiry {
+        /// Owner name (ordinary node).
+        name: Name,
+        /// The NSEC3 node's hash instead, if it is one.
+        b32: Option<String>,
+        /// The earliest expiration, `None` when the node has no signature.
+        sx: Option<i64>,
+    },
 }
 
 /// The owner names whose documents `changes` write, sorted and without
@@ -326,7 +387,11 @@ pub fn changed_owners(zone: &Name, changes: &[NodeChange]) -> Vec<Name> {
         .filter_map(|c| match c {
             NodeChange::Sign { name, .. }
             | NodeChange::Own { name, .. }
-            | NodeChange::DenialKey { name, .. } => Some(name.clone()),
+            | NodeChange::DenialKey { name, .. }
+            | NodeChange::Expiry {
+                name, b32: None, ..
+            } => Some(name.clone()),
+            NodeChange::Expiry { b32: Some(b32), .. } => zone.prepend(b32.as_bytes()).ok(),
             NodeChange::PutNsec3(n) | NodeChange::PutRRsets(n) => Some(n.name.clone()),
             NodeChange::DeleteNsec3(b32) => zone.prepend(b32.as_bytes()).ok(),
         })
@@ -338,7 +403,8 @@ pub fn changed_owners(zone: &Name, changes: &[NodeChange]) -> Vec<Name> {
 
 impl Store {
     /// Creates the DNSSEC indexes (run with [`Store::ensure_indexes`]):
-    /// `nodes {zone, ver, dk}` for denial lookups, `keys {zone}`.
+    /// `nodes {zone, ver, dk}` for denial lookups, `nodes {zone, ver, sx}`
+    /// for signature refresh, `keys {zone}`.
     pub async fn ensure_dnssec_indexes(&self) -> Result<(), StoreError> {
         let by_dk = IndexModel::builder()
             .keys(doc! {"zone": 1, "ver": 1, "dk": 1})
@@ -349,6 +415,17 @@ impl Store {
             )
             .build();
         self.nodes.create_index(by_dk).await?;
+        // Signature refresh reads only the nodes due (`Store::due_nodes`).
+        let by_sx = IndexModel::builder()
+            .keys(doc! {"zone": 1, "ver": 1, "sx": 1})
+            .options(
+                IndexOptions::builder()
+                    .name("zone_ver_sx".to_string())
+                    .sparse(true)
+                    .build(),
+            )
+            .build();
+        self.nodes.create_index(by_sx).await?;
         let keys = self.db.collection::<Document>(KEYS);
         let by_zone = IndexModel::builder()
             .keys(doc! {"zone": 1})
@@ -420,6 +497,16 @@ impl Store {
             secured: sec.get_bool("secured").unwrap_or(false),
             nsec3,
             cds: sec.get_bool("cds").unwrap_or(false),
+            policy: sec.get_document("policy").ok().map(Policy::from_doc),
+            parents: sec
+                .get_array("parents")
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|v| v.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            marked: sec.get_bool("marked").unwrap_or(false),
         })
     }
 
@@ -428,12 +515,18 @@ impl Store {
     pub fn dnssec_field(config: Option<&DnssecConfig>) -> Bson {
         match config {
             Some(c) => {
-                let mut sec = doc! {"secured": c.secured, "cds": c.cds};
+                let mut sec = doc! {"secured": c.secured, "cds": c.cds, "marked": c.marked};
                 if let Some(n) = &c.nsec3 {
                     sec.insert(
                         "nsec3",
                         doc! {"iter": i32::from(n.iterations), "salt": to_hex(&n.salt), "optout": n.opt_out},
                     );
+                }
+                if let Some(p) = &c.policy {
+                    sec.insert("policy", p.to_doc());
+                }
+                if !c.parents.is_empty() {
+                    sec.insert("parents", c.parents.clone());
                 }
                 Bson::Document(sec)
             }
@@ -660,15 +753,18 @@ impl Store {
                 } => {
                     let key = rtype.mnemonic();
                     let sigs: Vec<Bson> = sigs.iter().map(|r| binary(r)).collect();
-                    updates.push(doc! {
-                        "q": {"_id": node_id(zone, ver, name)},
-                        "u": {"$set": {format!("rrsets.{key}.sigs"): sigs, format!("rrsets.{key}.sd"): sd}},
-                    });
+                    let mut u = doc! {"$set": {format!("rrsets.{key}.sigs"): sigs, format!("rrsets.{key}.sd"): sd}};
+                    min_expiry(&mut u, earliest_of(sigs_in(c)));
+                    updates.push(doc! {"q": {"_id": node_id(zone, ver, name)}, "u": u});
                 }
                 NodeChange::Own { name, rtype, set } => {
                     let key = format!("rrsets.{}", rtype.mnemonic());
                     let u = match set {
-                        Some(s) => doc! {"$set": {key: signed_rrset_doc(s)}},
+                        Some(s) => {
+                            let mut u = doc! {"$set": {key: signed_rrset_doc(s)}};
+                            min_expiry(&mut u, earliest_of(&s.sigs));
+                            u
+                        }
                         None => doc! {"$unset": {key: ""}},
                     };
                     updates.push(doc! {"q": {"_id": node_id(zone, ver, name)}, "u": u});
@@ -713,6 +809,7 @@ impl Store {
                     if !set.is_empty() {
                         u.insert("$set", set);
                     }
+                    min_expiry(&mut u, node.earliest_expiration());
                     updates.push(doc! {
                         "q": {"_id": node_id(zone, ver, &node.name)},
                         "u": u,
@@ -721,6 +818,17 @@ impl Store {
                 }
                 NodeChange::DeleteNsec3(b32) => {
                     deletes.push(doc! {"q": {"_id": nsec3_node_id(zone, ver, b32)}, "limit": 1});
+                }
+                NodeChange::Expiry { name, b32, sx } => {
+                    let id = match b32 {
+                        Some(b32) => nsec3_node_id(zone, ver, b32),
+                        None => node_id(zone, ver, name),
+                    };
+                    let u = match sx {
+                        Some(sx) => doc! {"$set": {"sx": sx}},
+                        None => doc! {"$unset": {"sx": ""}},
+                    };
+                    updates.push(doc! {"q": {"_id": id}, "u": u});
                 }
             }
         }
@@ -818,7 +926,7 @@ fn check_write_errors(what: &str, reply: &Document) -> Result<(), StoreError> {
 }
 
 /// The stored document of `key`.
-fn key_doc(key: &StoredKey) -> Document {
+pub(crate) fn key_doc(key: &StoredKey) -> Document {
     doc! {
         "_id": &key.id,
         "zone": key.zone.to_string(),
@@ -829,6 +937,10 @@ fn key_doc(key: &StoredKey) -> Document {
         "priv": binary(&key.private_pkcs8),
         "state": key.state.as_str(),
         "created": key.created,
+        "since": key.since.map_or(Bson::Null, Bson::DateTime),
+        "ds_seen": key.ds_seen.map_or(Bson::Null, |(at, _)| Bson::DateTime(at)),
+        "ds_ttl": key.ds_seen.map_or(Bson::Null, |(_, ttl)| Bson::Int64(i64::from(ttl))),
+        "roll": key.roll,
     }
 }
 
@@ -866,8 +978,39 @@ fn key_from_doc(d: &Document) -> Result<StoredKey, StoreError> {
             .and_then(KeyState::parse)
             .ok_or_else(|| bad("bad state"))?,
         created: d.get_datetime("created").copied().unwrap_or(DateTime::MIN),
+        // Keys stored before the signing service took effect when made.
+        since: match d.get("since") {
+            Some(Bson::DateTime(t)) => Some(*t),
+            Some(Bson::Null) => None,
+            _ => d.get_datetime("created").ok().copied(),
+        },
+        ds_seen: d.get_datetime("ds_seen").ok().map(|t| {
+            let ttl = d
+                .get("ds_ttl")
+                .and_then(|v| v.as_i64().or(v.as_i32().map(i64::from)))
+                .unwrap_or(0);
+            (*t, ttl.clamp(0, i64::from(u32::MAX)) as u32)
+        }),
+        roll: d.get_bool("roll").unwrap_or(false),
         id: id.clone(),
     })
+}
+
+/// The signatures a `Sign` change writes.
+fn sigs_in(c: &NodeChange) -> &[Box<[u8]>] {
+    match c {
+        NodeChange::Sign { sigs, .. } => sigs,
+        _ => &[],
+    }
+}
+
+/// Adds `$min: {sx}` to an update: a node's `sx` is never later than its
+/// earliest signature, whatever order writers write in (a refresh that
+/// read the whole node sets it exactly with [`NodeChange::Expiry`]).
+fn min_expiry(update: &mut Document, sx: Option<i64>) {
+    if let Some(sx) = sx {
+        update.insert("$min", doc! {"sx": sx});
+    }
 }
 
 /// Convenience for the server: the RRSIG RRset of `node` covering `rtype`.

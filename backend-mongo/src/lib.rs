@@ -7,6 +7,7 @@
 //!  zone transfers: the nodes of a version streamed from the cursor (transfer.rs)
 //!  resident zones: a version with its denial keys, names read again (resident.rs)
 //!  keys, signatures, NSEC/NSEC3 chains as documents: dnssec_store.rs
+//!  key and signing policies, the signing service's reads: policy.rs, signing.rs
 //!  documents ◄──► values: schema.rs      writers' lease: lock.rs
 //!  job progress documents: progress.rs   the test database: testing.rs
 //!
@@ -22,9 +23,11 @@
 
 pub mod dnssec_store;
 pub mod lock;
+pub mod policy;
 pub mod progress;
 pub mod resident;
 pub mod schema;
+mod signing;
 pub mod store;
 pub mod testing;
 pub mod transfer;

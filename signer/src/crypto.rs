@@ -84,6 +84,9 @@ pub fn generate(
         private_pkcs8: pkcs8,
         state,
         created,
+        since: Some(created),
+        ds_seen: None,
+        roll: false,
     })
 }
 

@@ -33,6 +33,7 @@ pub mod edit;
 pub mod export;
 mod follow;
 pub mod handoff;
+pub mod keyroll;
 pub mod lease;
 pub mod merge;
 pub mod plan;
@@ -89,6 +90,11 @@ pub struct Validity {
     pub refresh: Duration,
     /// Inception is back-dated by this much (clock skew).
     pub backdate: Duration,
+    /// Up to this much is taken off each RRset's validity (spreads
+    /// refreshes out).
+    pub jitter: Duration,
+    /// TTL of DNSKEY, CDS and CDNSKEY; `None`: as they were.
+    pub dnskey_ttl: Option<u32>,
 }
 
 impl Default for Validity {
@@ -97,6 +103,25 @@ impl Default for Validity {
             lifetime: Duration::from_secs(30 * 86400),
             refresh: Duration::from_secs(10 * 86400),
             backdate: Duration::from_secs(3600),
+            jitter: Duration::ZERO,
+            dnskey_ttl: None,
+        }
+    }
+}
+
+impl Validity {
+    /// The validity the zone's policy sets, else the defaults.
+    pub fn of(config: &backend_mongo::dnssec_store::DnssecConfig) -> Validity {
+        match &config.policy {
+            Some(p) => Validity {
+                lifetime: Duration::from_secs(p.rrsig_lifetime),
+                refresh: Duration::from_secs(p.rrsig_refresh),
+                // Never back-dated by more than a tenth of the lifetime.
+                backdate: Duration::from_secs(3600.min(p.rrsig_lifetime / 10)),
+                jitter: Duration::from_secs(p.rrsig_jitter),
+                dnskey_ttl: Some(p.dnskey_ttl),
+            },
+            None => Validity::default(),
         }
     }
 }
@@ -218,6 +243,8 @@ pub(crate) fn sign_options(
             threads
         },
         cds: false,
+        jitter: v.jitter.as_secs().min(u64::from(u32::MAX)) as u32,
+        dnskey_ttl: v.dnskey_ttl,
     }
 }
 

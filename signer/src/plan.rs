@@ -59,6 +59,29 @@ pub struct SignOptions {
     pub threads: usize,
     /// Publish CDS and CDNSKEY at the apex (RFC 7344).
     pub cds: bool,
+    /// Up to this many seconds taken off each RRset's expiration (the same
+    /// RRset always the same amount), so refreshes spread out.
+    pub jitter: u32,
+    /// TTL of the DNSKEY, CDS and CDNSKEY RRsets (the policy's); `None`:
+    /// the TTL they had, else the SOA's.
+    pub dnskey_ttl: Option<u32>,
+}
+
+impl SignOptions {
+    /// The expiration of a new signature over `owner`/`rtype`: the run's,
+    /// less a share of the jitter fixed by the RRset.
+    pub fn expiration_of(&self, owner: &Name, rtype: RType) -> u32 {
+        if self.jitter == 0 {
+            return self.expiration;
+        }
+        // FNV-1a over the owner's canonical key and the type.
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in owner.canonical_key().bytes().chain(rtype.0.to_be_bytes()) {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.expiration
+            .saturating_sub((h % (u64::from(self.jitter) + 1)) as u32)
+    }
 }
 
 /// Active keys split by role.
@@ -126,12 +149,14 @@ impl KeySet {
         let mut cdnskeys = Vec::new();
         let mut cds = Vec::new();
         for k in keys {
-            dnskeys.push(k.dnskey_rdata().into_boxed_slice());
-            if k.is_ksk() && k.state != KeyState::Retired {
+            if k.is_published() {
+                dnskeys.push(k.dnskey_rdata().into_boxed_slice());
+            }
+            if k.is_ksk() && matches!(k.state, KeyState::Published | KeyState::Active) {
                 cdnskeys.push(k.dnskey_rdata().into_boxed_slice());
                 cds.push(ds_rdata(zone, &k.dnskey_rdata(), k.algorithm).into_boxed_slice());
             }
-            if k.state != KeyState::Active {
+            if !matches!(k.state, KeyState::Active | KeyState::Signing) {
                 continue;
             }
             if k.is_ksk() {
@@ -143,12 +168,13 @@ impl KeySet {
         if ksks.is_empty() {
             return Err(PlanError::NoKey(zone.to_string(), "KSK (flags 257)"));
         }
-        if zsks.is_empty() {
-            // A CSK: the SEP keys sign everything.
-            for k in keys {
-                if k.state == KeyState::Active && k.is_ksk() {
-                    zsks.push(SigningKey::load(k)?);
-                }
+        // A CSK: the SEP keys of an algorithm without a ZSK sign everything
+        // (during an algorithm rollover each algorithm has its own keys).
+        let zsk_algorithms: Vec<u8> = zsks.iter().map(|z| z.algorithm).collect();
+        for k in keys {
+            let signs = matches!(k.state, KeyState::Active | KeyState::Signing);
+            if signs && k.is_ksk() && !zsk_algorithms.contains(&k.algorithm) {
+                zsks.push(SigningKey::load(k)?);
             }
         }
         // Canonical RRset order (RFC 4034 §6.3): the database returns keys
@@ -387,9 +413,11 @@ fn add_apex_keys(
     keys: &KeySet,
     options: &SignOptions,
 ) {
-    let dnskey_ttl = old_apex
-        .and_then(|n| n.get(RType::DNSKEY))
-        .map_or(soa_ttl, |d| d.rrset.ttl);
+    let dnskey_ttl = options.dnskey_ttl.unwrap_or_else(|| {
+        old_apex
+            .and_then(|n| n.get(RType::DNSKEY))
+            .map_or(soa_ttl, |d| d.rrset.ttl)
+    });
     let keep_old = |t: RType| old_apex.and_then(|n| n.get(t)).cloned();
     let mut sets = vec![(RType::DNSKEY, dnskey_ttl, keys.dnskeys.clone())];
     if options.cds {
@@ -652,7 +680,7 @@ pub(crate) fn sign_all(
                                     set.ttl,
                                     &set.rdata,
                                     options.inception,
-                                    options.expiration,
+                                    options.expiration_of(&n.name, set.rtype),
                                 )
                                 .into_boxed_slice()
                             })

@@ -124,7 +124,12 @@ pub async fn resign_version(
     };
     let current = store.read_version(zone, ver).await?;
     let nodes = current.len() as u64;
-    let mut opts = sign_options(config.nsec3.clone(), validity, threads, full);
+    // A zone's policy sets its validity, whoever signs.
+    let validity = match config.policy {
+        Some(_) => Validity::of(&config),
+        None => *validity,
+    };
+    let mut opts = sign_options(config.nsec3.clone(), &validity, threads, full);
     opts.cds = config.cds;
     let (current, mut desired, mut stats) =
         run_plan(zone, current, &keys, opts.clone(), None, progress).await?;

@@ -40,7 +40,7 @@ pub(crate) fn with_serial(
                 soa.rrset.ttl,
                 &soa.rrset.rdata,
                 options.inception,
-                options.expiration,
+                options.expiration_of(zone, RType::SOA),
             )
             .into_boxed_slice()
         })
@@ -74,7 +74,7 @@ pub async fn sign_soa_past(
     }
     let config = store.dnssec_config(zone).await?;
     let keys = KeySet::load(zone, &store.zone_keys(zone).await?)?;
-    let options = crate::sign_options(config.nsec3, &Validity::default(), 0, false);
+    let options = crate::sign_options(config.nsec3.clone(), &Validity::of(&config), 0, false);
     let serial = next_serial(&[served, current]);
     let set = with_serial(zone, soa, serial, &keys, &options);
     let change = NodeChange::Own {

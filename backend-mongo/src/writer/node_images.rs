@@ -99,7 +99,10 @@ impl NodeImages {
             | NodeChange::DenialKey { name, .. } => node_id(zone, ver, name),
             NodeChange::PutRRsets(n) => node_id(zone, ver, &n.name),
             NodeChange::PutNsec3(n) => n.id(zone, ver),
-            NodeChange::DeleteNsec3(b32) => nsec3_node_id(zone, ver, b32),
+            NodeChange::DeleteNsec3(b32) | NodeChange::Expiry { b32: Some(b32), .. } => {
+                nsec3_node_id(zone, ver, b32)
+            }
+            NodeChange::Expiry { name, .. } => node_id(zone, ver, name),
         }
     }
 

@@ -170,8 +170,12 @@ impl MergeSigner {
                 );
             }
         }
-        let options =
-            crate::sign_options(config.nsec3.clone(), &crate::Validity::default(), 0, false);
+        let options = crate::sign_options(
+            config.nsec3.clone(),
+            &crate::Validity::of(&config),
+            0,
+            false,
+        );
         Ok(MergeSigner {
             zone: zone.clone(),
             ver,
