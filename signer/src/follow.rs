@@ -22,6 +22,8 @@
 
 use crate::catchup::records_since;
 use crate::merge::MergeSigner;
+use crate::plan::KeySet;
+use crate::refresh::refresh_due;
 use crate::{resign_version, NoProgress, PlanStats, Progress, Report, SignError, Validity};
 use backend_mongo::{Name, Store, StoreError, ZoneInfo};
 use std::collections::HashSet;
@@ -72,7 +74,7 @@ async fn changes_since(
 }
 
 /// The state kept between polls.
-struct Follower<'a> {
+pub(crate) struct Follower<'a> {
     store: &'a Store,
     zone: &'a Name,
     validity: &'a Validity,
@@ -83,10 +85,87 @@ struct Follower<'a> {
     ours: HashSet<i64>,
 }
 
-impl Follower<'_> {
+impl<'a> Follower<'a> {
+    /// A follower of `zone` with nothing read yet.
+    pub(crate) fn new(
+        store: &'a Store,
+        zone: &'a Name,
+        validity: &'a Validity,
+        threads: usize,
+    ) -> Follower<'a> {
+        Follower {
+            store,
+            zone,
+            validity,
+            threads,
+            signer: None,
+            ours: HashSet::new(),
+        }
+    }
+
+    /// Forgets what it held (the chain copy, its own generations): for a
+    /// signer taking a zone over, or after a fault.
+    pub(crate) fn reset(&mut self) {
+        self.signer = None;
+        self.ours.clear();
+    }
+
+    /// Re-signs what falls due in up to `limit` nodes of the served
+    /// version (read through the expiry index), then moves the serial,
+    /// signed, and publishes the names written. Nothing is written when
+    /// nothing is due.
+    pub(crate) async fn refresh(
+        &mut self,
+        served: &ZoneInfo,
+        limit: i64,
+    ) -> Result<Report, SignError> {
+        let config = self.store.dnssec_config(self.zone).await?;
+        let validity = Validity::of(&config);
+        let options = crate::sign_options(config.nsec3.clone(), &validity, 1, false);
+        let horizon = i64::from(options.refresh_before);
+        let due = self
+            .store
+            .due_nodes(self.zone, served.ver, horizon, limit)
+            .await?;
+        let mut report = Report {
+            serial: served.serial,
+            ver: served.ver,
+            ..Report::default()
+        };
+        if due.is_empty() {
+            return Ok(report);
+        }
+        report.nodes = due.len() as u64;
+        let keys = KeySet::load(self.zone, &self.store.zone_keys(self.zone).await?)?;
+        let done = refresh_due(self.store, self.zone, served.ver, due, &keys, &options).await?;
+        if let Some((_, signer)) = self.signer.as_mut() {
+            signer.refresh_links(&done.nodes);
+        }
+        report.stats.signed = done.signed;
+        report.written = done.names.len() as u64;
+        if done.names.is_empty() {
+            return Ok(report);
+        }
+        let serial =
+            crate::soa::sign_soa_past(self.store, self.zone, served.ver, served.serial).await?;
+        let serial = serial.unwrap_or(served.serial);
+        let mut touched = done.names;
+        touched.push(self.zone.clone());
+        touched.sort();
+        touched.dedup();
+        let gen = self
+            .store
+            .publish_in_place(self.zone, served.ver, serial, Some(&touched), None)
+            .await?;
+        self.ours.insert(gen);
+        report.published_gen = Some(gen);
+        report.serial = serial;
+        Ok(report)
+    }
+
     /// One re-signing step for the zone as now served, having last seen
     /// generation `seen`. Returns what it did and whether it was a full run.
-    async fn step(
+    pub(crate) async fn step(
         &mut self,
         served: &ZoneInfo,
         seen: Option<i64>,
@@ -129,6 +208,7 @@ impl Follower<'_> {
             self.signer = Some((served.ver, signer));
         }
         let (_, signer) = self.signer.as_mut().expect("set above");
+        signer.renew_validity(self.validity);
         let done = match signer.resign_names(self.store, &since.unsigned).await {
             Ok(done) => done,
             Err(e) => {
@@ -171,8 +251,13 @@ impl Follower<'_> {
     }
 
     /// Re-signs the whole served version; the chain copy is read again
-    /// when next needed.
-    async fn full(&mut self) -> Result<(Report, bool), SignError> {
+    /// when next needed. With `every`, every signature is made anew.
+    pub(crate) async fn full(&mut self) -> Result<(Report, bool), SignError> {
+        self.full_with(false).await
+    }
+
+    /// [`Follower::full`], replacing every signature when `every`.
+    pub(crate) async fn full_with(&mut self, every: bool) -> Result<(Report, bool), SignError> {
         self.signer = None;
         // The version served now (a replace may have switched since the poll).
         let served = self
@@ -186,7 +271,7 @@ impl Follower<'_> {
             served.ver,
             None,
             true,
-            false,
+            every,
             self.validity,
             self.threads,
             &NoProgress,

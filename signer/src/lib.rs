@@ -36,10 +36,13 @@ pub mod handoff;
 pub mod keyroll;
 pub mod lease;
 pub mod merge;
+pub mod parent;
 pub mod plan;
 mod rebuild;
+pub mod refresh;
 mod resign;
 mod secure;
+pub mod service;
 pub mod soa;
 mod unsecure;
 

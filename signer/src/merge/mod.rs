@@ -650,6 +650,33 @@ impl MergeSigner {
         store.apply_changes(&self.zone, self.ver, changes).await
     }
 
+    /// Signing times from now on (a signer kept between polls would
+    /// otherwise sign with the expiration of the time it was made).
+    pub fn renew_validity(&mut self, validity: &crate::Validity) {
+        let cds = self.options.cds;
+        self.options = crate::sign_options(self.nsec3.clone(), validity, 0, false);
+        self.options.cds = cds;
+    }
+
+    /// Takes the chain records of `nodes` (re-signed elsewhere, content
+    /// unchanged) into the copy held, so that relinking never writes back
+    /// their old signatures.
+    pub fn refresh_links(&mut self, nodes: &[FullNode]) {
+        let chain_type = if self.nsec3.is_some() {
+            RType::NSEC3
+        } else {
+            RType::NSEC
+        };
+        for n in nodes {
+            let (Some(dk), Some(record)) = (&n.dk, n.get(chain_type)) else {
+                continue;
+            };
+            if let Some(link) = self.chain.get_mut(dk) {
+                link.record = record.clone();
+            }
+        }
+    }
+
     /// The owner names written since the last call (for the writer's
     /// change record: chain neighbours and NSEC3 owners included).
     pub fn take_touched(&mut self) -> Vec<Name> {

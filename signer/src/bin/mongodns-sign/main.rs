@@ -1,11 +1,19 @@
 //! `mongodns-sign`: DNSSEC keys and signing for zones stored in MongoDB.
+//!
+//! ```text
+//!  one-shot commands (this file) ─► signer:: (secure, resign, keys…)
+//!  serve (serve.rs) ─► signer::service      policies, rollover (policy.rs)
+//!  show-zone (show.rs)
+//! ```
+
+mod policy;
+mod serve;
+mod show;
 
 use backend_mongo::dnssec_store::{KeyState, Nsec3Config};
-use backend_mongo::{Name, ProgressReporter, RType, Store};
+use backend_mongo::{Name, ProgressReporter, Store};
 use clap::{Parser, Subcommand};
-use dns::dnssec::ds_rdata;
-use dns::encoding::{from_hex, to_hex};
-use dns::presentation::rdata_text;
+use dns::encoding::from_hex;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use signer::export::master_file;
 use signer::{crypto, Progress, SecureOptions, SignError, Validity};
@@ -55,6 +63,20 @@ enum Command {
     ActivateKey(KeyArgs),
     /// Stop signing with a key; it stays published until removed.
     RetireKey(KeyArgs),
+    /// The signing service: keeps every secured zone signed (other
+    /// writers' changes, signatures before they expire) and rolls keys by
+    /// policy. Run two or more for high availability.
+    Serve(serve::ServeArgs),
+    /// Store a named key and signing policy (settings not given: the defaults).
+    AddPolicy(policy::AddPolicyArgs),
+    /// Every stored policy.
+    ListPolicies,
+    /// Put a zone under a policy (the signing service secures it if needed).
+    SetPolicy(policy::SetPolicyArgs),
+    /// Roll a zone's KSK, ZSK or CSK now (by the signing service).
+    Rollover(policy::RolloverArgs),
+    /// The parent serves the new KSK's DS (when the parent cannot be asked).
+    KskSubmitted(policy::SubmittedArgs),
 }
 
 /// The arguments of `secure-zone`.
@@ -245,7 +267,7 @@ fn steps(r: &signer::Report) -> String {
         .join(", ")
 }
 
-fn parse_zone(text: &str) -> Result<Name, SignError> {
+pub(crate) fn parse_zone(text: &str) -> Result<Name, SignError> {
     let text = if text.ends_with('.') {
         text.to_string()
     } else {
@@ -285,7 +307,7 @@ fn nsec3_config(
     Ok(cfg)
 }
 
-fn parse_alg(text: &str) -> Result<u8, SignError> {
+pub(crate) fn parse_alg(text: &str) -> Result<u8, SignError> {
     crypto::parse_algorithm(text).ok_or_else(|| {
         SignError::Usage(format!(
             "unknown algorithm {text}: use ecdsap256sha256, ed25519 or rsasha256"
@@ -330,13 +352,19 @@ async fn run_command(store: &Store, cli: Cli) -> Result<(), SignError> {
         Command::SecureZone(a) => secure_zone(store, how, a).await,
         Command::Cleanup(a) => cleanup(store, how, a).await,
         Command::Resign(a) => resign(store, how, a).await,
-        Command::ShowZone(a) => show_zone(store, &parse_zone(&a.zone)?).await,
+        Command::ShowZone(a) => show::show_zone(store, &parse_zone(&a.zone)?).await,
         Command::UnsecureZone(a) => unsecure_zone(store, how, a).await,
         Command::ExportZone(a) => export_zone(store, a).await,
         Command::AddKey(a) => add_key(store, how, a).await,
         Command::RemoveKey(a) => change_key(store, how, a, KeyChange::Remove).await,
         Command::ActivateKey(a) => change_key(store, how, a, KeyChange::Activate).await,
         Command::RetireKey(a) => change_key(store, how, a, KeyChange::Retire).await,
+        Command::Serve(a) => serve::run(store, how.threads, a).await,
+        Command::AddPolicy(a) => policy::add_policy(store, a).await,
+        Command::ListPolicies => policy::list_policies(store).await,
+        Command::SetPolicy(a) => policy::set_policy(store, a).await,
+        Command::Rollover(a) => policy::rollover(store, a).await,
+        Command::KskSubmitted(a) => policy::ksk_submitted(store, a).await,
     }
 }
 
@@ -399,7 +427,7 @@ async fn secure_zone(store: &Store, how: How, a: SecureZoneArgs) -> Result<(), S
     .await;
     b.finish(&result).await;
     result?;
-    show_zone(store, &zone).await
+    show::show_zone(store, &zone).await
 }
 
 /// `cleanup`: delete the zone's old versions.
@@ -586,63 +614,6 @@ async fn resign_if_secured(store: &Store, zone: &Name, threads: usize) -> Result
         )
         .await?;
         report_resign(zone, &r, started);
-    }
-    Ok(())
-}
-
-async fn show_zone(store: &Store, zone: &Name) -> Result<(), SignError> {
-    let config = store.dnssec_config(zone).await?;
-    let keys = store.zone_keys(zone).await?;
-    println!(
-        "zone {zone}: {}{}",
-        if config.secured {
-            "secured"
-        } else {
-            "not secured"
-        },
-        match &config.nsec3 {
-            Some(n) => format!(
-                ", NSEC3 iterations {} salt {}{}",
-                n.iterations,
-                if n.salt.is_empty() {
-                    "-".to_string()
-                } else {
-                    to_hex(&n.salt)
-                },
-                if n.opt_out { " opt-out" } else { "" }
-            ),
-            None if config.secured => ", NSEC".to_string(),
-            None => String::new(),
-        }
-    );
-    if keys.is_empty() {
-        println!("no keys");
-        return Ok(());
-    }
-    println!("keys:");
-    for k in &keys {
-        println!(
-            "  {}  {}  tag {:5}  {} ({})  {}  created {}",
-            k.id,
-            k.role(),
-            k.tag,
-            crypto::algorithm_name(k.algorithm),
-            k.algorithm,
-            k.state.as_str(),
-            k.created.try_to_rfc3339_string().unwrap_or_default()
-        );
-    }
-    println!("DNSKEY:");
-    for k in &keys {
-        println!(
-            "{zone} IN DNSKEY {}",
-            rdata_text(RType::DNSKEY, &k.dnskey_rdata())
-        );
-    }
-    println!("DS (SHA-256), for the parent zone:");
-    for k in keys.iter().filter(|k| k.is_ksk()) {
-        let ds = ds_rdata(zone, &k.dnskey_rdata(), k.algorithm);
-        println!("{zone} IN DS {}", rdata_text(RType::DS, &ds));
     }
     Ok(())
 }

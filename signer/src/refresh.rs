@@ -1,0 +1,122 @@
+//! Signature refresh by expiry: only the nodes holding a signature that
+//! falls due are read, through the `zone_ver_sx` index, never the zone.
+//!
+//! ```text
+//!  due_nodes(zone, ver, now + refresh, limit) ─► per node, per RRset:
+//!     a signature due and the content as signed (digest) ─► signed again
+//!     (the policy's validity, jitter per RRset)
+//!     content changed since it was signed ─► left to the change records'
+//!     signer (follow), which also fixes the chain
+//!  ─► Sign / PutNsec3 changes + the node's exact sx ─► apply_changes
+//! ```
+//!
+//! The caller (the signing service's follower) then moves the SOA serial,
+//! signed, and publishes in place with the names written, so servers and
+//! resident copies take the new signatures.
+
+use crate::plan::{KeySet, SignOptions};
+use crate::SignError;
+use backend_mongo::dnssec_store::{earliest_of, FullNode, NodeChange};
+use backend_mongo::{Name, RType, Store};
+use dns::dnssec::{rrset_digest, rrsig_expiration};
+
+/// What one refresh pass did.
+#[derive(Debug, Default)]
+pub struct Refreshed {
+    /// The nodes read (as they are now stored).
+    pub nodes: Vec<FullNode>,
+    /// Signatures made.
+    pub signed: u64,
+    /// Owner names written.
+    pub names: Vec<Name>,
+}
+
+/// Re-signs what falls due in `nodes` of version `ver` of `zone` (read by
+/// [`Store::due_nodes`]; signatures expiring before
+/// `options.refresh_before`) and stores it with each node's exact `sx`.
+pub async fn refresh_due(
+    store: &Store,
+    zone: &Name,
+    ver: i64,
+    mut nodes: Vec<FullNode>,
+    keys: &KeySet,
+    options: &SignOptions,
+) -> Result<Refreshed, SignError> {
+    let mut out = Refreshed::default();
+    let mut changes = Vec::new();
+    for node in &mut nodes {
+        let signed = refresh_node(node, keys, options);
+        out.signed += signed;
+        if signed > 0 {
+            out.names.push(node.name.clone());
+            if node.nsec3 {
+                changes.push(NodeChange::PutNsec3(node.clone()));
+            } else {
+                changes.extend(sign_changes(node));
+            }
+        }
+        changes.push(NodeChange::Expiry {
+            name: node.name.clone(),
+            b32: node.nsec3.then(|| node.dk.clone()).flatten(),
+            sx: node.earliest_expiration(),
+        });
+    }
+    store.apply_changes(zone, ver, &changes).await?;
+    out.nodes = nodes;
+    Ok(out)
+}
+
+/// Signs again, in place, each RRset of `node` with a signature due whose
+/// content is the one signed; the count of signatures made.
+fn refresh_node(node: &mut FullNode, keys: &KeySet, options: &SignOptions) -> u64 {
+    let horizon = options.refresh_before;
+    let mut made = 0;
+    for set in &mut node.rrsets {
+        let due = set
+            .sigs
+            .iter()
+            .any(|s| rrsig_expiration(s).is_none_or(|e| e < horizon));
+        let digest = rrset_digest(set.rrset.ttl, &set.rrset.rdata);
+        if !due || set.sd != Some(digest) {
+            continue;
+        }
+        let t = set.rrset.rtype;
+        let signers = match matches!(t, RType::DNSKEY | RType::CDS | RType::CDNSKEY) {
+            true => &keys.ksks,
+            false => &keys.zsks,
+        };
+        set.sigs = signers
+            .iter()
+            .map(|k| {
+                let exp = options.expiration_of(&node.name, t);
+                let rrset = &set.rrset;
+                k.sign_rrset(
+                    &node.name,
+                    t,
+                    rrset.ttl,
+                    &rrset.rdata,
+                    options.inception,
+                    exp,
+                )
+                .into_boxed_slice()
+            })
+            .collect();
+        made += set.sigs.len() as u64;
+    }
+    made
+}
+
+/// The signatures of an ordinary node, one change per signed RRset.
+fn sign_changes(node: &FullNode) -> impl Iterator<Item = NodeChange> + '_ {
+    node.rrsets
+        .iter()
+        .filter(|s| !s.sigs.is_empty() && earliest_of(&s.sigs).is_some())
+        .filter_map(|s| {
+            Some(NodeChange::Sign {
+                name: node.name.clone(),
+                rtype: s.rrset.rtype,
+                sigs: s.sigs.clone(),
+                sd: s.sd?,
+            })
+        })
+}

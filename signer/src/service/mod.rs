@@ -1,0 +1,70 @@
+//! `mongodns-sign serve`: the signing service. One process keeps every
+//! secured zone of a database signed and rolls its keys by policy; two or
+//! more on one database share the work, one per zone at a time, under the
+//! zone's signing lease.
+//!
+//! ```text
+//!  every --discover-every: signed_zones() ─► a worker per zone not yet watched
+//!  worker (zone.rs), every --interval:
+//!     signing lease? (try, never wait) ── no ─► standby (another holds it)
+//!     ├─ a policy but not secured ─► secure-zone with the policy
+//!     ├─ not marked ─► one full re-sign (every node gets its sx)
+//!     ├─ generation moved ─► sign what other writers changed (follow)
+//!     ├─ policy ─► key steps (keys.rs) ─► re-sign ─► keys stamped
+//!     └─ signatures due (sx index) ─► refreshed, serial moved, published
+//!  status (status.rs) ─► /metrics and /health on --control-listen (http.rs)
+//! ```
+
+mod http;
+mod keys;
+mod status;
+mod zone;
+
+pub use http::serve_control;
+pub use status::{Status, ZoneStatus};
+
+use crate::SignError;
+use backend_mongo::{Name, Store};
+use std::collections::HashSet;
+use std::time::Duration;
+
+/// How the service runs.
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    /// Time between two looks at each zone.
+    pub interval: Duration,
+    /// Time between two looks for zones newly secured or given a policy.
+    pub discover_every: Duration,
+    /// Nodes whose signatures are due, re-signed per zone and look.
+    pub refresh_batch: i64,
+    /// Signing threads for whole re-signs (0: one per core).
+    pub threads: usize,
+}
+
+/// Runs the service until the process ends: finds the zones to keep
+/// signed and starts a worker for each. Database faults are reported in
+/// the status and retried; it returns only when the zone list cannot be
+/// read at start.
+pub async fn serve(store: &Store, options: ServeOptions, status: Status) -> Result<(), SignError> {
+    let mut watched: HashSet<Name> = HashSet::new();
+    let mut first = true;
+    loop {
+        match store.signed_zones().await {
+            Ok(zones) => {
+                for zone in zones {
+                    if watched.insert(zone.clone()) {
+                        tracing::info!(%zone, "watching zone");
+                        let worker =
+                            zone::Worker::new(store.clone(), zone, &options, status.clone());
+                        tokio::spawn(worker.run());
+                    }
+                }
+                watched.retain(|z| status.is_watched(z));
+            }
+            Err(e) if first => return Err(e.into()),
+            Err(e) => tracing::warn!(error = %e, "cannot list the signed zones; retrying"),
+        }
+        first = false;
+        tokio::time::sleep(options.discover_every).await;
+    }
+}

@@ -1,0 +1,290 @@
+//! One zone under the signing service: the lease, then what is due.
+//!
+//! ```text
+//!  run: loop { look(); sleep(interval) }
+//!  look: find_zone ─► lease (try_take; standby when held elsewhere, given
+//!     up when a one-shot signer waits for it) ─► secure / mark / follow /
+//!     key steps / refresh (mod.rs) ─► status
+//! ```
+
+use super::keys::{apply_steps, stamp, ParentChecks};
+use super::{ServeOptions, Status};
+use crate::follow::{Follower, FOLLOWER};
+use crate::keyroll::schedule;
+use crate::lease::{try_take, Lease};
+use crate::{NoProgress, Report, SecureOptions, SignError, Validity};
+use backend_mongo::bson::Bson;
+use backend_mongo::dnssec_store::DnssecConfig;
+use backend_mongo::lock::SIGN_LEASE;
+use backend_mongo::policy::Policy;
+use backend_mongo::{Name, Store, ZoneInfo};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// How often the earliest expiration is read again for the status.
+const EXPIRY_EVERY: Duration = Duration::from_secs(30);
+
+/// The worker of one zone.
+pub(super) struct Worker {
+    store: Store,
+    zone: Name,
+    interval: Duration,
+    refresh_batch: i64,
+    threads: usize,
+    status: Status,
+}
+
+/// What the worker keeps between looks while it holds the lease.
+struct Held {
+    lease: Lease,
+    /// The generation signed up to.
+    seen: Option<i64>,
+    checks: ParentChecks,
+    expiry_read: Option<Instant>,
+}
+
+/// Seconds since the epoch.
+fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+impl Worker {
+    pub(super) fn new(store: Store, zone: Name, o: &ServeOptions, status: Status) -> Worker {
+        Worker {
+            store,
+            zone,
+            interval: o.interval,
+            refresh_batch: o.refresh_batch,
+            threads: o.threads,
+            status,
+        }
+    }
+
+    /// Looks at the zone every interval until it is gone or unsecured.
+    pub(super) async fn run(self) {
+        self.status.update(&self.zone, |s| s.watched = true);
+        let validity = Validity::default();
+        let mut follower = Follower::new(&self.store, &self.zone, &validity, self.threads);
+        let mut held: Option<Held> = None;
+        loop {
+            match self.look(&mut held, &mut follower).await {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => {
+                    tracing::warn!(zone = %self.zone, error = %e, "signing service: retrying");
+                    self.status
+                        .update(&self.zone, |s| s.last_error = Some((now(), e.to_string())));
+                    follower.reset();
+                    if let Some(h) = held.as_mut() {
+                        h.seen = None;
+                    }
+                }
+            }
+            tokio::time::sleep(self.interval).await;
+        }
+        if let Some(h) = held {
+            let _ = h.lease.release_with(Ok(())).await;
+        }
+        self.status.update(&self.zone, |s| {
+            s.watched = false;
+            s.signing = false;
+        });
+        tracing::info!(zone = %self.zone, "no longer signed: stopped watching");
+    }
+
+    /// One look; false when the zone is gone or no longer to be signed.
+    async fn look(
+        &self,
+        held: &mut Option<Held>,
+        follower: &mut Follower<'_>,
+    ) -> Result<bool, SignError> {
+        let Some(served) = self.store.find_zone(&self.zone).await? else {
+            return Ok(false);
+        };
+        let config = self.store.dnssec_config(&self.zone).await?;
+        if !config.secured && config.policy.is_none() {
+            return Ok(false);
+        }
+        if !self.hold(held, follower).await? {
+            return Ok(true);
+        }
+        let h = held.as_mut().expect("held");
+        self.status.update(&self.zone, |s| {
+            s.policy = config.policy.as_ref().map(|p| p.name.clone());
+        });
+        if !config.secured {
+            let policy = config.policy.clone().expect("checked above");
+            let h = held.take().expect("held");
+            h.lease.release_with(Ok(())).await?;
+            return self.secure(&policy).await.map(|_| true);
+        }
+        self.work(h, follower, &served, &config).await?;
+        Ok(true)
+    }
+
+    /// Holds the lease, or takes it; false on standby.
+    async fn hold(
+        &self,
+        held: &mut Option<Held>,
+        follower: &mut Follower<'_>,
+    ) -> Result<bool, SignError> {
+        if let Some(h) = held.as_ref() {
+            let wanted = self.store.is_wanted(SIGN_LEASE, &self.zone).await?;
+            if !h.lease.is_lost() && !wanted {
+                return Ok(true);
+            }
+            let h = held.take().expect("held");
+            if !h.lease.is_lost() {
+                // A one-shot signer (secure-zone, add-key…) waits: let it in.
+                h.lease.release_with(Ok(())).await?;
+            }
+        }
+        match try_take(&self.store, &self.zone, FOLLOWER).await? {
+            Some(lease) => {
+                tracing::info!(zone = %self.zone, "signing lease taken: this process signs the zone");
+                follower.reset();
+                *held = Some(Held {
+                    lease,
+                    seen: None,
+                    checks: ParentChecks::default(),
+                    expiry_read: None,
+                });
+                self.status.update(&self.zone, |s| {
+                    s.signing = true;
+                    s.holder = None;
+                });
+                Ok(true)
+            }
+            None => {
+                let holder = self
+                    .store
+                    .lock_holder(SIGN_LEASE, &self.zone)
+                    .await?
+                    .map(|(h, _)| h.owner);
+                self.status.update(&self.zone, |s| {
+                    s.signing = false;
+                    s.holder = holder;
+                });
+                Ok(false)
+            }
+        }
+    }
+
+    /// Secures a zone that has a policy but is not secured yet.
+    async fn secure(&self, policy: &Policy) -> Result<(), SignError> {
+        let options = SecureOptions {
+            algorithm: policy.algorithm,
+            csk: policy.csk,
+            nsec3: policy.nsec3.clone(),
+            cds: policy.cds,
+            validity: Validity::of(&DnssecConfig {
+                policy: Some(policy.clone()),
+                ..DnssecConfig::default()
+            }),
+            threads: self.threads,
+            grace: Duration::from_secs(3),
+        };
+        let r = crate::secure_zone_switch(&self.store, &self.zone, &options, &NoProgress).await?;
+        tracing::info!(zone = %self.zone, serial = r.serial, "secured by its policy");
+        self.count(&r, false);
+        crate::cleanup(&self.store, &self.zone, options.grace, 0, &NoProgress).await?;
+        Ok(())
+    }
+
+    /// Under the lease: mark, follow, key steps, refresh.
+    async fn work(
+        &self,
+        h: &mut Held,
+        follower: &mut Follower<'_>,
+        served: &ZoneInfo,
+        config: &DnssecConfig,
+    ) -> Result<(), SignError> {
+        if !config.marked {
+            let (r, _) = follower.full_with(true).await?;
+            self.count(&r, false);
+            self.store
+                .set_dnssec_fields(&self.zone, vec![("marked", Bson::Boolean(true))])
+                .await?;
+            h.seen = Some(served.gen);
+            tracing::info!(zone = %self.zone, "every signature made anew, each node marked with its expiry");
+        }
+        if h.seen != Some(served.gen) {
+            let (r, _) = follower.step(served, h.seen, false).await?;
+            self.count(&r, false);
+            h.seen = Some(served.gen);
+        }
+        if let Some(policy) = &config.policy {
+            self.key_steps(h, follower, config, policy).await?;
+        }
+        let served = self.current().await?;
+        let r = follower.refresh(&served, self.refresh_batch).await?;
+        self.count(&r, true);
+        if r.published_gen.is_some() || h.expiry_read.is_none_or(|t| t.elapsed() > EXPIRY_EVERY) {
+            let soonest = self.store.earliest_expiry(&self.zone, served.ver).await?;
+            self.status
+                .update(&self.zone, |s| s.earliest_expiry = soonest);
+            h.expiry_read = Some(Instant::now());
+        }
+        Ok(())
+    }
+
+    /// The policy's key steps due now; a re-sign and the keys stamped
+    /// after any change.
+    async fn key_steps(
+        &self,
+        h: &mut Held,
+        follower: &mut Follower<'_>,
+        config: &DnssecConfig,
+        policy: &Policy,
+    ) -> Result<(), SignError> {
+        let keys = self.store.zone_keys(&self.zone).await?;
+        let plan = schedule(policy, &keys, now());
+        let mut changed = u64::from(plan.unstamped);
+        changed += apply_steps(
+            &self.store,
+            &self.zone,
+            config,
+            policy,
+            &keys,
+            plan.steps,
+            &mut h.checks,
+        )
+        .await?;
+        if changed > 0 {
+            let (r, _) = follower.full().await?;
+            self.count(&r, false);
+            stamp(&self.store, &self.zone).await?;
+            h.seen = r.published_gen.or(h.seen);
+            let keys = self.store.zone_keys(&self.zone).await?;
+            let after = schedule(policy, &keys, now());
+            self.status.update(&self.zone, |s| {
+                s.key_steps += changed;
+                s.next = after.next;
+                s.waiting = after.waiting;
+            });
+        } else {
+            self.status.update(&self.zone, |s| {
+                s.next = plan.next;
+                s.waiting = plan.waiting;
+            });
+        }
+        Ok(())
+    }
+
+    async fn current(&self) -> Result<ZoneInfo, SignError> {
+        self.store
+            .find_zone(&self.zone)
+            .await?
+            .ok_or_else(|| backend_mongo::StoreError::NoSuchZone(self.zone.to_string()).into())
+    }
+
+    fn count(&self, r: &Report, refresh: bool) {
+        self.status.update(&self.zone, |s| {
+            s.signatures += r.stats.signed;
+            if refresh {
+                s.refreshed += r.stats.signed;
+            }
+        });
+    }
+}
