@@ -56,6 +56,13 @@ pub const SIGN_LEASE: LockKind = LockKind {
     ttl: Duration::from_secs(30),
 };
 
+/// The signing service's lease: which `mongodns-sign serve` process looks
+/// after a zone (it takes [`SIGN_LEASE`] only while it signs).
+pub const SERVICE_LEASE: LockKind = LockKind {
+    name: "sign-service",
+    ttl: Duration::from_secs(30),
+};
+
 /// A lock this process holds.
 pub struct Held {
     locks: Collection<Document>,

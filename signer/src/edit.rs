@@ -6,7 +6,8 @@
 //!                                 when_ignored)
 //!    not secured ─► Store::edit_zone (secured meanwhile, by a secure-zone
 //!       switching while it waited for the zone lock: signed as below)
-//!    secured ─► lease::try_take ─ held by another signer ─► Store::edit_zone
+//!    secured ─► lease::take_soon (waits out a pass of the signing service)
+//!       ─ held by another signer ─► Store::edit_zone
 //!       │        unsigned (its change record hands the names to the holder),
 //!       │        then handoff::sign_unsigned_writes once the lease is free;
 //!       │        nothing written (a killed run's re-run?): the signed path
@@ -50,7 +51,7 @@ pub async fn apply(store: &Store, change: &ChangeSet) -> Result<EditSummary, Sig
     if !handoff::zone_secured(store, zone).await? {
         return unsigned_then_secured(store, change).await;
     }
-    let Some(lease) = lease::try_take(store, zone, "edit").await? else {
+    let Some(lease) = lease::take_soon(store, zone, "edit").await? else {
         return unsigned_edit(store, change).await;
     };
     let r = signed_edit(store, change).await;

@@ -7,6 +7,10 @@
 //!  take_behind_signers(zone) ─► Store::lock_waiting (behind): as take, but never
 //!     before a signer waiting in take (an importer's own unsigned names)
 //!  a killed holder stops renewing; after the lease's 30 s anyone takes over
+//!  take_soon(zone) ─► try_take; held by the signing service's pass ─► wait
+//!     for the pass to end (it is short), then take it
+//!  take_service(zone) ─► SERVICE_LEASE: which `serve` process looks after
+//!     the zone (held for good, renewed); the signing lease only per pass
 //! ```
 //!
 //! Every signing operation takes it: `secure-zone`, `unsecure-zone`,
@@ -15,7 +19,7 @@
 //! "Concurrency").
 
 use crate::SignError;
-use backend_mongo::lock::{Held, RenewGuard, Waiting, SIGN_LEASE};
+use backend_mongo::lock::{Held, RenewGuard, Waiting, SERVICE_LEASE, SIGN_LEASE};
 use backend_mongo::{Name, Store, StoreError};
 use std::time::Duration;
 
@@ -118,6 +122,44 @@ fn held_or_busy(taken: Result<Held, StoreError>) -> Result<Lease, SignError> {
              wait for it, or stop it (a killed one's lease expires within 30 s)"
         ))),
         Err(e) => Err(e.into()),
+    }
+}
+
+/// The signing lease's holder name for a pass of the signing service.
+pub const SERVICE_PASS: &str = "serve";
+
+/// How long a writer waits for a pass of the signing service to end
+/// before it writes unsigned: `MONGODNS_SERVICE_PASS_WAIT_S`, default 10.
+fn service_pass_wait() -> Duration {
+    seconds_from_env("MONGODNS_SERVICE_PASS_WAIT_S", 10)
+}
+
+/// As [`try_take`], but when the signing service holds the lease for one
+/// of its passes (short: it gives the lease up after each), waits for the
+/// pass to end and takes it: a writer then signs what it writes itself,
+/// and no reader sees its records unsigned.
+pub async fn take_soon(store: &Store, zone: &Name, what: &str) -> Result<Option<Lease>, SignError> {
+    if let Some(lease) = try_take(store, zone, what).await? {
+        return Ok(Some(lease));
+    }
+    let pass = format!(":{SERVICE_PASS}:");
+    let holder = store.lock_holder(SIGN_LEASE, zone).await?;
+    if !holder.is_some_and(|(h, _)| h.owner.contains(&pass)) {
+        return Ok(None);
+    }
+    match take(store, zone, what, service_pass_wait()).await {
+        Ok(lease) => Ok(Some(lease)),
+        Err(SignError::Busy(_)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Takes the signing service's lease of `zone` at once, or `None` when
+/// another `serve` process looks after it.
+pub async fn try_take_service(store: &Store, zone: &Name) -> Result<Option<Lease>, SignError> {
+    match store.try_lock(SERVICE_LEASE, zone, SERVICE_PASS).await? {
+        Ok(held) => held_or_busy(Ok(held)).map(Some),
+        Err(_) => Ok(None),
     }
 }
 

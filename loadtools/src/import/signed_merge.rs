@@ -45,7 +45,7 @@ impl MergeSigning {
         if writer.mode() != WriteMode::Merge || !zone_secured(store, zone).await? {
             return Ok(signing);
         }
-        signing.lease = signer::lease::try_take(store, zone, "import")
+        signing.lease = signer::lease::take_soon(store, zone, "import")
             .await
             .map_err(ImportError::signing)?;
         if signing.lease.is_none() {

@@ -1,12 +1,15 @@
 //! `mongodns-sign serve`: the signing service. One process keeps every
 //! secured zone of a database signed and rolls its keys by policy; two or
-//! more on one database share the work, one per zone at a time, under the
-//! zone's signing lease.
+//! more on one database share the work, one per zone at a time: the
+//! zone's service lease says which, and that one takes the signing lease
+//! for each pass and gives it up after it (writers then sign what they
+//! write themselves).
 //!
 //! ```text
 //!  every --discover-every: signed_zones() ─► a worker per zone not yet watched
 //!  worker (zone.rs), every --interval:
-//!     signing lease? (try, never wait) ── no ─► standby (another holds it)
+//!     service lease? (try, never wait) ── no ─► standby (another serve has it)
+//!     signing lease for this pass? ── no ─► next look (a writer signs now)
 //!     ├─ a policy but not secured ─► secure-zone with the policy
 //!     ├─ not marked ─► one full re-sign (every node gets its sx)
 //!     ├─ generation moved ─► sign what other writers changed (follow)
@@ -54,6 +57,8 @@ pub async fn serve(store: &Store, options: ServeOptions, status: Status) -> Resu
                 for zone in zones {
                     if watched.insert(zone.clone()) {
                         tracing::info!(%zone, "watching zone");
+                        // Before the task runs: the list is pruned below.
+                        status.update(&zone, |s| s.watched = true);
                         let worker =
                             zone::Worker::new(store.clone(), zone, &options, status.clone());
                         tokio::spawn(worker.run());

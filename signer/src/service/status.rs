@@ -17,7 +17,7 @@ type Row<'a> = &'a dyn Fn(&str, &ZoneStatus) -> Option<(String, f64)>;
 /// One zone as the service sees it.
 #[derive(Clone, Debug, Default)]
 pub struct ZoneStatus {
-    /// This process holds the zone's signing lease.
+    /// This process looks after the zone (holds its service lease).
     pub signing: bool,
     /// Who holds it, when another does.
     pub holder: Option<String>,
@@ -82,7 +82,7 @@ impl Status {
         let zl = |z: &str| format!("zone=\"{}\"", escape(z));
         family(
             "mongodns_signer_zone_signing",
-            "1 while this process holds the zone's signing lease, 0 on standby",
+            "1 while this process looks after the zone (its service lease), 0 on standby",
             "gauge",
             each(&|z, s| Some((zl(z), f64::from(u8::from(s.signing))))),
         );

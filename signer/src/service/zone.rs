@@ -2,20 +2,21 @@
 //!
 //! ```text
 //!  run: loop { look(); sleep(interval) }
-//!  look: find_zone ─► lease (try_take; standby when held elsewhere, given
-//!     up when a one-shot signer waits for it) ─► secure / mark / follow /
-//!     key steps / refresh (mod.rs) ─► status
+//!  look: find_zone ─► service lease (held for good; standby while another
+//!     `serve` holds it) ─► signing lease for this pass (skipped while a
+//!     writer or one-shot signer holds it) ─► secure / mark / follow / key
+//!     steps / refresh (mod.rs) ─► signing lease given up ─► status
 //! ```
 
 use super::keys::{apply_steps, stamp, ParentChecks};
 use super::{ServeOptions, Status};
-use crate::follow::{Follower, FOLLOWER};
+use crate::follow::Follower;
 use crate::keyroll::schedule;
-use crate::lease::{try_take, Lease};
+use crate::lease::{try_take, try_take_service, Lease, SERVICE_PASS};
 use crate::{NoProgress, Report, SecureOptions, SignError, Validity};
 use backend_mongo::bson::Bson;
 use backend_mongo::dnssec_store::DnssecConfig;
-use backend_mongo::lock::SIGN_LEASE;
+use backend_mongo::lock::SERVICE_LEASE;
 use backend_mongo::policy::Policy;
 use backend_mongo::{Name, Store, ZoneInfo};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -33,9 +34,9 @@ pub(super) struct Worker {
     status: Status,
 }
 
-/// What the worker keeps between looks while it holds the lease.
+/// What the worker keeps between looks while it looks after the zone.
 struct Held {
-    lease: Lease,
+    service: Lease,
     /// The generation signed up to.
     seen: Option<i64>,
     checks: ParentChecks,
@@ -63,7 +64,6 @@ impl Worker {
 
     /// Looks at the zone every interval until it is gone or unsecured.
     pub(super) async fn run(self) {
-        self.status.update(&self.zone, |s| s.watched = true);
         let validity = Validity::default();
         let mut follower = Follower::new(&self.store, &self.zone, &validity, self.threads);
         let mut held: Option<Held> = None;
@@ -84,7 +84,7 @@ impl Worker {
             tokio::time::sleep(self.interval).await;
         }
         if let Some(h) = held {
-            let _ = h.lease.release_with(Ok(())).await;
+            let _ = h.service.release_with(Ok(())).await;
         }
         self.status.update(&self.zone, |s| {
             s.watched = false;
@@ -106,46 +106,44 @@ impl Worker {
         if !config.secured && config.policy.is_none() {
             return Ok(false);
         }
-        if !self.hold(held, follower).await? {
+        if !self.own(held, follower).await? {
             return Ok(true);
         }
-        let h = held.as_mut().expect("held");
         self.status.update(&self.zone, |s| {
             s.policy = config.policy.as_ref().map(|p| p.name.clone());
         });
         if !config.secured {
             let policy = config.policy.clone().expect("checked above");
-            let h = held.take().expect("held");
-            h.lease.release_with(Ok(())).await?;
             return self.secure(&policy).await.map(|_| true);
         }
-        self.work(h, follower, &served, &config).await?;
+        // One pass under the signing lease, given up at its end so that
+        // writers sign what they write themselves.
+        let Some(pass) = try_take(&self.store, &self.zone, SERVICE_PASS).await? else {
+            return Ok(true);
+        };
+        let h = held.as_mut().expect("owned");
+        let r = self.work(h, follower, &served, &config).await;
+        pass.release_with(r).await?;
         Ok(true)
     }
 
-    /// Holds the lease, or takes it; false on standby.
-    async fn hold(
+    /// Holds the service lease of the zone, or takes it; false on standby
+    /// (another `serve` process looks after the zone).
+    async fn own(
         &self,
         held: &mut Option<Held>,
         follower: &mut Follower<'_>,
     ) -> Result<bool, SignError> {
-        if let Some(h) = held.as_ref() {
-            let wanted = self.store.is_wanted(SIGN_LEASE, &self.zone).await?;
-            if !h.lease.is_lost() && !wanted {
-                return Ok(true);
-            }
-            let h = held.take().expect("held");
-            if !h.lease.is_lost() {
-                // A one-shot signer (secure-zone, add-key…) waits: let it in.
-                h.lease.release_with(Ok(())).await?;
-            }
+        if held.as_ref().is_some_and(|h| !h.service.is_lost()) {
+            return Ok(true);
         }
-        match try_take(&self.store, &self.zone, FOLLOWER).await? {
-            Some(lease) => {
-                tracing::info!(zone = %self.zone, "signing lease taken: this process signs the zone");
+        *held = None;
+        match try_take_service(&self.store, &self.zone).await? {
+            Some(service) => {
+                tracing::info!(zone = %self.zone, "this process now looks after the zone");
                 follower.reset();
                 *held = Some(Held {
-                    lease,
+                    service,
                     seen: None,
                     checks: ParentChecks::default(),
                     expiry_read: None,
@@ -159,7 +157,7 @@ impl Worker {
             None => {
                 let holder = self
                     .store
-                    .lock_holder(SIGN_LEASE, &self.zone)
+                    .lock_holder(SERVICE_LEASE, &self.zone)
                     .await?
                     .map(|(h, _)| h.owner);
                 self.status.update(&self.zone, |s| {

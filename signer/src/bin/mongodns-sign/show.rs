@@ -11,7 +11,7 @@
 use crate::policy::{print_policy, span};
 use backend_mongo::bson::DateTime;
 use backend_mongo::dnssec_store::{DnssecConfig, StoredKey};
-use backend_mongo::lock::SIGN_LEASE;
+use backend_mongo::lock::SERVICE_LEASE;
 use backend_mongo::{Name, RType, Store};
 use dns::dnssec::ds_rdata;
 use dns::encoding::to_hex;
@@ -91,11 +91,11 @@ async fn expiry(store: &Store, zone: &Name, config: &DnssecConfig) -> Result<(),
     let Some(info) = store.find_zone(zone).await? else {
         return Ok(());
     };
-    let holder = store.lock_holder(SIGN_LEASE, zone).await?;
+    let holder = store.lock_holder(SERVICE_LEASE, zone).await?;
     let live = holder.as_ref().filter(|(h, _)| h.until > DateTime::now());
     match live {
-        Some((h, _)) => println!("signed by: {}", h.owner),
-        None => println!("signed by: no signing service holds this zone"),
+        Some((h, _)) => println!("signing service: {}", h.owner),
+        None => println!("signing service: none looks after this zone"),
     }
     let Some(soonest) = store.earliest_expiry(zone, info.ver).await? else {
         if !config.marked {
