@@ -102,6 +102,8 @@ async fn secure_under_lease(
     config.secured = true;
     config.nsec3 = options.nsec3.clone();
     config.cds = options.cds;
+    // Every node it writes carries its exact `sx` (FullNode::to_doc).
+    config.marked = true;
     let keys = ensure_keys(store, zone, options).await?;
     let mut last_err = None;
     for _attempt in 0..3 {

@@ -35,6 +35,8 @@ pub struct ZoneStatus {
     pub signatures: u64,
     /// Signatures made by refreshes.
     pub refreshed: u64,
+    /// Node documents read by refreshes (only those due).
+    pub refresh_reads: u64,
     /// Key steps taken (created, moved, removed).
     pub key_steps: u64,
     /// False once the worker stopped (the zone gone or unsecured).

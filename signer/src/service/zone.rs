@@ -216,8 +216,13 @@ impl Worker {
             self.key_steps(h, follower, config, policy).await?;
         }
         let served = self.current().await?;
+        let t = Instant::now();
         let r = follower.refresh(&served, self.refresh_batch).await?;
         self.count(&r, true);
+        if r.nodes > 0 {
+            tracing::info!(zone = %self.zone, nodes_read = r.nodes, signatures = r.stats.signed,
+                secs = t.elapsed().as_secs_f64(), "signatures refreshed");
+        }
         if r.published_gen.is_some() || h.expiry_read.is_none_or(|t| t.elapsed() > EXPIRY_EVERY) {
             let soonest = self.store.earliest_expiry(&self.zone, served.ver).await?;
             self.status
@@ -282,6 +287,7 @@ impl Worker {
             s.signatures += r.stats.signed;
             if refresh {
                 s.refreshed += r.stats.signed;
+                s.refresh_reads += r.nodes;
             }
         });
     }

@@ -389,12 +389,14 @@ async fn secure_zone(store: &Store, how: How, a: SecureZoneArgs) -> Result<(), S
         )?),
         false => None,
     };
+    // A zone's policy sets the validity of its signatures.
+    let validity = Validity::of(&store.dnssec_config(&zone).await?);
     let options = SecureOptions {
         algorithm: parse_alg(&a.algorithm)?,
         csk: a.csk,
         nsec3,
         cds: a.cds,
-        validity: Validity::default(),
+        validity,
         threads: how.threads,
         grace: Duration::from_secs(a.grace),
     };

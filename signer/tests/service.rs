@@ -1,0 +1,181 @@
+//! `mongodns-sign serve` keeps signatures from expiring, reading only what
+//! is due; without it `show-zone` warns. A real database, the real binary.
+//!
+//! ```text
+//!  example.net. under a policy of 16-s signatures (refresh at 14 s left)
+//!  secure-zone ─► no service: show-zone's WARNING once they near expiry
+//!  serve ─► for three lifetimes the earliest expiration never nears now;
+//!           refreshes read only due nodes; the zone still verifies
+//! ```
+
+use backend_mongo::testing::{block_on, database_uri, example_net, TestDb};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+fn sign(db: &str, args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_mongodns-sign"))
+        .args(["--mongodb-uri", &database_uri(), "--database", db, "-q"])
+        .args(args)
+        .output()
+        .expect("cannot run mongodns-sign");
+    assert!(
+        out.status.success(),
+        "mongodns-sign {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+struct Service(Child);
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The value of `name` on the service's /metrics, 0 when absent.
+fn metric(port: u16, name: &str) -> f64 {
+    let out = Command::new("curl")
+        .args(["-s", &format!("http://127.0.0.1:{port}/metrics")])
+        .output()
+        .expect("curl is needed");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find(|l| l.starts_with(name))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn signatures_never_near_expiry_under_the_service_and_show_zone_warns_without_it() {
+    let db = block_on(async {
+        let db = TestDb::new("sign_service").await;
+        let (zone, nodes) = example_net();
+        db.write_zone(&zone, &nodes).await;
+        db
+    });
+    let zone: backend_mongo::Name = "example.net.".parse().unwrap();
+    sign(
+        &db.name,
+        &[
+            "add-policy",
+            "brief",
+            "--rrsig-lifetime",
+            "16",
+            "--rrsig-refresh",
+            "14",
+            "--rrsig-jitter",
+            "1",
+            "--zsk-lifetime",
+            "0",
+            "--dnskey-ttl",
+            "1",
+            "--zone-max-ttl",
+            "1",
+        ],
+    );
+    sign(
+        &db.name,
+        &["set-policy", "example.net", "--policy", "brief"],
+    );
+    sign(&db.name, &["secure-zone", "example.net"]);
+    let earliest = || {
+        let info = block_on(db.store.find_zone(&zone)).unwrap().unwrap();
+        block_on(db.store.earliest_expiry(&zone, info.ver))
+            .unwrap()
+            .expect("marked nodes")
+    };
+    // Signed for about 16 s: due (under 14 s left) within 2 s, and with
+    // nobody to refresh them, show-zone says so.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let text = String::from_utf8(sign(&db.name, &["show-zone", "example.net"]).stdout).unwrap();
+        if text.contains("WARNING: signatures expire within the refresh window") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no warning before expiry: {text}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let total = block_on(db.store.read_version(
+        &zone,
+        block_on(db.store.find_zone(&zone)).unwrap().unwrap().ver,
+    ))
+    .unwrap()
+    .len() as f64;
+    let port = free_port();
+    let _service = Service(
+        Command::new(env!("CARGO_BIN_EXE_mongodns-sign"))
+            .args([
+                "--mongodb-uri",
+                &database_uri(),
+                "--database",
+                &db.name,
+                "serve",
+            ])
+            .args(["--interval", "0.2", "--discover-every", "0.2"])
+            .args(["--control-listen", &format!("127.0.0.1:{port}")])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    // Three lifetimes: after its first look, the earliest signature always
+    // has more than the refresh window less a few looks left.
+    let started = Instant::now();
+    let mut lowest = i64::MAX;
+    while started.elapsed() < Duration::from_secs(48) {
+        let left = earliest() - now();
+        assert!(left > 0, "a signature expired");
+        if started.elapsed() > Duration::from_secs(5) {
+            lowest = lowest.min(left);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(
+        lowest >= 11,
+        "a signature came within {lowest} s of expiry (refresh at 14 s left)"
+    );
+    let refreshed = metric(port, "mongodns_signer_refreshed_signatures_total");
+    let reads = metric(port, "mongodns_signer_refresh_nodes_read_total");
+    eprintln!("{refreshed} signatures refreshed, {reads} node documents read by refreshes, zone of {total} nodes");
+    assert!(refreshed > 0.0, "nothing was refreshed");
+    // Every node falls due once a lifetime (16 s): about three times in
+    // 48 s; a whole read per look (every 0.2 s) would be 240 times.
+    assert!(
+        reads <= total * 8.0,
+        "refreshes read {reads} documents of a {total}-node zone"
+    );
+    let text = String::from_utf8(sign(&db.name, &["export-zone", "example.net"]).stdout).unwrap();
+    let file = db.dir.join("refreshed.zone");
+    std::fs::write(&file, text).unwrap();
+    let o = Command::new("dnssec-verify")
+        .args(["-o", "example.net."])
+        .arg(&file)
+        .output()
+        .expect("dnssec-verify is needed (bind9-utils)");
+    assert!(
+        o.status.success(),
+        "dnssec-verify: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    block_on(db.drop_db());
+}
