@@ -133,6 +133,11 @@ impl Status {
                 |s| s.refreshed,
             ),
             (
+                "mongodns_signer_refresh_nodes_read_total",
+                "node documents the refreshes read (only those with a signature due)",
+                |s| s.refresh_reads,
+            ),
+            (
                 "mongodns_signer_key_steps_total",
                 "keys created, moved to another state or removed",
                 |s| s.key_steps,
