@@ -172,6 +172,29 @@ pub struct Nsec3Config {
     pub opt_out: bool,
 }
 
+impl Nsec3Config {
+    /// The stored form: `{iter, salt (hex), optout}`.
+    pub fn to_doc(&self) -> Document {
+        doc! {"iter": i32::from(self.iterations), "salt": to_hex(&self.salt), "optout": self.opt_out}
+    }
+
+    /// Reads the stored form (missing fields: 0, no salt, no opt-out).
+    pub fn from_doc(n: &Document) -> Nsec3Config {
+        Nsec3Config {
+            iterations: n
+                .get("iter")
+                .and_then(|v| v.as_i32().map(i64::from).or(v.as_i64()))
+                .unwrap_or(0) as u16,
+            salt: n
+                .get_str("salt")
+                .ok()
+                .and_then(from_hex)
+                .unwrap_or_default(),
+            opt_out: n.get_bool("optout").unwrap_or(false),
+        }
+    }
+}
+
 /// The `dnssec` section of a zone document.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct DnssecConfig {
@@ -481,18 +504,7 @@ impl Store {
         let Ok(sec) = d.get_document("dnssec") else {
             return Ok(DnssecConfig::default());
         };
-        let nsec3 = sec.get_document("nsec3").ok().map(|n| Nsec3Config {
-            iterations: n
-                .get("iter")
-                .and_then(|v| v.as_i32().map(i64::from).or(v.as_i64()))
-                .unwrap_or(0) as u16,
-            salt: n
-                .get_str("salt")
-                .ok()
-                .and_then(from_hex)
-                .unwrap_or_default(),
-            opt_out: n.get_bool("optout").unwrap_or(false),
-        });
+        let nsec3 = sec.get_document("nsec3").ok().map(Nsec3Config::from_doc);
         Ok(DnssecConfig {
             secured: sec.get_bool("secured").unwrap_or(false),
             nsec3,
@@ -517,10 +529,7 @@ impl Store {
             Some(c) => {
                 let mut sec = doc! {"secured": c.secured, "cds": c.cds, "marked": c.marked};
                 if let Some(n) = &c.nsec3 {
-                    sec.insert(
-                        "nsec3",
-                        doc! {"iter": i32::from(n.iterations), "salt": to_hex(&n.salt), "optout": n.opt_out},
-                    );
+                    sec.insert("nsec3", n.to_doc());
                 }
                 if let Some(p) = &c.policy {
                     sec.insert("policy", p.to_doc());

@@ -17,7 +17,6 @@
 
 use crate::dnssec_store::Nsec3Config;
 use crate::store::{Store, StoreError};
-use dns::encoding::{from_hex, to_hex};
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
 
@@ -140,10 +139,7 @@ impl Policy {
             "cds": self.cds,
         };
         if let Some(n) = &self.nsec3 {
-            d.insert(
-                "nsec3",
-                doc! {"iter": i32::from(n.iterations), "salt": to_hex(&n.salt), "optout": n.opt_out},
-            );
+            d.insert("nsec3", n.to_doc());
         }
         d
     }
@@ -160,18 +156,7 @@ impl Policy {
                 .and_then(|v| v.as_i64().or(v.as_i32().map(i64::from)))
                 .map(|v| v.max(0) as u64)
         };
-        let nsec3 = d.get_document("nsec3").ok().map(|n| Nsec3Config {
-            iterations: n
-                .get("iter")
-                .and_then(|v| v.as_i32().map(i64::from).or(v.as_i64()))
-                .unwrap_or(0) as u16,
-            salt: n
-                .get_str("salt")
-                .ok()
-                .and_then(from_hex)
-                .unwrap_or_default(),
-            opt_out: n.get_bool("optout").unwrap_or(false),
-        });
+        let nsec3 = d.get_document("nsec3").ok().map(Nsec3Config::from_doc);
         Policy {
             name: name.to_string(),
             algorithm: int("alg").map_or(base.algorithm, |v| v as u8),

@@ -149,18 +149,29 @@ impl<'a> Follower<'a> {
         let serial =
             crate::soa::sign_soa_past(self.store, self.zone, served.ver, served.serial).await?;
         let serial = serial.unwrap_or(served.serial);
-        let mut touched = done.names;
-        touched.push(self.zone.clone());
-        touched.sort();
-        touched.dedup();
-        let gen = self
-            .store
-            .publish_in_place(self.zone, served.ver, serial, Some(&touched), None)
-            .await?;
-        self.ours.insert(gen);
+        let gen = self.publish(served.ver, serial, done.names).await?;
         report.published_gen = Some(gen);
         report.serial = serial;
         Ok(report)
+    }
+
+    /// Publishes in place what it wrote (`names`, the apex added) with
+    /// the new `serial`; remembers the generation as its own.
+    async fn publish(
+        &mut self,
+        ver: i64,
+        serial: u32,
+        mut names: Vec<Name>,
+    ) -> Result<i64, SignError> {
+        names.push(self.zone.clone());
+        names.sort();
+        names.dedup();
+        let gen = self
+            .store
+            .publish_in_place(self.zone, ver, serial, Some(&names), None)
+            .await?;
+        self.ours.insert(gen);
+        Ok(gen)
     }
 
     /// One re-signing step for the zone as now served, having last seen
@@ -233,15 +244,8 @@ impl<'a> Follower<'a> {
         };
         if done.written > 0 {
             let serial = signer.sign_soa(self.store, served.serial).await?;
-            let mut touched = signer.take_touched();
-            touched.push(self.zone.clone());
-            touched.sort();
-            touched.dedup();
-            let gen = self
-                .store
-                .publish_in_place(self.zone, served.ver, serial, Some(&touched), None)
-                .await?;
-            self.ours.insert(gen);
+            let touched = signer.take_touched();
+            let gen = self.publish(served.ver, serial, touched).await?;
             report.published_gen = Some(gen);
             report.serial = serial;
             report.written += 1;
