@@ -305,14 +305,7 @@ pub async fn sign_changes_since(
         .await?
         .ok_or_else(|| StoreError::NoSuchZone(zone.to_string()))?;
     let validity = Validity::default();
-    let mut follower = Follower {
-        store,
-        zone,
-        validity: &validity,
-        threads: 0,
-        signer: None,
-        ours: HashSet::new(),
-    };
+    let mut follower = Follower::new(store, zone, &validity, 0);
     follower
         .step(&served, Some(since), false)
         .await
@@ -340,14 +333,7 @@ pub async fn follow(
     // importers that find the lease held hand their names over through
     // their (unsigned) change records.
     let lease = crate::lease::take(store, zone, FOLLOWER, crate::lease::lease_wait()).await?;
-    let mut follower = Follower {
-        store,
-        zone,
-        validity,
-        threads,
-        signer: None,
-        ours: HashSet::new(),
-    };
+    let mut follower = Follower::new(store, zone, validity, threads);
     let mut seen: Option<i64> = None;
     let mut last_full = Instant::now();
     loop {
