@@ -295,7 +295,8 @@ impl<B: Backend> Responder<B> {
         // Polled once before the timer is armed: an answer from memory
         // (a resident zone, a warm record cache) is ready at once and
         // needs no clock read nor timer.
-        let mut solve = std::pin::pin!(self.solve(&query));
+        let room = render::size_limit(&query, transport, self.config.max_udp_size);
+        let mut solve = std::pin::pin!(self.solve(&query, room));
         let solved = match futures::poll!(solve.as_mut()) {
             std::task::Poll::Ready(solved) => Ok(solved),
             std::task::Poll::Pending => {
@@ -337,8 +338,13 @@ impl<B: Backend> Responder<B> {
     }
 
     /// Runs the stages; `None` when no served zone holds the name.
-    /// Returns the zone the name was found in, and the answer.
-    async fn solve(&self, query: &Query) -> Result<Option<(ZoneInfo, answer::Answer)>, StoreError> {
+    /// Returns the zone the name was found in, and the answer. `room`:
+    /// the reply's size limit, which bounds the additional section's reads.
+    async fn solve(
+        &self,
+        query: &Query,
+        room: usize,
+    ) -> Result<Option<(ZoneInfo, answer::Answer)>, StoreError> {
         let backend = &*self.backend;
         let Some(zone) = lookup::zone_for_question(backend, &query.qname, query.qtype).await?
         else {
@@ -358,7 +364,7 @@ impl<B: Backend> Responder<B> {
         if let Some(zones) = &mut signed {
             dnssec::prove_denial(backend, zones, &mut answer).await?;
         }
-        answer::solve_additional(backend, &mut answer).await?;
+        answer::solve_additional(backend, &mut answer, room).await?;
         if let Some(zones) = &mut signed {
             dnssec::sign_additional(backend, zones, &mut answer).await?;
         }
