@@ -424,12 +424,83 @@ fn a_key_bound_to_address_blocks_updates_only_from_them() {
         );
     }
     answered_after(port, "from1.upd.test.", 1, ResponseCode::NoError, 1);
+    // Over UDP, whose source address proves nothing, the key's `from=`
+    // is not judged: TC, nothing applied (nsupdate asks again over TCP).
+    let inside_key = format!("hmac-sha256:upd:{SECRET}");
+    let add = ["update add udp.upd.test. 60 A 192.0.2.7"];
+    let (reply, _, _) = captured_update(port, &inside_key, &add);
+    assert_ne!(reply[2] & 0x02, 0, "TC over UDP for a from= key");
+    assert!(!stored(&db, "udp.upd.test."), "applied from a UDP source");
     assert_eq!(
         ask_udp(port, "far.upd.test.", 1, None)
             .metadata
             .response_code,
         ResponseCode::NXDomain
     );
+    drop(server);
+    block_on(db.drop_db());
+}
+
+/// Runs `nsupdate` over UDP with `key` through a socket of the test that
+/// passes its datagram to the server and the reply back: the reply, the
+/// signed request as it went on the wire, and whether nsupdate succeeded
+/// (it asks again over TCP, of the test's port, where nothing listens).
+fn captured_update(port: u16, key: &str, lines: &[&str]) -> (Vec<u8>, Vec<u8>, bool) {
+    let front = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    front
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let front_port = front.local_addr().unwrap().port();
+    let (text, key) = (script(front_port, lines), key.to_string());
+    let tool = std::thread::spawn(move || run_tool("nsupdate", Some(&key), &text));
+    let mut buf = [0u8; 4096];
+    let (n, client) = front
+        .recv_from(&mut buf)
+        .expect("nsupdate sends its UPDATE");
+    let request = buf[..n].to_vec();
+    let reply = udp_exchange(port, &request, Duration::from_secs(10)).expect("a reply");
+    front.send_to(&reply, client).unwrap();
+    let (ok, _) = tool.join().unwrap();
+    (reply, request, ok)
+}
+
+/// True when the served version of the zone holds `name` (read from the
+/// database, not asked of the server).
+fn stored(db: &TestZoneDb, name: &str) -> bool {
+    block_on(async {
+        let zone = db
+            .store
+            .find_zone(&ZONE.parse().unwrap())
+            .await
+            .unwrap()
+            .unwrap();
+        db.store
+            .get_node(&zone, &name.parse().unwrap())
+            .await
+            .unwrap()
+            .is_some()
+    })
+}
+
+#[test]
+fn a_replayed_update_is_not_applied_again() {
+    let (db, server) = served("upd_replay");
+    let port = server.port;
+    let add = ["update add replay.upd.test. 60 A 192.0.2.9"];
+    let (reply, request, ok) = captured_update(port, &upd_key(), &add);
+    assert!(ok && reply[3] & 0x0F == 0, "applied");
+    assert!(stored(&db, "replay.upd.test."));
+    let (ok, out) = nsupdate(port, true, &["update delete replay.upd.test. A"]);
+    assert!(ok, "{out}");
+    assert!(!stored(&db, "replay.upd.test."));
+    // The captured request again, well within its 300-s fudge: answered
+    // (as the first time) or not at all, never applied again.
+    let reply = udp_exchange(port, &request, Duration::from_secs(10));
+    println!(
+        "the replay's reply: {:?}",
+        reply.as_ref().map(|r| r[3] & 0x0F)
+    );
+    assert!(!stored(&db, "replay.upd.test."), "the replay added it back");
     drop(server);
     block_on(db.drop_db());
 }

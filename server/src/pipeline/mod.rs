@@ -117,6 +117,8 @@ pub struct Responder<B> {
     /// slots, behind the resident copies (a transfer of a resident zone
     /// is sent from memory).
     transfer_store: Option<Arc<TransferSource>>,
+    /// Signed UPDATEs seen lately (crate::update::replay).
+    replays: crate::update::Replays,
 }
 
 impl<B: Backend> Responder<B> {
@@ -131,6 +133,7 @@ impl<B: Backend> Responder<B> {
             recheck: FailureRecheck::new(),
             fault_log: RateLimited::new(FAULT_LOG_PERIOD),
             transfer_store: None,
+            replays: crate::update::Replays::default(),
         }
     }
 
@@ -198,7 +201,7 @@ impl<B: Backend> Responder<B> {
     pub async fn respond_tcp_stream(&self, packet: &[u8], peer: &TcpPeer) -> TcpReply {
         if crate::update::is_update(packet) {
             return TcpReply::Messages(
-                self.update(packet, Some(peer.addr))
+                self.update(packet, Some(peer.addr), Transport::Tcp)
                     .await
                     .into_iter()
                     .collect(),
@@ -245,7 +248,7 @@ impl<B: Backend> Responder<B> {
         // query's future is as large as its largest path (a miss's future
         // is moved onto the heap whole, udp_miss.rs).
         if crate::update::is_update(packet) {
-            return Box::pin(self.update(packet, peer)).await;
+            return Box::pin(self.update(packet, peer, transport)).await;
         }
         let peer = peer.map(|p| p.ip());
         if tsig::has_tsig(packet) {
@@ -263,10 +266,17 @@ impl<B: Backend> Responder<B> {
 
     /// A DNS UPDATE (crate::update), applied through the direct store;
     /// `peer` when the path knows the client.
-    async fn update(&self, packet: &[u8], peer: Option<SocketAddr>) -> Option<Vec<u8>> {
+    async fn update(
+        &self,
+        packet: &[u8],
+        peer: Option<SocketAddr>,
+        transport: Transport,
+    ) -> Option<Vec<u8>> {
         let settings = crate::update::UpdateSettings {
             keys: &self.config.tsig_keys,
             min_mac: self.config.tsig_min_mac,
+            replays: &self.replays,
+            tcp: transport == Transport::Tcp,
         };
         let store = self.transfer_store.as_deref().map(|t| &**t.inner());
         crate::update::answer(store, packet, &settings, peer.map(|p| p.ip())).await

@@ -6,6 +6,9 @@
 //!     no key may update (the default) ─► REFUSED
 //!     TSIG: none ─► REFUSED │ bad, or a key whose zones= or from= leave this
 //!     zone or client out ─► NOTAUTH + TSIG error │ malformed ─► FORMERR
+//!     signed by a key with from=, over UDP ─► TC (ask again over TCP)
+//!     the same signed request seen in the last 600 s (replay.rs) ─► its
+//!        first reply, or none while it is applied; never applied twice
 //!     signed by a key without `update`, or not for this zone ─► REFUSED
 //!     the zone not served here ─► NOTAUTH
 //!  signer::edit::apply(ChangeSet): one change-set,
@@ -19,13 +22,17 @@
 //! one zone transfers read from.
 
 pub mod message;
+pub mod replay;
 
 pub use message::{is_update, parse_update, UpdateRequest};
+pub use replay::Replays;
 
 use crate::tsig::{self, TsigKey};
 use crate::wire::{Rcode, HEADER_LEN};
 use backend_mongo::Store;
 use dns::Name;
+use replay::Sight;
+use std::time::Instant;
 
 /// What an UPDATE handler needs from the server's settings.
 pub struct UpdateSettings<'a> {
@@ -33,6 +40,10 @@ pub struct UpdateSettings<'a> {
     pub keys: &'a [TsigKey],
     /// Shortest truncated MAC accepted.
     pub min_mac: usize,
+    /// Signed requests seen lately (a replay is not applied again).
+    pub replays: &'a Replays,
+    /// The request came over TCP (its source address proven).
+    pub tcp: bool,
 }
 
 /// Answers an UPDATE message from `peer` (when the path knows the client;
@@ -84,6 +95,29 @@ pub async fn answer(
             return Some(out);
         }
     };
+    if !signer.key().from.is_empty() && !settings.tcp {
+        // The address `from=` judges is proven over TCP only: TC says
+        // "ask again over TCP" (RFC 2136 §3.8, RFC 1035 §4.2.1).
+        let mut out = reply(&unsigned, &request, Rcode::NOERROR);
+        out[2] |= (crate::wire::flags::TC >> 8) as u8;
+        signer.sign(&mut out);
+        return Some(out);
+    }
+    let key_name = signer.key().name.as_wire().to_vec();
+    let ticket = match settings
+        .replays
+        .sight(&key_name, signer.request_mac(), Instant::now())
+    {
+        Sight::New(ticket) => ticket,
+        Sight::InFlight => return None,
+        Sight::Answered(first) => return Some(first),
+        Sight::Full => {
+            tracing::warn!(zone = %request.change.zone, "UPDATE refused: too many signed updates in the last 10 minutes");
+            let mut out = reply(&unsigned, &request, Rcode::REFUSED);
+            signer.sign(&mut out);
+            return Some(out);
+        }
+    };
     let rcode = match signer.key().update {
         false => {
             tracing::info!(zone = %request.change.zone, key = %signer.key().name, "UPDATE refused: the key may not update");
@@ -93,6 +127,7 @@ pub async fn answer(
     };
     let mut out = reply(&unsigned, &request, rcode);
     signer.sign(&mut out);
+    ticket.answered(&out);
     Some(out)
 }
 
