@@ -277,6 +277,7 @@ impl<B: Backend> Responder<B> {
             min_mac: self.config.tsig_min_mac,
             replays: &self.replays,
             tcp: transport == Transport::Tcp,
+            udp_wait: self.config.query_timeout,
         };
         let store = self.transfer_store.as_deref().map(|t| &**t.inner());
         crate::update::answer(store, packet, &settings, peer.map(|p| p.ip())).await

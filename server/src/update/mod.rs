@@ -10,6 +10,8 @@
 //!     the same signed request seen in the last 600 s (replay.rs) ─► its
 //!        first reply, or none while it is applied; never applied twice
 //!     signed by a key without `update`, or not for this zone ─► REFUSED
+//!  over UDP the rest runs as a task: no reply within udp_wait (the zone
+//!     lock held by another writer) ─► none now, the update goes on
 //!     the zone not served here ─► NOTAUTH
 //!  signer::edit::apply(ChangeSet): one change-set,
 //!     prerequisites checked under the zone lock (NXDOMAIN, YXDOMAIN,
@@ -44,6 +46,9 @@ pub struct UpdateSettings<'a> {
     pub replays: &'a Replays,
     /// The request came over TCP (its source address proven).
     pub tcp: bool,
+    /// Longest wait for the reply to an UPDATE over UDP; the update goes
+    /// on past it, and a retransmission gets its reply.
+    pub udp_wait: std::time::Duration,
 }
 
 /// Answers an UPDATE message from `peer` (when the path knows the client;
@@ -118,17 +123,41 @@ pub async fn answer(
             return Some(out);
         }
     };
+    let work = finish(store.cloned(), unsigned, request, signer, ticket);
+    if settings.tcp {
+        return Some(work.await);
+    }
+    // Over UDP the update runs as a task of its own, and the datagram's
+    // handler (holding a UDP miss permit) waits for it at most `udp_wait`:
+    // a zone lock held by another writer does not hold UDP back. The
+    // client's retransmission then gets the reply once it is known.
+    let task = tokio::spawn(work);
+    match tokio::time::timeout(settings.udp_wait, task).await {
+        Ok(Ok(out)) => Some(out),
+        _ => None,
+    }
+}
+
+/// Applies an authorised request and builds its signed reply, kept for
+/// its replays by `ticket`.
+async fn finish(
+    store: Option<Store>,
+    unsigned: Vec<u8>,
+    request: UpdateRequest,
+    mut signer: tsig::TsigSigner,
+    ticket: replay::Ticket,
+) -> Vec<u8> {
     let rcode = match signer.key().update {
         false => {
             tracing::info!(zone = %request.change.zone, key = %signer.key().name, "UPDATE refused: the key may not update");
             Rcode::REFUSED
         }
-        true => apply(store, &request, &signer.key().name).await,
+        true => apply(store.as_ref(), &request, &signer.key().name).await,
     };
     let mut out = reply(&unsigned, &request, rcode);
     signer.sign(&mut out);
     ticket.answered(&out);
-    Some(out)
+    out
 }
 
 /// Applies the change-set; the reply's rcode.
