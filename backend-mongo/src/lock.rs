@@ -6,7 +6,8 @@
 //!     └─ duplicate key ─► read the holder
 //!          ├─ live (until > now) ─► wait and retry, or Conflict after `wait`
 //!          └─ expired (a killed holder) ─► insert "takeover <id> <owner> <until>"
-//!               ├─ inserted (we won) ─► delete the stale lock ─► insert ours
+//!               ├─ inserted (we won) ─► prune markers over an hour old
+//!               │    ─► delete the stale lock ─► insert ours
 //!               └─ duplicate (someone else won) ─► wait and retry
 //!  Held::renew()   ─► until = now + ttl (fails if the lock is no longer ours)
 //!  Held::release() ─► delete it if it is still ours
@@ -221,6 +222,11 @@ impl Store {
             Err(e) => return Err(e.into()),
         }
         tracing::warn!(lock = %id, holder = %holder.owner, "taking over an abandoned lock");
+        // Each takeover leaves a marker: its winner prunes the old ones, so
+        // they number at most the takeovers of the last hour.
+        if let Err(e) = self.prune_lock_markers().await {
+            tracing::warn!(error = %e, "old takeover markers not pruned");
+        }
         locks.delete_one(doc! {"_id": &id}).await?;
         match locks.insert_one(mine).await {
             Ok(_) => Ok(Ok(self.held(id, owner, kind))),
@@ -386,8 +392,9 @@ impl Store {
         }))
     }
 
-    /// Deletes takeover markers older than an hour (they only need to
-    /// outlive the race they settle).
+    /// Deletes takeover markers (and dead waiters' `want` markers) older
+    /// than an hour: they only need to outlive the race they settle. Run by
+    /// the winner of every takeover, the only writer of a takeover marker.
     pub async fn prune_lock_markers(&self) -> Result<u64, StoreError> {
         let before = DateTime::from_millis(DateTime::now().timestamp_millis() - 3_600_000);
         let old: Vec<Document> = futures::TryStreamExt::try_collect(

@@ -7,6 +7,7 @@
 //!  find_zone(apex)   ── zones._id point lookup ──► Option<ZoneInfo>
 //!  get_node(zone, n) ── nodes._id point lookup ──► Option<Node>
 //!                       (both with maxTimeMS when ReadFrom::max_time is set)
+//!  served_zones, list_zones ── zones scans (maxTimeMS: listing_deadline)
 //!  zone_nodes(zone)  ── {zone, ver} scan, canonical order ──► Vec<Node> (AXFR)
 //!  change_seq()      ── meta._id "seq" ──► i64       (freshness polling)
 //! ```
@@ -23,6 +24,11 @@ use mongodb::options::{
 };
 use mongodb::{Client, Collection, Database, IndexModel};
 use std::time::Duration;
+
+/// The shortest server-side deadline of a listing of zones (the registry's
+/// preload, the API's zone list) on a handle with a read deadline: a
+/// listing reads many documents, where a point read reads one.
+pub const LISTING_MIN_TIME: Duration = Duration::from_secs(30);
 
 /// Oldest MongoDB server version mongodns supports.
 pub const MIN_SERVER_VERSION: (u32, u32) = (4, 4);
@@ -504,14 +510,24 @@ impl Store {
         Ok(done.deleted_count)
     }
 
+    /// The server-side deadline of a zone listing: `None` without a read
+    /// deadline (the writers), else that deadline, at least
+    /// [`LISTING_MIN_TIME`].
+    pub(crate) fn listing_deadline(&self) -> Option<Duration> {
+        self.read_deadline.map(|d| d.max(LISTING_MIN_TIME))
+    }
+
     /// Every served zone, or `None` when there are more than `limit`.
     pub async fn served_zones(&self, limit: usize) -> Result<Option<Vec<ZoneInfo>>, StoreError> {
-        let mut cursor = self
+        let mut find = self
             .zones
             .find(doc! {})
             .batch_size(10_000)
-            .limit(i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1))
-            .await?;
+            .limit(i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1));
+        if let Some(d) = self.listing_deadline() {
+            find = find.max_time(d);
+        }
+        let mut cursor = find.await?;
         let mut out = Vec::new();
         while let Some(d) = cursor.try_next().await? {
             if out.len() >= limit {
@@ -535,12 +551,15 @@ impl Store {
             Some(a) => doc! {"_id": {"$gt": a.to_string()}, "ver": {"$exists": true}},
             None => doc! {"ver": {"$exists": true}},
         };
-        let mut cursor = self
+        let mut find = self
             .zones
             .find(filter)
             .sort(doc! {"_id": 1})
-            .limit(i64::try_from(limit).unwrap_or(i64::MAX))
-            .await?;
+            .limit(i64::try_from(limit).unwrap_or(i64::MAX));
+        if let Some(d) = self.listing_deadline() {
+            find = find.max_time(d);
+        }
+        let mut cursor = find.await?;
         let mut out = Vec::new();
         while let Some(d) = cursor.try_next().await? {
             out.push(schema::zone_from_doc(&d)?);

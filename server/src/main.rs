@@ -53,6 +53,11 @@ fn main() {
         }
     };
     if cli.args.check_config {
+        // The TSIG keys (and key file) and the NSID are checked as at start.
+        if let Err(message) = pipeline_config(&resolved.config) {
+            eprintln!("mongodns-server: {message}");
+            std::process::exit(2);
+        }
         // A closed pipe (`| head`) is not an error worth a panic.
         use std::io::Write as _;
         let _ = writeln!(

@@ -371,6 +371,11 @@ fn append_record(
 }
 
 impl TsigSigner {
+    /// The request's MAC (before the first reply is signed with it).
+    pub fn request_mac(&self) -> &[u8] {
+        &self.prior
+    }
+
     /// The key the request was signed with (what it may do: its scope and
     /// whether it may update).
     pub fn key(&self) -> &TsigKey {

@@ -1,5 +1,6 @@
-//! The server's reads carry a server-side deadline, and storage faults do
-//! not flood the log (issue 20, item 7). The server reaches the real
+//! The server's reads carry a server-side deadline (point reads and the
+//! journal the query timeout, zone listings at least 30 s), and storage
+//! faults do not flood the log. The server reaches the real
 //! database through a relay that keeps a copy of every command it sends
 //! and can cut the database off.
 
@@ -48,11 +49,98 @@ fn zone_and_node_reads_carry_the_query_timeout_as_max_time_ms() {
     assert_eq!(lines(&m.answers), vec!["www.late.test. 300 A 192.0.2.2"]);
     let times = max_times(&tap);
     println!("maxTimeMS values sent: {times:?}");
+    // Point reads carry the query timeout; the registry's zone listing at
+    // start carries the listing floor (30 s).
+    let point = times.iter().filter(|&&t| t == 1234).count();
     assert!(
-        times.len() >= 2,
+        point >= 2,
         "the zone and node reads carry maxTimeMS: {times:?}"
     );
-    assert!(times.iter().all(|&t| t == 1234), "{times:?}");
+    assert!(times.iter().all(|&t| t == 1234 || t == 30_000), "{times:?}");
+    drop(server);
+    block_on(db.drop_db());
+}
+
+/// The `find` commands on `collection` the server sent through `tap`
+/// that `pick` selects, and how many of them lack `maxTimeMS`.
+fn finds_without_max_time(
+    tap: &Relay,
+    collection: &str,
+    pick: impl Fn(&[u8]) -> bool,
+) -> (usize, usize) {
+    let finds: Vec<Vec<u8>> = sent_commands(&tap.sent(), "find", collection)
+        .into_iter()
+        .filter(|d| pick(d))
+        .collect();
+    let missing = finds
+        .iter()
+        .filter(|d| !bson_has_key(d, "maxTimeMS"))
+        .count();
+    (finds.len(), missing)
+}
+
+/// True when `doc` holds `needle`.
+fn holds(doc: &[u8], needle: &[u8]) -> bool {
+    doc.windows(needle.len()).any(|w| w == needle)
+}
+
+#[test]
+fn listings_and_the_journal_carry_max_time_ms() {
+    let db = zone_db("maxtime_lists");
+    let tap = Relay::tapping_database();
+    let api = free_tcp_port();
+    let listen = format!("127.0.0.1:{api}");
+    let args = [
+        "--query-timeout-ms",
+        "1234",
+        "--axfr-allow",
+        "127.0.0.1/32",
+        "--api-listen",
+        &listen,
+        "--api-key",
+        "k",
+    ];
+    let server = ServerProcess::start_with_uri(&tap.uri(), &db.name, &args);
+    // The served-zone listing (the registry's preload at start): a find
+    // on `zones` with an empty filter.
+    let empty_filter = b"\x03filter\0\x05\0\0\0\0";
+    let (served, missing) = finds_without_max_time(&tap, "zones", |d| holds(d, empty_filter));
+    println!("served-zone listings: {served}, {missing} without maxTimeMS");
+    assert!(served >= 1, "the registry lists the served zones");
+    assert_eq!(missing, 0, "the served-zone listing carries maxTimeMS");
+    // The API's zone listing: a find on `zones` sorted by name.
+    let headers = "X-API-Key: k\r\n";
+    let (status, body) = http_request(api, "GET", "/api/v1/servers/localhost/zones", headers, "");
+    assert!(
+        status.contains("200") && body.contains("late.test."),
+        "{status} {body}"
+    );
+    let (listed, missing) = finds_without_max_time(&tap, "zones", |d| holds(d, b"\x03sort\0"));
+    println!("API zone listings: {listed}, {missing} without maxTimeMS");
+    assert!(listed >= 1, "the API lists the zones");
+    assert_eq!(missing, 0, "the API's zone listing carries maxTimeMS");
+    // The journal, read by an IXFR over TCP from a serial behind ours.
+    let rdata = vec![vec![192, 0, 2, 9].into()];
+    let change = backend_mongo::dns::edit::ChangeSet::new(
+        "late.test.".parse().unwrap(),
+        vec![backend_mongo::dns::edit::RecordEdit::add(
+            "new.late.test.".parse().unwrap(),
+            backend_mongo::RType::A,
+            60,
+            rdata,
+        )],
+    );
+    block_on(signer::edit::apply(&db.store, &change)).expect("the edit succeeds");
+    serial_after(server.port, "late.test.", 1);
+    let lines = transfer_lines(server.port, "late.test.", "IXFR=1", &[]);
+    assert!(
+        lines.iter().any(|l| l.starts_with("new.late.test.")),
+        "{lines:?}"
+    );
+    let (journal, missing) = finds_without_max_time(&tap, "journal", |_| true);
+    println!("journal reads: {journal}, {missing} without maxTimeMS");
+    assert!(journal >= 1, "the IXFR read the journal");
+    assert_eq!(missing, 0, "journal reads carry maxTimeMS");
     drop(server);
     block_on(db.drop_db());
 }

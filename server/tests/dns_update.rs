@@ -424,12 +424,191 @@ fn a_key_bound_to_address_blocks_updates_only_from_them() {
         );
     }
     answered_after(port, "from1.upd.test.", 1, ResponseCode::NoError, 1);
+    // Over UDP, whose source address proves nothing, the key's `from=`
+    // is not judged: TC, nothing applied (nsupdate asks again over TCP).
+    let inside_key = format!("hmac-sha256:upd:{SECRET}");
+    let add = ["update add udp.upd.test. 60 A 192.0.2.7"];
+    let (reply, _, _) = captured_update(port, &inside_key, &add);
+    assert_ne!(reply[2] & 0x02, 0, "TC over UDP for a from= key");
+    assert!(!stored(&db, "udp.upd.test."), "applied from a UDP source");
     assert_eq!(
         ask_udp(port, "far.upd.test.", 1, None)
             .metadata
             .response_code,
         ResponseCode::NXDomain
     );
+    drop(server);
+    block_on(db.drop_db());
+}
+
+/// Runs `nsupdate` over UDP with `key` through a socket of the test that
+/// passes its datagram to the server and the reply back: the reply, the
+/// signed request as it went on the wire, and whether nsupdate succeeded
+/// (it asks again over TCP, of the test's port, where nothing listens).
+fn captured_update(port: u16, key: &str, lines: &[&str]) -> (Vec<u8>, Vec<u8>, bool) {
+    let front = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    front
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let front_port = front.local_addr().unwrap().port();
+    let (text, key) = (script(front_port, lines), key.to_string());
+    let tool = std::thread::spawn(move || run_tool("nsupdate", Some(&key), &text));
+    let mut buf = [0u8; 4096];
+    let (n, client) = front
+        .recv_from(&mut buf)
+        .expect("nsupdate sends its UPDATE");
+    let request = buf[..n].to_vec();
+    let reply = udp_exchange(port, &request, Duration::from_secs(10)).expect("a reply");
+    front.send_to(&reply, client).unwrap();
+    let (ok, _) = tool.join().unwrap();
+    (reply, request, ok)
+}
+
+/// True when the served version of the zone holds `name` (read from the
+/// database, not asked of the server).
+fn stored(db: &TestZoneDb, name: &str) -> bool {
+    block_on(async {
+        let zone = db
+            .store
+            .find_zone(&ZONE.parse().unwrap())
+            .await
+            .unwrap()
+            .unwrap();
+        db.store
+            .get_node(&zone, &name.parse().unwrap())
+            .await
+            .unwrap()
+            .is_some()
+    })
+}
+
+#[test]
+fn a_replayed_update_is_not_applied_again() {
+    let (db, server) = served("upd_replay");
+    let port = server.port;
+    let add = ["update add replay.upd.test. 60 A 192.0.2.9"];
+    let (reply, request, ok) = captured_update(port, &upd_key(), &add);
+    assert!(ok && reply[3] & 0x0F == 0, "applied");
+    assert!(stored(&db, "replay.upd.test."));
+    let (ok, out) = nsupdate(port, true, &["update delete replay.upd.test. A"]);
+    assert!(ok, "{out}");
+    assert!(!stored(&db, "replay.upd.test."));
+    // The captured request again, well within its 300-s fudge: answered
+    // (as the first time) or not at all, never applied again.
+    let reply = udp_exchange(port, &request, Duration::from_secs(10));
+    println!(
+        "the replay's reply: {:?}",
+        reply.as_ref().map(|r| r[3] & 0x0F)
+    );
+    assert!(!stored(&db, "replay.upd.test."), "the replay added it back");
+    drop(server);
+    block_on(db.drop_db());
+}
+
+/// The first datagram `nsupdate` sends (with the `upd` key) for `lines`,
+/// caught by a socket of the test; nsupdate is then stopped.
+fn signed_update_bytes(lines: &[&str]) -> Vec<u8> {
+    let front = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    front
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let text = script(front.local_addr().unwrap().port(), lines);
+    let mut child = Command::new("nsupdate")
+        .args(["-y", &upd_key()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("nsupdate is needed (bind9-dnsutils)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let mut buf = [0u8; 4096];
+    let (n, _) = front
+        .recv_from(&mut buf)
+        .expect("nsupdate sends its UPDATE");
+    let _ = child.kill();
+    let _ = child.wait();
+    buf[..n].to_vec()
+}
+
+#[test]
+fn an_update_waiting_for_the_zone_lock_does_not_hold_udp_back() {
+    let db = block_on(async {
+        let db = TestZoneDb::new("upd_lockwait").await;
+        db.import(ZONE, ZONE_TEXT, true).await;
+        db
+    });
+    let mut args = key_args();
+    args.extend(["--udp-max-misses".into(), "1".into()]);
+    args.extend(["--query-timeout-ms".into(), "1000".into()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = ServerProcess::start(&db.name, &args);
+    let port = server.port;
+    let request = signed_update_bytes(&["update add waited.upd.test. 60 A 192.0.2.8"]);
+    // Another writer holds the zone lock, renewed, for the whole test.
+    let zone = ZONE.parse().unwrap();
+    let (lock, renewing) = block_on(async {
+        let lock = db
+            .store
+            .lock(
+                backend_mongo::lock::ZONE_LOCK,
+                &zone,
+                "test",
+                Duration::from_secs(5),
+            )
+            .await
+            .unwrap();
+        let renewing = lock.keep_renewed();
+        (lock, renewing)
+    });
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket.send_to(&request, ("127.0.0.1", port)).unwrap();
+    // The one UDP miss permit is the UPDATE's while it waits; past its
+    // deadline the permit is free again and a miss is answered, while the
+    // lock is still held.
+    let started = std::time::Instant::now();
+    let mut asked = 0;
+    let answered = loop {
+        asked += 1;
+        let q = build_query(asked, &format!("miss{asked}.upd.test."), 1, None, false);
+        if udp_exchange(port, &q, Duration::from_millis(500)).is_some() {
+            break started.elapsed();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no miss answered while the UPDATE waited"
+        );
+    };
+    println!("timing: a miss answered {answered:?} after the UPDATE, {asked} asked");
+    assert!(!stored(&db, "waited.upd.test."), "the lock is still held");
+    // The lock let go, the update goes on and is applied; the client's
+    // retransmission gets its reply.
+    drop(renewing);
+    block_on(lock.release()).unwrap();
+    let started = std::time::Instant::now();
+    while !stored(&db, "waited.upd.test.") {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the update was never applied"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Retransmitted as a client does: no reply while the update finishes.
+    let started = std::time::Instant::now();
+    let reply = loop {
+        if let Some(reply) = udp_exchange(port, &request, Duration::from_secs(1)) {
+            break reply;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no reply to the retransmission"
+        );
+    };
+    assert_eq!(reply[3] & 0x0F, 0, "NOERROR");
     drop(server);
     block_on(db.drop_db());
 }

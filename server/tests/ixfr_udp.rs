@@ -1,15 +1,21 @@
-//! IXFR over UDP (RFC 1995 §2): the journal's changes in one datagram when
-//! they fit in the client's size, else the SOA alone (the client asks over
-//! TCP); admitted as transfers over TCP are.
+//! IXFR over UDP (RFC 1995 §2): to a TSIG-signed request, the journal's
+//! changes in one datagram when they fit in the client's size, else the
+//! SOA alone (the client asks over TCP); to an unsigned one from the
+//! access list, whose source address UDP cannot prove, the SOA alone, read
+//! by the query path (no journal read, no transfer store); admitted as
+//! transfers over TCP are.
 //!
 //! ```text
 //!  import ─► AXFR (the old zone, serial S) ─► two record edits
-//!  ─► dig +notcp IXFR=S ─► one datagram: applied to the old zone == AXFR;
-//!     kdig +notcp reads it too
+//!  ─► dig -y +notcp IXFR=S ─► one datagram: applied to the old zone == AXFR;
+//!     kdig -y +notcp reads it too
 //!     now (ixfr_udp);  IXFR=<current> ─► the SOA alone
 //!  ─► an edit of a dozen TXT names (about 900 bytes of changes)
 //!     ─► +noedns (512) ─► the SOA alone (ixfr_udp_to_tcp); EDNS 1232 ─► all
 //!  a serial older than the journal ─► the SOA alone (ixfr_udp_to_tcp)
+//!  unsigned from the access list, through a relay that keeps what the
+//!     server sends the database: the SOA alone, no journal read; a name
+//!     117 labels deep: NOTAUTH after at most one zone read, not one per label
 //!  a server whose --axfr-allow leaves loopback out: unsigned ─► REFUSED;
 //!     dig -y with its key ─► the changes, signed, verified by dig;
 //!     a wrong secret ─► NOTAUTH
@@ -83,11 +89,25 @@ fn assert_applies(old: &BTreeSet<String>, ixfr: &[String], port: u16, what: &str
     assert_eq!(zone, axfr_set(port, ZONE), "{what}: applied == AXFR now");
 }
 
+/// The test's TSIG key.
+fn test_key() -> SharedKey {
+    SharedKey {
+        name: "udp-ixfr-key.".into(),
+        secret: SECRET.into(),
+    }
+}
+
 #[test]
 fn ixfr_over_udp_sends_the_changes_when_they_fit() {
     let db = zone_db("ixfr_udp");
-    let (ours, control) = start_with_control(&db.name, &["--axfr-allow", "127.0.0.1/32"]);
+    let key = test_key().flag();
+    let args = ["--axfr-allow", "127.0.0.1/32", "--tsig-key", &key];
+    let (ours, control) = start_with_control(&db.name, &args);
     let port = ours.port;
+    let udp_ixfr = |port, serial, extra: &[&str]| {
+        let signed: Vec<&str> = ["-y", key.as_str()].iter().chain(extra).copied().collect();
+        udp_ixfr(port, serial, &signed)
+    };
     let oldest = axfr_set(port, ZONE);
     let first = current_serial(port);
 
@@ -149,7 +169,7 @@ fn ixfr_over_udp_sends_the_changes_when_they_fit() {
     let kdig = std::process::Command::new("kdig")
         .args(["@127.0.0.1", "-p", &port.to_string(), ZONE])
         .arg(format!("IXFR={first}"))
-        .arg("+notcp")
+        .args(["+notcp", "-y", &key])
         .output()
         .expect("kdig runs (Debian: knot-dnsutils)");
     let out = String::from_utf8_lossy(&kdig.stdout);
@@ -208,12 +228,52 @@ fn ixfr_over_udp_sends_the_changes_when_they_fit() {
 }
 
 #[test]
+fn unsigned_ixfr_over_udp_gets_the_soa_alone_without_a_journal_read() {
+    let db = zone_db("ixfr_udp_unsigned");
+    let tap = Relay::tapping_database();
+    let (ours, control) =
+        start_with_control_uri(&tap.uri(), &db.name, &["--axfr-allow", "127.0.0.1/32"]);
+    let port = ours.port;
+    let first = current_serial(port);
+    let rdata = vec![vec![198, 51, 100, 8].into()];
+    edit(
+        &db,
+        vec![RecordEdit::add(
+            name("u.ixfr-udp.test."),
+            RType::A,
+            60,
+            rdata,
+        )],
+    );
+    let now = serial_after(port, ZONE, first);
+
+    // Behind, unsigned, from the access list: our SOA alone.
+    let soa = udp_ixfr(port, first, &[]);
+    assert_eq!(soa.len(), 1, "unsigned: the SOA alone: {soa:?}");
+    assert_eq!(serial_of(&soa[0]), now);
+    assert_eq!(stat(control, "ixfr_udp_to_tcp"), 1);
+    assert_eq!(stat(control, "ixfr_udp"), 0);
+    let journal_reads = sent_commands(&tap.sent(), "find", "journal").len();
+    assert_eq!(journal_reads, 0, "no journal read for an unsigned datagram");
+
+    // A name 115 labels deep below the zone: NOTAUTH after one zone read
+    // at most (the exact name), not one per ancestor.
+    let deep = format!("{}{ZONE}", "x.".repeat(115));
+    let zone_reads = || sent_commands(&tap.sent(), "find", "zones").len();
+    let before = zone_reads();
+    let raw = udp_exchange(port, &ixfr_query(&deep, first), Duration::from_secs(5)).unwrap();
+    assert_eq!(raw[3] & 0x0F, 9, "NOTAUTH");
+    let reads = zone_reads() - before;
+    println!("a 117-label IXFR over UDP: {reads} zone reads");
+    assert!(reads <= 1, "{reads} zone reads for one datagram");
+    drop(ours);
+    block_on(db.drop_db());
+}
+
+#[test]
 fn ixfr_over_udp_is_admitted_as_a_transfer() {
     let db = zone_db("ixfr_udp_acl");
-    let key = SharedKey {
-        name: "udp-ixfr-key.".into(),
-        secret: SECRET.into(),
-    };
+    let key = test_key();
     let args = ["--axfr-allow", "192.0.2.0/24", "--tsig-key", &key.flag()];
     let (ours, control) = start_with_control(&db.name, &args);
     let port = ours.port;

@@ -141,6 +141,51 @@ fn bad_configuration_is_a_clear_error_with_status_2() {
 }
 
 #[test]
+fn check_config_checks_tsig_keys_and_hides_every_secret() {
+    let dir = scratch("tsig_check");
+    let keyfile = dir.join("keys");
+    std::fs::write(
+        &keyfile,
+        "k3:c2VjcmV0 zones=a.test. update\nk4:not-base64!\n",
+    )
+    .unwrap();
+    let keyfile = keyfile.to_str().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (&["--tsig-key", "k:not-base64!"], "tsig_key"),
+        (&["--tsig-key", "hmac-md5:k:c2VjcmV0"], "hmac-md5"),
+        (&["--tsig-key", "k:c2VjcmV0 update"], "zones="),
+        (
+            &["--tsig-keyfile", "/nonexistent/keys"],
+            "/nonexistent/keys",
+        ),
+        (&["--tsig-keyfile", keyfile], ":2:"),
+        (&["--tsig-min-mac-bytes", "8"], "tsig_min_mac_bytes"),
+    ];
+    for (args, needle) in cases {
+        let mut all = args.to_vec();
+        all.push("--check-config");
+        let (code, out, err) = run(&all, &[]);
+        assert_eq!(code, 2, "{args:?} was accepted:\n{out}");
+        assert!(
+            err.contains(needle),
+            "{args:?}: error lacks {needle:?}: {err}"
+        );
+        assert!(!err.contains("c2VjcmV0"), "{args:?}: a secret in {err}");
+    }
+    // A secret followed by a tab, not a space, then a scope with colons:
+    // still hidden, the scope shown.
+    let key = "hmac-sha256:k:c2VjcmV0\tfrom=2001:db8::/32 zones=a.test.";
+    let (code, out, err) = run(&["--tsig-key", key, "--check-config"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("k:<secret> from=2001:db8::/32 zones=a.test."),
+        "{out}"
+    );
+    assert!(!out.contains("c2VjcmV0"), "a secret printed: {out}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
 fn every_binary_has_a_manual_style_help() {
     let (code, out, _) = run(&["--help"], &[]);
     assert_eq!(code, 0);

@@ -433,3 +433,47 @@ fn batched_udp_answers_a_burst_exactly_like_one_at_a_time() {
     drop(single);
     f.done();
 }
+
+/// A zone whose apex has an MX set of `targets` names in the zone, each
+/// with an address.
+fn many_exchanges(targets: usize) -> String {
+    let mut z = String::from("$ORIGIN mx.test.\n$TTL 300\n@ IN SOA ns admin 1 3600 600 86400 60\n@ IN NS ns\nns IN A 192.0.2.1\n");
+    for i in 0..targets {
+        z.push_str(&format!(
+            "@ IN MX 10 m{i}\nm{i} IN A 192.0.2.{}\n",
+            i % 250 + 2
+        ));
+    }
+    z
+}
+
+#[test]
+fn the_additional_section_reads_only_what_can_fit() {
+    let targets = 300;
+    let db = block_on(async {
+        let db = TestZoneDb::new("many_mx").await;
+        db.import("mx.test.", &many_exchanges(targets), false).await;
+        db
+    });
+    let (server, control) = start_with_control(&db.name, &[]);
+    // Over UDP (1232 bytes), 300 MX records do not fit: TC, and no target
+    // worth reading for the additional section.
+    let before = stat(control, "db_queries");
+    let m = ask_udp(server.port, "mx.test.", 15, Some((1232, false)));
+    let udp_reads = stat(control, "db_queries") - before;
+    println!("MX set of {targets} over UDP: {udp_reads} database reads");
+    assert!(
+        m.metadata.truncation,
+        "300 MX records do not fit in 1232 bytes"
+    );
+    assert!(
+        udp_reads <= 1232 / 16 + 2,
+        "{udp_reads} reads for a reply of 1232 bytes"
+    );
+    // Over TCP they fit, and so do all their addresses.
+    let m = ask_tcp(server.port, "mx.test.", 15, None);
+    assert_eq!(m.answers.len(), targets);
+    assert_eq!(m.additionals.len(), targets, "every exchange's address");
+    drop(server);
+    block_on(db.drop_db());
+}

@@ -192,6 +192,11 @@ fn streamed_transfers_are_capped_and_aborted_when_their_version_is_deleted() {
         db.import("stream.test.", &text, false).await;
         db
     });
+    let key = SharedKey {
+        name: "stream-key.".into(),
+        secret: "c3RyZWFtLXRlc3Qta2V5LXRoaXJ0eS10d28tYnl0ZXM=".into(),
+    }
+    .flag();
     let (server, control) = start_with_control(
         &db.name,
         &[
@@ -201,6 +206,8 @@ fn streamed_transfers_are_capped_and_aborted_when_their_version_is_deleted() {
             "1",
             "--tcp-io-timeout-ms",
             "20000",
+            "--tsig-key",
+            &key,
         ],
     );
     // A transfer that has begun: its first message read, the rest waiting
@@ -215,6 +222,11 @@ fn streamed_transfers_are_capped_and_aborted_when_their_version_is_deleted() {
     let refused = read_message(&mut b).unwrap();
     assert_eq!(refused.metadata.response_code, ResponseCode::Refused);
     assert_eq!(stat(control, "axfr_busy_global"), 1);
+    // A signed IXFR over UDP takes a transfer slot too: refused.
+    let args = ["+notcp", "+tries=1", "+comments", "-y", &key];
+    let out = dig_transfer_with(server.port, "stream.test.", "IXFR=1", &args);
+    assert!(out.contains("status: REFUSED"), "no slot free: {out}");
+    assert_eq!(stat(control, "axfr_busy_global"), 2);
     // One per connection: a second transfer on `a` is refused.
     a.write_all(&framed(3, "stream.test.", 252)).unwrap();
     assert_eq!(wait_stat(control, "axfr_busy_connection", 1), 1);

@@ -230,18 +230,21 @@ impl Store {
     /// The journal entries that take `zone` (as served now) from serial
     /// `theirs` to its current content, oldest first; `None` when the
     /// journal does not account for every change since (see the module
-    /// documentation).
+    /// documentation). Carries the handle's read deadline (`maxTimeMS`).
     pub async fn journal_chain(
         &self,
         zone: &ZoneInfo,
         theirs: u32,
     ) -> Result<Option<Vec<JournalEntry>>, StoreError> {
-        let mut cursor = self
-            .journal()
+        let journal = self.journal();
+        let mut find = journal
             .find(doc! {"zone": zone.apex.to_string(), "gen": {"$lte": zone.gen}})
             .sort(doc! {"gen": -1})
-            .limit(JOURNAL_KEPT)
-            .await?;
+            .limit(JOURNAL_KEPT);
+        if let Some(d) = self.read_deadline {
+            find = find.max_time(d);
+        }
+        let mut cursor = find.await?;
         let mut chain: Vec<JournalEntry> = Vec::new();
         let (mut gen, mut serial) = (zone.gen, zone.serial);
         while let Some(d) = cursor.try_next().await? {

@@ -68,9 +68,14 @@ fn redact_tsig_secrets(keys: &[String]) -> String {
     let shown: Vec<String> = keys
         .iter()
         .map(|k| {
-            let (spec, scope) = k.trim().split_once(' ').unwrap_or((k.trim(), ""));
+            // Split as the key parser splits: at any whitespace.
+            let mut words = k.split_whitespace();
+            let spec = words.next().unwrap_or("");
             let head = spec.rsplit_once(':').map_or("", |(h, _)| h);
-            format!("{head}:<secret> {scope}").trim_end().to_string()
+            let scope: Vec<&str> = words.collect();
+            format!("{head}:<secret> {}", scope.join(" "))
+                .trim_end()
+                .to_string()
         })
         .collect();
     toml_value(&shown)

@@ -8,18 +8,25 @@
 //!     ─► a transfer slot free (max_transfers)? ── no ──► REFUSED
 //!     ─► spawn transfer::run (the transfer store, not the query path's
 //!        database gate) ─► TcpReply::Stream: first message, then the rest
-//!  UDP ─► ixfr_udp_reply ─► udp_ixfr::ixfr_over_udp (the transfer store)
-//!     within the client's size less the TSIG: the changes or our SOA alone
-//!     ─► signed if the request was; SERVFAIL on a fault or after
-//!     query_timeout; a reply past the client's size: the question with TC
+//!  UDP ─► ixfr_udp_reply ─► udp_ixfr::ixfr_over_udp:
+//!     signed ─► a transfer slot free? ── no ──► REFUSED
+//!        ─► the transfer store, within the client's size less the TSIG:
+//!           the changes or our SOA alone ─► signed
+//!     unsigned (admitted by address) ─► our SOA alone, read by the query
+//!        path (packet and record caches, the database gate), no journal
+//!     SERVFAIL on a fault or after query_timeout; a reply past the
+//!     client's size: the question with TC
 //! ```
 //!
 //! An IXFR over UDP is admitted as one over TCP: the journal's changes are
 //! zone content, and a client the access list refuses gets REFUSED over
-//! either (as Knot and BIND answer), not our SOA. No transfer slot is
-//! taken: the reply is one datagram, read within the query timeout.
+//! either (as Knot and BIND answer), not our SOA. A UDP source address is
+//! not proven, so an unsigned request earns only what an SOA query would
+//! (RFC 1995 §2 lets a server answer with its SOA alone: the client asks
+//! over TCP, where the address is proven); a signed one takes a transfer
+//! slot while its reads run, as a transfer over TCP does.
 
-use super::udp_ixfr::{self, Room};
+use super::udp_ixfr::{self, Reach, Room};
 use super::{render, transfer, Responder, Transport};
 use crate::backend::Backend;
 use crate::guard::{bump, GUARD};
@@ -155,13 +162,18 @@ impl<B: Backend> Responder<B> {
             nsid: self.config.nsid.clone(),
             expire: None,
         };
-        let reply = match &self.transfer_store {
-            Some(store) => {
-                let work = udp_ixfr::ixfr_over_udp(&**store, packet, &query, room, &first);
-                self.in_time(work, packet, &query).await
-            }
+        let reply = match signer {
+            Some(_) => match self.transfers.clone().try_acquire_owned() {
+                Ok(_slot) => self.ixfr_from_store(packet, &query, room, &first).await,
+                Err(_) => {
+                    bump(&GUARD.axfr_busy_global);
+                    render::rcode_only(packet, &query, Rcode::REFUSED, max_udp)
+                }
+            },
             None => {
-                let work = udp_ixfr::ixfr_over_udp(&*self.backend, packet, &query, room, &first);
+                let reach = Reach::SoaAlone;
+                let work =
+                    udp_ixfr::ixfr_over_udp(&*self.backend, packet, &query, room, &first, reach);
                 self.in_time(work, packet, &query).await
             }
         };
@@ -169,6 +181,29 @@ impl<B: Backend> Responder<B> {
             Some(s) => render::sign_reply(reply, packet, &query, s, limit, max_udp),
             None => reply,
         })
+    }
+
+    /// A signed IXFR over UDP answered from the transfer store (the journal
+    /// included), within the query timeout.
+    async fn ixfr_from_store(
+        &self,
+        packet: &[u8],
+        query: &Query,
+        room: Room,
+        first: &transfer::FirstOptions,
+    ) -> Vec<u8> {
+        let reach = Reach::Journal;
+        match &self.transfer_store {
+            Some(store) => {
+                let work = udp_ixfr::ixfr_over_udp(&**store, packet, query, room, first, reach);
+                self.in_time(work, packet, query).await
+            }
+            None => {
+                let work =
+                    udp_ixfr::ixfr_over_udp(&*self.backend, packet, query, room, first, reach);
+                self.in_time(work, packet, query).await
+            }
+        }
     }
 
     /// The reply `work` builds within the query timeout, else SERVFAIL.

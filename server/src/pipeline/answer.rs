@@ -9,7 +9,8 @@
 //!                  the way what it found (Found: each RRset's source node,
 //!                  wildcard and closest encloser, final name, cut)
 //!  solve_authority State ─► SOA (negative TTL, RFC 2308) or NS (referral)
-//!  solve_additional NS/MX/SRV targets in the zone ─► A, AAAA
+//!  solve_additional NS/MX/SRV targets in the zone ─► A, AAAA (no more
+//!                  targets read than could fit in the reply's room)
 //!  every RRset goes in through Section::push (section.rs): once a section
 //! ```
 
@@ -19,6 +20,7 @@ use crate::backend::Backend;
 use crate::wire::Rcode;
 use backend_mongo::{Name, Node, RRset, RType, StoreError, ZoneInfo};
 use futures::future::try_join_all;
+use std::collections::HashSet;
 use std::sync::Arc;
 
 pub use super::section::Placed;
@@ -363,28 +365,61 @@ pub fn negative_ttl(ttl: u32, rdata: Option<&[u8]>) -> u32 {
     ttl.min(minimum)
 }
 
+/// Where the name an NS, MX or SRV record points at begins in its rdata.
+fn target_at(rtype: RType) -> Option<usize> {
+    match rtype {
+        RType::NS => Some(0),
+        RType::MX => Some(2),
+        RType::SRV => Some(6),
+        _ => None,
+    }
+}
+
 /// The name an NS, MX or SRV record points at.
 fn target_of(rtype: RType, rd: &[u8]) -> Option<Name> {
-    let at = match rtype {
-        RType::NS => 0,
-        RType::MX => 2,
-        RType::SRV => 6,
-        _ => return None,
-    };
+    let at = target_at(rtype)?;
     Name::from_wire_prefix(rd.get(at..)?).ok().map(|(n, _)| n)
+}
+
+/// The fewest bytes an A record takes in a reply: its owner as a
+/// compression pointer, type, class, TTL, length and 4 octets.
+const MIN_ADDRESS_RR: usize = 2 + 10 + 4;
+
+/// The fewest bytes `answer`'s header, answer and authority records can
+/// take in a reply: every owner a compression pointer, every name in rdata
+/// too (the question is left out: a lower bound).
+fn least_used(answer: &Answer) -> usize {
+    let mut used = crate::wire::HEADER_LEN;
+    for placed in answer.answer.iter().chain(answer.authority.iter()) {
+        let rtype = placed.rrset.rtype;
+        for rd in &placed.rrset.rdata {
+            let rdata = target_at(rtype).map_or(rd.len(), |at| rd.len().min(at + 2));
+            used += 2 + 10 + rdata;
+        }
+    }
+    used
 }
 
 /// Adds A and AAAA records for NS, MX and SRV targets inside the zone
 /// (glue below a cut included), without repeating what is already there.
+/// Reads no more targets than could each add one address to a reply of
+/// `room` bytes after the answer and authority sections.
 pub async fn solve_additional<B: Backend>(
     backend: &B,
     answer: &mut Answer,
+    room: usize,
 ) -> Result<(), StoreError> {
+    let most = room.saturating_sub(least_used(answer)) / MIN_ADDRESS_RR;
+    let mut seen: HashSet<Name> = HashSet::new();
     let mut targets: Vec<Name> = Vec::new();
-    for placed in answer.answer.iter().chain(answer.authority.iter()) {
+    let placed = answer.answer.iter().chain(answer.authority.iter());
+    'all: for placed in placed {
         for rd in &placed.rrset.rdata {
+            if targets.len() >= most {
+                break 'all;
+            }
             if let Some(t) = target_of(placed.rrset.rtype, rd) {
-                if t.is_subdomain_of(&answer.zone.apex) && !targets.contains(&t) {
+                if t.is_subdomain_of(&answer.zone.apex) && seen.insert(t.clone()) {
                     targets.push(t);
                 }
             }

@@ -117,6 +117,8 @@ pub struct Responder<B> {
     /// slots, behind the resident copies (a transfer of a resident zone
     /// is sent from memory).
     transfer_store: Option<Arc<TransferSource>>,
+    /// Signed UPDATEs seen lately (crate::update::replay).
+    replays: crate::update::Replays,
 }
 
 impl<B: Backend> Responder<B> {
@@ -131,6 +133,7 @@ impl<B: Backend> Responder<B> {
             recheck: FailureRecheck::new(),
             fault_log: RateLimited::new(FAULT_LOG_PERIOD),
             transfer_store: None,
+            replays: crate::update::Replays::default(),
         }
     }
 
@@ -198,7 +201,7 @@ impl<B: Backend> Responder<B> {
     pub async fn respond_tcp_stream(&self, packet: &[u8], peer: &TcpPeer) -> TcpReply {
         if crate::update::is_update(packet) {
             return TcpReply::Messages(
-                self.update(packet, Some(peer.addr))
+                self.update(packet, Some(peer.addr), Transport::Tcp)
                     .await
                     .into_iter()
                     .collect(),
@@ -245,7 +248,7 @@ impl<B: Backend> Responder<B> {
         // query's future is as large as its largest path (a miss's future
         // is moved onto the heap whole, udp_miss.rs).
         if crate::update::is_update(packet) {
-            return Box::pin(self.update(packet, peer)).await;
+            return Box::pin(self.update(packet, peer, transport)).await;
         }
         let peer = peer.map(|p| p.ip());
         if tsig::has_tsig(packet) {
@@ -263,10 +266,18 @@ impl<B: Backend> Responder<B> {
 
     /// A DNS UPDATE (crate::update), applied through the direct store;
     /// `peer` when the path knows the client.
-    async fn update(&self, packet: &[u8], peer: Option<SocketAddr>) -> Option<Vec<u8>> {
+    async fn update(
+        &self,
+        packet: &[u8],
+        peer: Option<SocketAddr>,
+        transport: Transport,
+    ) -> Option<Vec<u8>> {
         let settings = crate::update::UpdateSettings {
             keys: &self.config.tsig_keys,
             min_mac: self.config.tsig_min_mac,
+            replays: &self.replays,
+            tcp: transport == Transport::Tcp,
+            udp_wait: self.config.query_timeout,
         };
         let store = self.transfer_store.as_deref().map(|t| &**t.inner());
         crate::update::answer(store, packet, &settings, peer.map(|p| p.ip())).await
@@ -295,7 +306,8 @@ impl<B: Backend> Responder<B> {
         // Polled once before the timer is armed: an answer from memory
         // (a resident zone, a warm record cache) is ready at once and
         // needs no clock read nor timer.
-        let mut solve = std::pin::pin!(self.solve(&query));
+        let room = render::size_limit(&query, transport, self.config.max_udp_size);
+        let mut solve = std::pin::pin!(self.solve(&query, room));
         let solved = match futures::poll!(solve.as_mut()) {
             std::task::Poll::Ready(solved) => Ok(solved),
             std::task::Poll::Pending => {
@@ -337,8 +349,13 @@ impl<B: Backend> Responder<B> {
     }
 
     /// Runs the stages; `None` when no served zone holds the name.
-    /// Returns the zone the name was found in, and the answer.
-    async fn solve(&self, query: &Query) -> Result<Option<(ZoneInfo, answer::Answer)>, StoreError> {
+    /// Returns the zone the name was found in, and the answer. `room`:
+    /// the reply's size limit, which bounds the additional section's reads.
+    async fn solve(
+        &self,
+        query: &Query,
+        room: usize,
+    ) -> Result<Option<(ZoneInfo, answer::Answer)>, StoreError> {
         let backend = &*self.backend;
         let Some(zone) = lookup::zone_for_question(backend, &query.qname, query.qtype).await?
         else {
@@ -358,7 +375,7 @@ impl<B: Backend> Responder<B> {
         if let Some(zones) = &mut signed {
             dnssec::prove_denial(backend, zones, &mut answer).await?;
         }
-        answer::solve_additional(backend, &mut answer).await?;
+        answer::solve_additional(backend, &mut answer, room).await?;
         if let Some(zones) = &mut signed {
             dnssec::sign_additional(backend, zones, &mut answer).await?;
         }

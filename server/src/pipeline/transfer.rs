@@ -6,7 +6,7 @@
 //!  (access list, TSIG, one transfer per connection, the global cap: admit.rs)
 //!  Backend::settle_for_transfer (a resident copy of the version served
 //!     being loaded: wait for it, boundedly; not counted in the timeout)
-//!  qname the apex of a served zone? ── no ──► NOTAUTH
+//!  qname the apex of a served zone? (one zone read) ── no ──► NOTAUTH
 //!  IXFR with a serial not older than ours ──► one message: our SOA
 //!  IXFR from a serial the journal reaches (Backend::journal_chain) ──►
 //!     SOA, per change: old SOA, removed, new SOA, added; SOA (send_journal)
@@ -27,7 +27,6 @@
 //! that version began to be deleted while it was read, the transfer is
 //! aborted, since the cursor may have missed nodes.
 
-use super::lookup;
 use super::render;
 use crate::backend::Backend;
 use crate::guard::{bump, GUARD};
@@ -209,9 +208,10 @@ async fn transfer<B: Backend>(
 }
 
 /// The zone `query` names (`None`: not the apex of a served zone) and its
-/// apex SOA (`None`: none found). A version is deleted only a grace period
-/// after a newer one replaced it; if ours went away meanwhile, the version
-/// now served is read.
+/// apex SOA (`None`: none found). One zone read: only a zone whose apex is
+/// the name asked can answer, so its ancestors are never looked up. A
+/// version is deleted only a grace period after a newer one replaced it;
+/// if ours went away meanwhile, the version now served is read.
 pub(super) async fn zone_and_soa<B: Backend>(
     backend: &B,
     query: &Query,
@@ -219,9 +219,8 @@ pub(super) async fn zone_and_soa<B: Backend>(
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let zone = match lookup::find_zone(backend, &query.qname).await? {
-            Some(z) if z.apex == query.qname => z,
-            _ => return Ok(None),
+        let Some(zone) = backend.find_zone(&query.qname).await? else {
+            return Ok(None);
         };
         let apex = backend.get_node(&zone, &zone.apex).await?;
         let soa = apex.as_ref().and_then(|a| a.rrset(RType::SOA).cloned());

@@ -3,10 +3,12 @@
 //!
 //! ```text
 //!  (TSIG and the access list: admit.rs; only admitted clients get here)
-//!  qname the apex of a served zone? ── no ──► NOTAUTH
+//!  qname the apex of a served zone? (one zone read) ── no ──► NOTAUTH
 //!  apex SOA (transfer::zone_and_soa) ── none ──► SERVFAIL
 //!  the client's serial (its authority SOA) absent, or not older than ours
 //!     ──► our SOA alone
+//!  Reach::SoaAlone (unsigned: its source address is not proven) ──► our
+//!     SOA alone (ixfr_udp_to_tcp), no journal read
 //!  Backend::journal_chain from their serial ── none ──► our SOA alone
 //!     (ixfr_udp_to_tcp)
 //!  our SOA, per change: old SOA, removed, new SOA, added; our SOA
@@ -36,6 +38,15 @@ pub(super) struct Room {
     pub(super) max_udp: u16,
 }
 
+/// What a reply may be built from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Reach {
+    /// Our SOA alone, whatever the client's serial: no journal read.
+    SoaAlone,
+    /// The journal's changes, when they fit.
+    Journal,
+}
+
 /// How far behind the client is.
 enum Behind {
     /// Up to date, or it sent no serial: our SOA says all there is.
@@ -47,14 +58,16 @@ enum Behind {
 }
 
 /// Answers an IXFR that came over UDP from an admitted client: the changes
-/// since its serial in one message when they fit in `room`, else our SOA
-/// alone; NOTAUTH for a name that is not the apex of a zone.
+/// since its serial in one message when `reach` allows them and they fit
+/// in `room`, else our SOA alone; NOTAUTH for a name that is not the apex
+/// of a zone.
 pub(super) async fn ixfr_over_udp<B: Backend>(
     backend: &B,
     packet: &[u8],
     query: &Query,
     room: Room,
     first: &FirstOptions,
+    reach: Reach,
 ) -> Result<Vec<u8>, StoreError> {
     let Some((zone, soa)) = transfer::zone_and_soa(backend, query).await? else {
         return Ok(render::rcode_only(
@@ -77,7 +90,7 @@ pub(super) async fn ixfr_over_udp<B: Backend>(
         query,
         room,
     };
-    let mut reply = match behind(backend, &zone, &soa, query).await? {
+    let mut reply = match behind(backend, &zone, &soa, query, reach).await? {
         Behind::Current => out.soa_alone(&zone.apex, &soa),
         Behind::Changes(chain) => match out.changes(&zone.apex, &soa, &chain) {
             Some(reply) => {
@@ -96,18 +109,23 @@ pub(super) async fn ixfr_over_udp<B: Backend>(
     Ok(reply)
 }
 
-/// How far the client's serial is behind ours, read from the journal.
+/// How far the client's serial is behind ours, read from the journal
+/// when `reach` allows it.
 async fn behind<B: Backend>(
     backend: &B,
     zone: &ZoneInfo,
     soa: &RRset,
     query: &Query,
+    reach: Reach,
 ) -> Result<Behind, StoreError> {
     let (Some(theirs), Some(ours)) = (query.ixfr_serial, soa_serial(&soa.rdata[0])) else {
         return Ok(Behind::Current);
     };
     if !serial_gt(ours, theirs) {
         return Ok(Behind::Current);
+    }
+    if reach == Reach::SoaAlone {
+        return Ok(Behind::Unreached);
     }
     Ok(match backend.journal_chain(zone, theirs).await? {
         Some(chain) => Behind::Changes(chain),

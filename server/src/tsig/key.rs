@@ -7,6 +7,7 @@
 //!     from=   and only from these address blocks (zone transfers; ordinary
 //!             queries do not carry the client address this far, so such a
 //!             key is not accepted for them)
+//!     update  it may change its zones by DNS UPDATE: only with zones=
 //!  elsewhere the key is unknown: NOTAUTH, TSIG error BADKEY (RFC 8945 §5.2)
 //! ```
 
@@ -156,7 +157,7 @@ impl FromStr for TsigKey {
 
     /// `ALG:NAME:BASE64SECRET` (kdig's `-y` syntax) or `NAME:SECRET`, then
     /// optional `zones=…`, `from=…` and `update` (the key may send DNS
-    /// UPDATE for its zones), separated by spaces.
+    /// UPDATE for its zones; refused without `zones=`), separated by spaces.
     fn from_str(text: &str) -> Result<TsigKey, String> {
         let mut words = text.split_whitespace();
         let spec = words.next().unwrap_or("");
@@ -184,6 +185,12 @@ impl FromStr for TsigKey {
         };
         for word in words {
             key.add_scope(word)?;
+        }
+        if key.update && key.zones.is_empty() {
+            return Err(format!(
+                "TSIG key {}: update needs zones= (the zones it may change)",
+                key.name
+            ));
         }
         Ok(key)
     }
@@ -280,5 +287,19 @@ mod tests {
         assert!("hmac-md5:k:aGVsbG8=".parse::<TsigKey>().is_err());
         assert!("k:aGVsbG8= zone=a.test".parse::<TsigKey>().is_err());
         assert!("k:aGVsbG8= from=10.0.0.0/33".parse::<TsigKey>().is_err());
+    }
+
+    #[test]
+    fn a_key_may_update_only_the_zones_it_names() {
+        let unscoped = "k:aGVsbG8= update".parse::<TsigKey>();
+        let why = unscoped.expect_err("update without zones= is refused");
+        assert!(why.contains("zones="), "{why}");
+        assert!("k:aGVsbG8= from=10.0.0.0/8 update"
+            .parse::<TsigKey>()
+            .is_err());
+        let k: TsigKey = "k:aGVsbG8= update zones=a.test.".parse().unwrap();
+        assert!(k.update && k.zones.len() == 1);
+        // A key for transfers and queries may still be unscoped.
+        assert!("k:aGVsbG8=".parse::<TsigKey>().unwrap().zones.is_empty());
     }
 }

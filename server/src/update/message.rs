@@ -113,6 +113,10 @@ fn decompress_rdata(p: &[u8], t: RType, start: usize, end: usize) -> Result<Vec<
     Ok(out)
 }
 
+/// The shortest resource record: a root owner, type, class, TTL and a
+/// zero rdata length.
+const MIN_RR_LEN: usize = 11;
+
 /// Reads an UPDATE message without its TSIG.
 pub fn parse_update(p: &[u8]) -> Result<UpdateRequest, Refusal> {
     let id = u16_at(p, 0).ok_or_else(|| formerr("short header"))?;
@@ -133,8 +137,11 @@ pub fn parse_update(p: &[u8]) -> Result<UpdateRequest, Refusal> {
     let zone_section = HEADER_LEN..after + 4;
     let counts = [prcount, upcount, adcount].map(u32::from);
     let mut walk = records_from(p, after + 4, counts);
-    let mut prerequisites = Vec::with_capacity(usize::from(prcount));
-    let mut edits = Vec::with_capacity(usize::from(upcount));
+    // Room for the records the bytes can hold, not for those the header
+    // claims: this runs before the TSIG is checked.
+    let fit = |count: u16| usize::from(count).min(p.len() / MIN_RR_LEN);
+    let mut prerequisites = Vec::with_capacity(fit(prcount));
+    let mut edits = Vec::with_capacity(fit(upcount));
     for at in walk.by_ref() {
         let part = at.as_ref().ok().map(|r| r.part);
         let rr = read_rr(p, at)?;

@@ -6,7 +6,12 @@
 //!     no key may update (the default) ─► REFUSED
 //!     TSIG: none ─► REFUSED │ bad, or a key whose zones= or from= leave this
 //!     zone or client out ─► NOTAUTH + TSIG error │ malformed ─► FORMERR
+//!     signed by a key with from=, over UDP ─► TC (ask again over TCP)
+//!     the same signed request seen in the last 600 s (replay.rs) ─► its
+//!        first reply, or none while it is applied; never applied twice
 //!     signed by a key without `update`, or not for this zone ─► REFUSED
+//!  over UDP the rest runs as a task: no reply within udp_wait (the zone
+//!     lock held by another writer) ─► none now, the update goes on
 //!     the zone not served here ─► NOTAUTH
 //!  signer::edit::apply(ChangeSet): one change-set,
 //!     prerequisites checked under the zone lock (NXDOMAIN, YXDOMAIN,
@@ -19,13 +24,17 @@
 //! one zone transfers read from.
 
 pub mod message;
+pub mod replay;
 
 pub use message::{is_update, parse_update, UpdateRequest};
+pub use replay::Replays;
 
 use crate::tsig::{self, TsigKey};
 use crate::wire::{Rcode, HEADER_LEN};
 use backend_mongo::Store;
 use dns::Name;
+use replay::Sight;
+use std::time::Instant;
 
 /// What an UPDATE handler needs from the server's settings.
 pub struct UpdateSettings<'a> {
@@ -33,6 +42,13 @@ pub struct UpdateSettings<'a> {
     pub keys: &'a [TsigKey],
     /// Shortest truncated MAC accepted.
     pub min_mac: usize,
+    /// Signed requests seen lately (a replay is not applied again).
+    pub replays: &'a Replays,
+    /// The request came over TCP (its source address proven).
+    pub tcp: bool,
+    /// Longest wait for the reply to an UPDATE over UDP; the update goes
+    /// on past it, and a retransmission gets its reply.
+    pub udp_wait: std::time::Duration,
 }
 
 /// Answers an UPDATE message from `peer` (when the path knows the client;
@@ -84,16 +100,64 @@ pub async fn answer(
             return Some(out);
         }
     };
+    if !signer.key().from.is_empty() && !settings.tcp {
+        // The address `from=` judges is proven over TCP only: TC says
+        // "ask again over TCP" (RFC 2136 §3.8, RFC 1035 §4.2.1).
+        let mut out = reply(&unsigned, &request, Rcode::NOERROR);
+        out[2] |= (crate::wire::flags::TC >> 8) as u8;
+        signer.sign(&mut out);
+        return Some(out);
+    }
+    let key_name = signer.key().name.as_wire().to_vec();
+    let ticket = match settings
+        .replays
+        .sight(&key_name, signer.request_mac(), Instant::now())
+    {
+        Sight::New(ticket) => ticket,
+        Sight::InFlight => return None,
+        Sight::Answered(first) => return Some(first),
+        Sight::Full => {
+            tracing::warn!(zone = %request.change.zone, "UPDATE refused: too many signed updates in the last 10 minutes");
+            let mut out = reply(&unsigned, &request, Rcode::REFUSED);
+            signer.sign(&mut out);
+            return Some(out);
+        }
+    };
+    let work = finish(store.cloned(), unsigned, request, signer, ticket);
+    if settings.tcp {
+        return Some(work.await);
+    }
+    // Over UDP the update runs as a task of its own, and the datagram's
+    // handler (holding a UDP miss permit) waits for it at most `udp_wait`:
+    // a zone lock held by another writer does not hold UDP back. The
+    // client's retransmission then gets the reply once it is known.
+    let task = tokio::spawn(work);
+    match tokio::time::timeout(settings.udp_wait, task).await {
+        Ok(Ok(out)) => Some(out),
+        _ => None,
+    }
+}
+
+/// Applies an authorised request and builds its signed reply, kept for
+/// its replays by `ticket`.
+async fn finish(
+    store: Option<Store>,
+    unsigned: Vec<u8>,
+    request: UpdateRequest,
+    mut signer: tsig::TsigSigner,
+    ticket: replay::Ticket,
+) -> Vec<u8> {
     let rcode = match signer.key().update {
         false => {
             tracing::info!(zone = %request.change.zone, key = %signer.key().name, "UPDATE refused: the key may not update");
             Rcode::REFUSED
         }
-        true => apply(store, &request, &signer.key().name).await,
+        true => apply(store.as_ref(), &request, &signer.key().name).await,
     };
     let mut out = reply(&unsigned, &request, rcode);
     signer.sign(&mut out);
-    Some(out)
+    ticket.answered(&out);
+    out
 }
 
 /// Applies the change-set; the reply's rcode.

@@ -52,10 +52,10 @@ pub use query::{
     answered_after, ask_tcp, ask_udp, assert_median_within_a_second, build_query, lines,
     tcp_exchange, time_until, udp_exchange,
 };
-pub use relay::Relay;
+pub use relay::{bson_has_key, sent_commands, Relay};
 pub use secondary::{soa_serial, Secondary, SecondaryKind, SharedKey};
 pub use seeded::{seed, Rng};
-pub use server::{start_with_control, ServerProcess};
+pub use server::{start_with_control, start_with_control_uri, ServerProcess};
 pub use update::{update_message, UpdateRr};
 pub use zone_check::{
     axfr_text, dig_transfer, dig_transfer_with, record_lines, verify_signed_zone,

@@ -158,3 +158,33 @@ fn host_port(uri: &str) -> String {
     let rest = rest.rsplit('@').next().unwrap();
     rest.split(['/', '?', ',']).next().unwrap().to_string()
 }
+
+/// The BSON documents of the `command` commands on `collection` found in
+/// `sent` (a [`Relay::sent`] copy): each starts with `command: "<collection>"`,
+/// as the driver writes a command's name first.
+pub fn sent_commands(sent: &[u8], command: &str, collection: &str) -> Vec<Vec<u8>> {
+    let mut pattern = vec![0x02];
+    pattern.extend_from_slice(command.as_bytes());
+    pattern.push(0);
+    pattern.extend_from_slice(&(collection.len() as i32 + 1).to_le_bytes());
+    pattern.extend_from_slice(collection.as_bytes());
+    pattern.push(0);
+    let mut out = Vec::new();
+    for at in 4..sent.len().saturating_sub(pattern.len()) {
+        if sent[at..at + pattern.len()] != pattern[..] {
+            continue;
+        }
+        let len = i32::from_le_bytes(sent[at - 4..at].try_into().unwrap());
+        let end = (at - 4).saturating_add(len.max(0) as usize).min(sent.len());
+        out.push(sent[at - 4..end].to_vec());
+    }
+    out
+}
+
+/// True when the BSON document `doc` holds the key `key` (at any depth).
+pub fn bson_has_key(doc: &[u8], key: &str) -> bool {
+    let mut name = key.as_bytes().to_vec();
+    name.push(0);
+    doc.windows(name.len() + 1)
+        .any(|w| w[1..] == name[..] && matches!(w[0], 0x01..=0x13))
+}

@@ -111,3 +111,12 @@ pub fn start_with_control(database: &str, extra: &[&str]) -> (ServerProcess, u16
     args.extend_from_slice(extra);
     (ServerProcess::start(database, &args), control)
 }
+
+/// As [`start_with_control`], reaching the database at `uri` (a relay).
+pub fn start_with_control_uri(uri: &str, database: &str, extra: &[&str]) -> (ServerProcess, u16) {
+    let control = free_tcp_port();
+    let listen = format!("127.0.0.1:{control}");
+    let mut args = vec!["--control-listen", listen.as_str()];
+    args.extend_from_slice(extra);
+    (ServerProcess::start_with_uri(uri, database, &args), control)
+}
