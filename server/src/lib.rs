@@ -31,3 +31,4 @@ pub mod rrl;
 pub mod tsig;
 pub mod update;
 pub mod wire;
+pub mod write_task;

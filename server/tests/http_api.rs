@@ -141,6 +141,40 @@ fn wrong_key_is_401_and_unknown_zone_404() {
     block_on(db.drop_db());
 }
 
+#[test]
+fn a_zone_created_with_rrsets_the_rules_refuse_is_not_created() {
+    let db = block_on(TestZoneDb::new("http_api_create_whole"));
+    let (server, api) = serve_api(&db);
+    let zones = "/api/v1/servers/localhost/zones";
+    // A CNAME beside an A record: RFC 2136's rules refuse it.
+    let body = r#"{"name": "half.test.", "kind": "Native", "nameservers": ["ns.half.test."],
+        "rrsets": [
+          {"name": "ns.half.test.", "type": "A", "ttl": 60, "changetype": "REPLACE",
+           "records": [{"content": "192.0.2.53", "disabled": false}]},
+          {"name": "www.half.test.", "type": "A", "ttl": 60, "changetype": "REPLACE",
+           "records": [{"content": "192.0.2.1", "disabled": false}]},
+          {"name": "www.half.test.", "type": "CNAME", "ttl": 60, "changetype": "REPLACE",
+           "records": [{"content": "ns.half.test.", "disabled": false}]}]}"#;
+    let (status, body) = api_send(api, "POST", zones, KEY, body);
+    assert!(
+        status.contains("422") && body.contains("CNAME"),
+        "{status} {body}"
+    );
+    let (status, body) = api_request(api, "GET", &format!("{zones}/half.test."), KEY);
+    assert!(status.contains("404"), "nothing created: {status} {body}");
+    // The same zone without the CNAME: created whole, with an empty
+    // non-terminal above a deep name.
+    let body = r#"{"name": "half.test.", "kind": "Native", "nameservers": ["ns.half.test."],
+        "rrsets": [{"name": "a.b.half.test.", "type": "A", "ttl": 60, "changetype": "REPLACE",
+           "records": [{"content": "192.0.2.1", "disabled": false}]}]}"#;
+    let (status, body) = api_send(api, "POST", zones, KEY, body);
+    assert!(status.contains("201"), "{status} {body}");
+    answered_after(server.port, "a.b.half.test.", 1, ResponseCode::NoError, 1);
+    answered_after(server.port, "b.half.test.", 1, ResponseCode::NoError, 0);
+    drop(server);
+    block_on(db.drop_db());
+}
+
 /// The server is still serving DNS after the API's errors.
 fn still_serving_dns(server: &ServerProcess) {
     let m = ask_udp(server.port, "nowhere.test.", 1, None);

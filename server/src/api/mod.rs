@@ -6,7 +6,9 @@
 //!     ─► GET  /api/v1/servers, /api/v1/servers/localhost        (this file)
 //!        GET|POST /api/v1/servers/localhost/zones               (zones.rs)
 //!        GET|PATCH|DELETE /api/v1/servers/localhost/zones/{id}  (zones.rs)
-//!     ─► RRsets to and from JSON (rrsets.rs), the shapes (json.rs)
+//!     ─► RRsets to and from JSON (rrsets.rs), the shapes (json.rs), a
+//!        new zone's nodes (new_zone.rs)
+//!  every write on a task of its own (crate::write_task): run to its end
 //!  every error: {"error": "…"}
 //! ```
 //!
@@ -14,6 +16,7 @@
 //! (docs/updates.md), as for DNS UPDATE and `mongodns-zone`.
 
 pub mod json;
+pub mod new_zone;
 pub mod rrsets;
 pub mod zones;
 

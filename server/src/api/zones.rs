@@ -2,18 +2,22 @@
 //!
 //! ```text
 //!  GET    …/zones            Store::list_zones, paged through ─► [ZoneJson]
-//!  POST   …/zones            edits checked ─► signer::create (SOA + NS apex)
-//!                            ─► the other RRsets as one change-set ─► 201
+//!  POST   …/zones            edits checked ─► applied in memory to the new
+//!                            apex (new_zone.rs) ─► signer::create, one
+//!                            replace, on its own task ─► 201
 //!  GET    …/zones/{id}       find_zone ─► read_version ─► ZoneJson + rrsets
-//!  PATCH  …/zones/{id}       edits checked ─► signer::edit::apply (one
-//!                            change-set, whole or nothing) ─► 204, or 422
+//!  PATCH  …/zones/{id}       edits checked ─► signer::edit::apply on its
+//!                            own task (one change-set, whole or nothing;
+//!                            run to its end if the client leaves) ─► 204, or 422
 //!  DELETE …/zones/{id}       Store::delete_zone (tombstone) ─► 204; nodes
 //!                            deleted in the background after 3 s
 //! ```
 
 use super::json::{parse_body, ApiError, RRsetChange, RRsetPatch, ZoneCreate, ZoneJson};
+use super::new_zone::zone_nodes;
 use super::rrsets::{edits_for, refused_edits, rrsets_json};
 use super::ApiState;
+use crate::write_task::to_end;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -21,7 +25,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use backend_mongo::dns::edit::ChangeSet;
 use backend_mongo::dns::edit::RecordEdit;
-use backend_mongo::{Name, RType, StoreError, ZoneInfo};
+use backend_mongo::{Name, StoreError, ZoneInfo};
 use signer::create::{create_zone, today_serial, CreateError, NewZone};
 use signer::SignError;
 
@@ -58,30 +62,29 @@ pub async fn get(
     Ok(Json(read_zone(&state, &zone).await?))
 }
 
-/// `POST …/zones`: a new zone, with its name servers and any RRsets.
+/// `POST …/zones`: a new zone, with its name servers and any RRsets,
+/// written in one replace on a task of its own (served whole or not at
+/// all, whether the client stays or not).
 pub async fn create(State(state): State<ApiState>, body: Bytes) -> Result<Response, ApiError> {
     let request: ZoneCreate = parse_body(&body)?;
     check_kind(request.kind.as_deref())?;
     let zone = zone_id(&request.name)?;
-    let (apex_edits, other_edits) = split_apex_edits(&zone, edits_for(&zone, &request.rrsets)?);
-    let mut apex = new_zone(&zone, &request)?
+    let edits = edits_for(&zone, &request.rrsets)?;
+    let apex = new_zone(&zone, &request)?
         .apex_node()
         .map_err(create_error)?;
-    for edit in apex_edits {
-        if let RecordEdit::ReplaceRRset { rrset, .. } = edit {
-            apex.rrsets.retain(|r| r.rtype != rrset.rtype);
-            apex.rrsets.push(rrset);
-        }
-    }
-    create_zone(&state.store, &zone, &[apex])
+    let nodes = zone_nodes(&zone, apex, &edits)?;
+    let (store, name) = (state.store.clone(), zone.clone());
+    to_end(async move { create_zone(&store, &name, &nodes).await })
         .await
+        .map_err(ApiError::internal)?
         .map_err(create_error)?;
-    apply(&state, &zone, &other_edits).await?;
     let created = read_zone(&state, &zone).await?;
     Ok((StatusCode::CREATED, Json(created)).into_response())
 }
 
-/// `PATCH …/zones/{id}`: the RRset changes as one change-set.
+/// `PATCH …/zones/{id}`: the RRset changes as one change-set, applied on
+/// a task of its own (a client that leaves never cuts it half-way).
 pub async fn patch(
     State(state): State<ApiState>,
     Path(id): Path<String>,
@@ -91,7 +94,9 @@ pub async fn patch(
     find_zone(&state, &zone).await?;
     let request: RRsetPatch = parse_body(&body)?;
     let edits = edits_for(&zone, &request.rrsets)?;
-    apply(&state, &zone, &edits).await?;
+    to_end(async move { apply(&state, &zone, &edits).await })
+        .await
+        .map_err(ApiError::internal)??;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -143,17 +148,6 @@ fn check_kind(kind: Option<&str>) -> Result<(), ApiError> {
             "zone kind {k:?} is not supported: Native or Master"
         ))),
     }
-}
-
-/// The apex SOA and NS replacements (written with the new zone) apart from
-/// the other edits (one change-set after it).
-fn split_apex_edits(zone: &Name, edits: Vec<RecordEdit>) -> (Vec<RecordEdit>, Vec<RecordEdit>) {
-    edits.into_iter().partition(|e| match e {
-        RecordEdit::ReplaceRRset { name, rrset } => {
-            name == zone && matches!(rrset.rtype, RType::SOA | RType::NS)
-        }
-        _ => false,
-    })
 }
 
 /// The new zone's apex: the name servers given, else those of an apex NS

@@ -13,7 +13,8 @@
 //!  over UDP the rest runs as a task: no reply within udp_wait (the zone
 //!     lock held by another writer) ─► none now, the update goes on
 //!     the zone not served here ─► NOTAUTH
-//!  signer::edit::apply(ChangeSet): one change-set,
+//!  signer::edit::apply(ChangeSet) on a task of its own (write_task.rs: a
+//!     client that leaves never cuts it): one change-set,
 //!     prerequisites checked under the zone lock (NXDOMAIN, YXDOMAIN,
 //!     NXRRSET, YXRRSET), signed in it when the zone is secured
 //!  reply: header + zone section, TSIG-signed ─► NOERROR
@@ -174,7 +175,19 @@ async fn apply(store: Option<&Store>, request: &UpdateRequest, key: &Name) -> Rc
             return Rcode::SERVFAIL;
         }
     }
-    match signer::edit::apply(store, &request.change).await {
+    // On a task of its own: a client closing its TCP connection never
+    // cuts the change-set half written (crate::write_task).
+    let (owned, change) = (store.clone(), request.change.clone());
+    let applied =
+        crate::write_task::to_end(async move { signer::edit::apply(&owned, &change).await }).await;
+    let applied = match applied {
+        Ok(applied) => applied,
+        Err(e) => {
+            tracing::error!(%zone, %key, error = %e, "UPDATE: the write's task failed");
+            return Rcode::SERVFAIL;
+        }
+    };
+    match applied {
         Ok(summary) => match summary.unmet {
             Some(unmet) => {
                 tracing::debug!(%zone, %key, %unmet, "UPDATE: a prerequisite failed");
