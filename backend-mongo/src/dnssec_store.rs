@@ -214,6 +214,11 @@ pub struct DnssecConfig {
     /// Every signed node carries its `sx` (earliest signature expiration),
     /// so refreshes read only what is due.
     pub marked: bool,
+    /// The generation of the served version up to which the signing
+    /// service has signed every writer's change (a process taking the zone
+    /// over goes on from there). Not written by switches: a new version
+    /// starts without it.
+    pub seen_gen: Option<i64>,
 }
 
 /// The `_id` of the node holding the NSEC3 record with hash `b32` (base32hex).
@@ -519,6 +524,7 @@ impl Store {
                 })
                 .unwrap_or_default(),
             marked: sec.get_bool("marked").unwrap_or(false),
+            seen_gen: sec.get("seen_gen").and_then(Bson::as_i64),
         })
     }
 

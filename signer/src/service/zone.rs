@@ -207,10 +207,18 @@ impl Worker {
             h.seen = Some(served.gen);
             tracing::info!(zone = %self.zone, "every signature made anew, each node marked with its expiry");
         }
+        if h.seen.is_none() {
+            // Taken over: on from where the last process signed, if that
+            // is this version (a switch drops the mark).
+            h.seen = config.seen_gen.filter(|g| *g <= served.gen);
+        }
         if h.seen != Some(served.gen) {
             let (r, _) = follower.step(served, h.seen, false).await?;
             self.count(&r, false);
             h.seen = Some(served.gen);
+            self.store
+                .set_dnssec_fields(&self.zone, vec![("seen_gen", Bson::Int64(served.gen))])
+                .await?;
         }
         if let Some(policy) = &config.policy {
             self.key_steps(h, follower, config, policy).await?;
