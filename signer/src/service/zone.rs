@@ -219,6 +219,7 @@ impl Worker {
             self.store
                 .set_dnssec_fields(&self.zone, vec![("seen_gen", Bson::Int64(served.gen))])
                 .await?;
+            tracing::info!(zone = %self.zone, gen = served.gen, "signed up to generation");
         }
         if let Some(policy) = &config.policy {
             self.key_steps(h, follower, config, policy).await?;
