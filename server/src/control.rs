@@ -55,6 +55,9 @@ pub struct Control {
     pub query_log: Option<Arc<QueryLog>>,
     /// The database, for job progress on `/metrics`.
     pub store: Option<Store>,
+    /// Resident zones given series of their own on `/metrics` (the
+    /// largest); the rest are summed.
+    pub zone_series: usize,
     /// `/health` fails when the last good change poll is older than this.
     pub health_max_lag: Duration,
     /// When the server started.
@@ -100,12 +103,7 @@ impl Control {
     /// What `/health` adds while the database is away and zones are
     /// resident: they answer on, possibly out of date.
     fn resident_note(&self) -> String {
-        let held = self.residency.as_ref().map_or(0, |r| {
-            r.reports()
-                .iter()
-                .filter(|z| z.residence == crate::resident::Residence::Resident)
-                .count()
-        });
+        let held = self.residency.as_ref().map_or(0, |r| r.summary(0).resident);
         match held {
             0 => String::new(),
             n => format!("{n} resident zones answer from memory: their data may be stale\n"),

@@ -225,6 +225,7 @@ fn control(
         queries: Some(metrics.clone()),
         query_log: query_log.clone(),
         store: Some(store.clone()),
+        zone_series: args.metrics_zone_series,
         health_max_lag: Duration::from_millis((args.freshness_ms * 20).max(5000)),
         started,
     }

@@ -12,8 +12,10 @@
 
 use hickory_proto::op::ResponseCode;
 use mongodns_testkit::*;
+use std::io::Write;
+use std::net::TcpStream;
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const KEY: &str = "api-k3y-for-tests";
 
@@ -285,6 +287,26 @@ fn a_patch_to_a_secured_zone_is_signed_in_its_change_set() {
         status.contains("422") && body.contains("mongodns-sign"),
         "{status} {body}"
     );
+    drop(server);
+    block_on(db.drop_db());
+}
+
+#[test]
+fn a_request_head_that_never_ends_is_closed_early() {
+    let db = block_on(TestZoneDb::new("http_api_head"));
+    let (server, api) = serve_api(&db);
+    // One connection silent, one stalled inside its request line.
+    let mut silent = TcpStream::connect(("127.0.0.1", api)).unwrap();
+    let mut partial = TcpStream::connect(("127.0.0.1", api)).unwrap();
+    partial.write_all(b"GET /api/v1/serv").unwrap();
+    // The head has 5 s to arrive; the whole request 30 s. Waiting up to
+    // 20 s tells the two apart.
+    let start = Instant::now();
+    assert!(closed_within(&mut silent, Duration::from_secs(20)));
+    assert!(closed_within(&mut partial, Duration::from_secs(20)));
+    eprintln!("both closed after {:?}", start.elapsed());
+    let (status, _) = api_request(api, "GET", "/api/v1/servers", KEY);
+    assert!(status.contains("200"), "{status}");
     drop(server);
     block_on(db.drop_db());
 }

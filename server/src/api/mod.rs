@@ -1,7 +1,8 @@
 //! A PowerDNS-compatible HTTP API (`/api/v1`) for zones and RRsets.
 //!
 //! ```text
-//!  --api-listen ─► http::serve_bounded (connections capped, 30 s a request)
+//!  --api-listen ─► http::serve_bounded (64 connections, 16 per source
+//!     prefix; the request's head within 5 s, 30 s a request)
 //!     ─► X-API-Key must match --api-key (401 otherwise)
 //!     ─► GET  /api/v1/servers, /api/v1/servers/localhost        (this file)
 //!        GET|POST /api/v1/servers/localhost/zones               (zones.rs)
@@ -40,6 +41,9 @@ const MAX_CONNECTIONS: usize = 64;
 /// Time allowed for one API request and its response.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Time allowed for a request's line and headers to arrive.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// What the API's handlers share.
 #[derive(Clone)]
 pub struct ApiState {
@@ -74,6 +78,7 @@ pub async fn serve_api(listener: tokio::net::TcpListener, state: ApiState) {
     let limits = HttpLimits {
         max_connections: MAX_CONNECTIONS,
         request_timeout: REQUEST_TIMEOUT,
+        header_timeout: HEADER_TIMEOUT,
     };
     let counters = HttpCounters {
         refused: &GUARD.api_refused,

@@ -440,6 +440,10 @@ options! {
         log_format: LogFormat = LogFormat::Text, [env = "MONGODNS_LOG_FORMAT", value_name = "FORMAT"];
         /// Log one query in N (1 logs every query).
         query_log_sample: u32 = 1, [env = "MONGODNS_QUERY_LOG_SAMPLE", value_name = "N"];
+        /// Resident zones given series of their own on /metrics (the
+        /// largest by bytes); the rest are summed in mongodns_resident_unlisted_*.
+        metrics_zone_series: usize = 100,
+            [env = "MONGODNS_METRICS_ZONE_SERIES", value_name = "N"];
         /// Control-endpoint connections served at once; more are closed.
         control_max_connections: usize = 16,
             [env = "MONGODNS_CONTROL_MAX_CONNECTIONS", value_name = "N"];

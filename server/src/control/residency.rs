@@ -1,5 +1,5 @@
 //! Resident zones on the control endpoint: totals on `/stats` and
-//! `/metrics`, one labelled line per zone on `/metrics`.
+//! `/metrics`, and labelled lines for the largest zones only on `/metrics`.
 //!
 //! ```text
 //!  resident_metrics ─► resident_zones, resident_loading, resident_too_large,
@@ -10,17 +10,22 @@
 //!                      resident_unchanged, resident_transfers,
 //!                      resident_transfer_waits, resident_plain_answers
 //!                      (counters)
-//!  write_resident_zones ─► mongodns_resident_zone{zone,state} 1,
+//!  write_resident_zones ─► the zone_series largest zones (by bytes):
+//!                          mongodns_resident_zone{zone,state} 1,
 //!                          mongodns_resident_zone_current{zone},
 //!                          mongodns_resident_zone_bytes{zone},
-//!                          mongodns_resident_zone_records{zone}
+//!                          mongodns_resident_zone_records{zone};
+//!                          the others summed: mongodns_resident_unlisted_zones,
+//!                          _bytes, _records
 //! ```
 //!
-//! With residency off every total is 0 and no zone is listed.
+//! With residency off every total is 0 and no zone is listed. A scrape
+//! stays bounded with a million resident zones: four lines for each of at
+//! most `--metrics-zone-series` zones.
 
 use super::metrics::{counter, escape, family, gauge, Metric, MetricKind};
 use super::Control;
-use crate::resident::{Residence, ZoneReport};
+use crate::resident::{ResidencySummary, ZoneReport};
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 
@@ -28,40 +33,41 @@ use std::sync::atomic::Ordering;
 type ZoneLine = (&'static str, &'static str, fn(&ZoneReport) -> u64);
 
 impl Control {
-    /// Every wanted zone's residency (empty when off).
-    fn resident_reports(&self) -> Vec<ZoneReport> {
-        self.residency.as_ref().map_or(Vec::new(), |r| r.reports())
+    /// Residency summed, with the `top` largest zones (empty when off).
+    fn resident_summary(&self, top: usize) -> ResidencySummary {
+        self.residency
+            .as_ref()
+            .map_or_else(|| ResidencySummary::new(0), |r| r.summary(top))
     }
 
     /// The totals of residency.
-    pub(super) fn resident_metrics(&self) -> [Metric; 15] {
-        let reports = self.resident_reports();
-        let count = |r: Residence| reports.iter().filter(|z| z.residence == r).count() as u64;
-        let bytes: usize = reports.iter().map(|z| z.bytes).sum();
+    pub(super) fn resident_metrics(&self) -> [Metric; 16] {
+        let s = self.resident_summary(0);
         let c = self.residency.as_ref().map(|r| &r.counters);
         let load = |f: fn(&crate::resident::ResidentCounters) -> &std::sync::atomic::AtomicU64| {
             c.map_or(0, |c| f(c).load(Ordering::Relaxed))
         };
         [
-            gauge(
-                "resident_zones",
-                "zones held whole in memory",
-                count(Residence::Resident),
-            ),
+            gauge("resident_zones", "zones held whole in memory", s.resident),
             gauge(
                 "resident_loading",
                 "zones being loaded to be resident (served from the record cache meanwhile)",
-                count(Residence::Loading),
+                s.loading,
             ),
             gauge(
                 "resident_too_large",
                 "zones over the resident budget or record limit (served from the record cache)",
-                count(Residence::TooLarge),
+                s.too_large,
             ),
             gauge(
                 "resident_bytes",
                 "approximate bytes held by resident zones",
-                bytes as u64,
+                s.bytes,
+            ),
+            gauge(
+                "resident_records",
+                "records held by resident zones",
+                s.records,
             ),
             counter(
                 "resident_lookups",
@@ -121,9 +127,15 @@ impl Control {
         ]
     }
 
-    /// One labelled line per wanted zone and what it holds.
+    /// Labelled lines for the largest wanted zones and what they hold,
+    /// and the others summed.
     pub(super) fn write_resident_zones(&self, out: &mut String) {
-        let reports = self.resident_reports();
+        if self.residency.is_none() {
+            return;
+        }
+        let summary = self.resident_summary(self.zone_series);
+        write_unlisted(out, &summary);
+        let reports = summary.largest;
         if reports.is_empty() {
             return;
         }
@@ -163,5 +175,31 @@ impl Control {
                 let _ = writeln!(out, "{name}{{zone=\"{zone}\"}} {}", value(z));
             }
         }
+    }
+}
+
+/// The zones without lines of their own, summed.
+fn write_unlisted(out: &mut String, summary: &ResidencySummary) {
+    let (zones, bytes, records) = summary.rest();
+    let lines = [
+        (
+            "mongodns_resident_unlisted_zones",
+            "wanted zones without mongodns_resident_zone lines (past --metrics-zone-series)",
+            zones,
+        ),
+        (
+            "mongodns_resident_unlisted_bytes",
+            "approximate bytes the resident copies of those zones hold",
+            bytes,
+        ),
+        (
+            "mongodns_resident_unlisted_records",
+            "records the resident copies of those zones hold",
+            records,
+        ),
+    ];
+    for (name, help, value) in lines {
+        family(out, name, help, MetricKind::Gauge);
+        let _ = writeln!(out, "{name} {value}");
     }
 }

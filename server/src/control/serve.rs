@@ -3,8 +3,9 @@
 //!
 //! ```text
 //!  bind ─► not loopback? warn at start
-//!  http::serve_bounded: max_connections at once (more closed at once,
-//!     counted), accept errors counted and backed off, 5 s a request
+//!  http::serve_bounded: max_connections at once, a quarter of them per
+//!     source prefix (more closed at once, counted), accept errors counted
+//!     and backed off, the request's head within 2 s, 5 s a request
 //!     ─► route (axum):
 //!        GET /stats, /metrics, /health: open
 //!        POST /purge: `Authorization: Bearer TOKEN` must match control_token
@@ -51,6 +52,9 @@ impl Default for ControlLimits {
 /// Time allowed for one whole request and its response.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Time allowed for a request's line and headers to arrive.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// The warning to give when the endpoint listens beyond this machine.
 pub(crate) fn exposure_warning(addr: SocketAddr) -> Option<&'static str> {
     (!addr.ip().is_loopback()).then_some(
@@ -86,6 +90,7 @@ pub async fn serve_control(listener: TcpListener, control: Arc<Control>, limits:
     let http_limits = HttpLimits {
         max_connections: limits.max_connections,
         request_timeout: REQUEST_TIMEOUT,
+        header_timeout: HEADER_TIMEOUT,
     };
     let counters = HttpCounters {
         refused: &GUARD.control_refused,

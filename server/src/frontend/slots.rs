@@ -11,7 +11,6 @@
 //!  do); connections already waiting are told (pressure) and recompute it
 //! ```
 
-use crate::guard::{bump, GUARD};
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -85,11 +84,11 @@ impl Slots {
         self.max - self.permits.available_permits()
     }
 
-    /// A slot for a connection from `ip`, waiting at most `wait` for one.
+    /// A slot for a connection from `ip`, waiting at most `wait` for one
+    /// (`Duration::ZERO`: a free slot now or none).
     pub async fn admit(self: &Arc<Self>, ip: IpAddr, wait: Duration) -> Result<Slot, Refused> {
         let prefix = source_prefix(ip);
         if !self.take_share(prefix) {
-            bump(&GUARD.tcp_prefix_refusals);
             return Err(Refused::Prefix);
         }
         match self.permit(wait).await {
@@ -106,7 +105,6 @@ impl Slots {
             }
             None => {
                 self.give_share(prefix);
-                bump(&GUARD.tcp_permit_timeouts);
                 Err(Refused::Busy)
             }
         }

@@ -12,7 +12,7 @@
 //!    stop reading at: max_queries, max_lifetime (whole connection), idle
 //! ```
 
-use super::slots::Slots;
+use super::slots::{Refused, Slots};
 use crate::guard::{bump, GUARD};
 use crate::handler::Transport;
 use crate::handler::{Aborted, Handler, TcpPeer, TcpReply};
@@ -90,7 +90,13 @@ pub async fn serve_tcp<H: Handler>(listener: TcpListener, handler: Arc<H>, limit
                     serve_connection(stream, peer, handler, limits, &slots).await;
                     drop(slot);
                 }
-                Err(why) => tracing::debug!(%peer, ?why, "tcp connection refused"),
+                Err(why) => {
+                    bump(match why {
+                        Refused::Prefix => &GUARD.tcp_prefix_refusals,
+                        Refused::Busy => &GUARD.tcp_permit_timeouts,
+                    });
+                    tracing::debug!(%peer, ?why, "tcp connection refused");
+                }
             }
         });
     }

@@ -32,7 +32,8 @@
 
 use super::copy::{ZoneCopy, ZoneData};
 use super::pacing::{self, LoadPacing};
-use super::status::{Residence, ResidentConfig, ZoneReport};
+use super::status::{Residence, ResidentConfig};
+use super::summary::{ResidencySummary, ZoneFigures};
 use crate::cache::zones::{ZoneEvent, ZoneRegistry};
 use backend_mongo::resident::KeyedNode;
 use backend_mongo::{Name, Store, StoreError, ZoneInfo};
@@ -638,31 +639,30 @@ impl Residency {
         copies.values().map(|c| c.read().bytes()).sum()
     }
 
-    /// Every wanted zone's residency, sorted by apex.
-    pub fn reports(&self) -> Vec<ZoneReport> {
+    /// Every wanted zone's residency summed, with the `top` largest zones
+    /// on their own (summary.rs): no allocation per zone beyond those.
+    pub fn summary(&self, top: usize) -> ResidencySummary {
         let slots = self.slots();
         let copies = self.copies.read().unwrap_or_else(|p| p.into_inner());
-        let mut out: Vec<ZoneReport> = slots
-            .iter()
-            .map(|(apex, slot)| {
-                let copy = copies.get(apex);
-                let (bytes, records) = copy.map_or((0, 0), |c| {
-                    let data = c.read();
-                    (data.bytes(), data.records())
-                });
-                ZoneReport {
-                    apex: apex.clone(),
-                    residence: slot.residence,
-                    current: copy.is_some_and(|c| c.gen() != i64::MIN)
-                        && slot.names.is_empty()
-                        && !slot.reload,
-                    bytes,
-                    records,
-                }
-            })
-            .collect();
-        out.sort_by(|a, b| a.apex.cmp(&b.apex));
-        out
+        let mut summary = ResidencySummary::new(top);
+        for (apex, slot) in slots.iter() {
+            let copy = copies.get(apex);
+            let (bytes, records) = copy.map_or((0, 0), |c| {
+                let data = c.read();
+                (data.bytes(), data.records())
+            });
+            let current =
+                copy.is_some_and(|c| c.gen() != i64::MIN) && slot.names.is_empty() && !slot.reload;
+            let figures = ZoneFigures {
+                residence: slot.residence,
+                current,
+                bytes,
+                records,
+            };
+            summary.add(apex, figures);
+        }
+        drop((copies, slots));
+        summary.finish()
     }
 }
 

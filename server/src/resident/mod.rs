@@ -26,6 +26,8 @@
 //!  a transfer of a zone whose copy is being loaded waits for it, at most
 //!     transfer_wait, then reads the copy (transfer_wait.rs)
 //!  ResidentConfig, Residence, ZoneReport (status.rs): settings and state
+//!  ResidencySummary (summary.rs): totals, and the largest zones on their
+//!     own, for /metrics and /health
 //! ```
 //!
 //! Off (`--resident-mb 0`, the default) nothing is held and every call goes
@@ -41,12 +43,14 @@ mod pending;
 mod plain;
 mod snapshot;
 mod status;
+mod summary;
 mod transfer_wait;
 
 pub use copy::{ZoneCopy, ZoneData};
 pub use keeper::{CopyFor, Residency, ResidentCounters};
 pub use pacing::{Busy, LoadPacing};
 pub use status::{Residence, ResidentConfig, ZoneChoice, ZoneReport};
+pub use summary::{ResidencySummary, ZoneFigures};
 
 use crate::backend::{Backend, CachedNode, JournalChain, PlainAnswer};
 use backend_mongo::transfer::NodeStream;

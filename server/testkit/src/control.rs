@@ -4,6 +4,7 @@
 //!  http(port, method, path) ─► http_request(…, headers, body) ─► (status line, body)
 //!  connect_loopback(port): refusals retried briefly, and said
 //!  stat(port, name) ─► one counter of GET /stats
+//!  closed_within(stream, limit): has the server closed it?
 //! ```
 
 use std::io::{ErrorKind, Read, Write};
@@ -87,4 +88,15 @@ pub fn stat(control_port: u16, name: &str) -> u64 {
         .unwrap()
         .parse()
         .unwrap()
+}
+
+/// Reads until the server closes `stream` (EOF or reset), waiting at most
+/// `limit`; true if it closed.
+pub fn closed_within(stream: &mut TcpStream, limit: Duration) -> bool {
+    stream.set_read_timeout(Some(limit)).unwrap();
+    let mut sink = Vec::new();
+    match stream.read_to_end(&mut sink) {
+        Ok(_) => true,
+        Err(e) => e.kind() == ErrorKind::ConnectionReset,
+    }
 }

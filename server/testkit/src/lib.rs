@@ -41,7 +41,7 @@ mod zone_check;
 
 pub use backend_mongo::testing::*;
 pub use binaries::{bin_dir, binary, run_tool};
-pub use control::{connect_loopback, http, http_as, http_request, stat};
+pub use control::{closed_within, connect_loopback, http, http_as, http_request, stat};
 pub use import::{TestZoneDb, ZoneImport};
 pub use ixfr_check::{
     apply_ixfr, axfr_set, is_soa, ixfr_query, serial_after, serial_of, transfer_lines,
