@@ -7,6 +7,8 @@
 //!     TSIG: none ─► REFUSED │ bad, or a key whose zones= or from= leave this
 //!     zone or client out ─► NOTAUTH + TSIG error │ malformed ─► FORMERR
 //!     signed by a key without `update`, or not for this zone ─► REFUSED
+//!     an update of a type the signer maintains (DNSKEY, NSEC3PARAM, …) ─► REFUSED
+//!     an RRset it would make too large for one message ─► REFUSED, nothing written
 //!     the zone not served here ─► NOTAUTH
 //!  signer::edit::apply(ChangeSet) on a task of its own (write_task.rs: a
 //!     client that leaves never cuts it): one change-set,
@@ -25,7 +27,7 @@ pub use message::{is_update, parse_update, UpdateRequest};
 
 use crate::tsig::{self, TsigKey};
 use crate::wire::{Rcode, HEADER_LEN};
-use backend_mongo::Store;
+use backend_mongo::{Store, StoreError};
 use dns::Name;
 
 /// What an UPDATE handler needs from the server's settings.
@@ -90,11 +92,29 @@ pub async fn answer(
             tracing::info!(zone = %request.change.zone, key = %signer.key().name, "UPDATE refused: the key may not update");
             Rcode::REFUSED
         }
-        true => apply(store, &request, &signer.key().name).await,
+        true => match signer_owned(&request) {
+            Some(t) => {
+                tracing::info!(zone = %request.change.zone, key = %signer.key().name, rtype = %t, "UPDATE refused: the signer maintains that type");
+                Rcode::REFUSED
+            }
+            None => apply(store, &request, &signer.key().name).await,
+        },
     };
     let mut out = reply(&unsigned, &request, rcode);
     signer.sign(&mut out);
     Some(out)
+}
+
+/// The first type among the updates that the signer maintains (RRSIG,
+/// NSEC, NSEC3, NSEC3PARAM, DNSKEY, CDS, CDNSKEY): refused in every zone,
+/// the whole message with it.
+fn signer_owned(request: &UpdateRequest) -> Option<dns::RType> {
+    request
+        .change
+        .edits
+        .iter()
+        .filter_map(|e| e.rtype())
+        .find(|t| t.is_signer_owned())
 }
 
 /// Applies the change-set; the reply's rcode.
@@ -134,6 +154,10 @@ async fn apply(store: Option<&Store>, request: &UpdateRequest, key: &Name) -> Rc
                 Rcode::NOERROR
             }
         },
+        Err(signer::SignError::Store(StoreError::TooLarge(why))) => {
+            tracing::info!(%zone, %key, %why, "UPDATE refused");
+            Rcode::REFUSED
+        }
         Err(e) => {
             tracing::warn!(%zone, %key, error = %e, "UPDATE failed");
             Rcode::SERVFAIL
