@@ -272,3 +272,47 @@ fn streamed_transfers_are_capped_and_aborted_when_their_version_is_deleted() {
     drop(server);
     block_on(db.drop_db());
 }
+
+/// True when `sent` (commands to the database) holds a sort on `ck`: a
+/// read of a version in canonical order.
+fn sorts_by_canonical_key(sent: &[u8]) -> bool {
+    let sort = b"\x03sort\x00";
+    (0..sent.len().saturating_sub(sort.len()))
+        .filter(|&at| sent[at..].starts_with(sort))
+        .any(|at| {
+            let doc = &sent[at + sort.len()..(at + sort.len() + 16).min(sent.len())];
+            doc.windows(3).any(|w| w == b"ck\x00")
+        })
+}
+
+#[test]
+fn a_transfer_from_the_database_asks_for_no_order() {
+    // Sorting a whole version before its first batch held a large zone's
+    // first message back for seconds; AXFR needs no order beyond the SOA
+    // first and last (RFC 5936).
+    let db = block_on(async {
+        let db = TestZoneDb::new("xfr_unsorted").await;
+        db.import(
+            "big.test.",
+            &format!("$ORIGIN big.test.\n{}", big_zone(300)),
+            false,
+        )
+        .await;
+        db
+    });
+    let tap = Relay::tapping_database();
+    let server =
+        ServerProcess::start_with_uri(&tap.uri(), &db.name, &["--axfr-allow", "127.0.0.1/32"]);
+    let before = tap.sent().len();
+    let lines = record_lines(&axfr_text(server.port, "big.test."));
+    assert_eq!(lines.len(), 300 + 4, "every record, the SOA twice");
+    assert!(lines[0].contains(" soa ") && lines[0] == lines[lines.len() - 1]);
+    let sent = tap.sent();
+    assert!(sent.len() > before, "the transfer read the database");
+    assert!(
+        !sorts_by_canonical_key(&sent[before..]),
+        "the transfer asked the database to sort the version"
+    );
+    drop(server);
+    block_on(db.drop_db());
+}
