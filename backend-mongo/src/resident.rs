@@ -53,7 +53,7 @@ impl Store {
     /// canonical order anyway, while on FerretDB a sort doubled the load
     /// time (100,007 nodes: 16 s unsorted, 34 s sorted; debug build).
     pub async fn keyed_zone_cursor(&self, zone: &ZoneInfo) -> Result<KeyedStream, StoreError> {
-        let cursor = self.version_documents(zone, false, LOAD_BATCH).await?;
+        let cursor = self.version_documents(zone, LOAD_BATCH).await?;
         Ok(cursor.map(|d| keyed_from_doc(&d?)).boxed())
     }
 

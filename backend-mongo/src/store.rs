@@ -70,6 +70,10 @@ pub enum StoreError {
     /// switched): nothing was changed by this call.
     #[error("{0}")]
     Conflict(String),
+    /// A change refused as a whole before anything was written: an RRset
+    /// it makes too large for any DNS message.
+    #[error("{0}; nothing was changed")]
+    TooLarge(String),
     /// The failure of a read that several callers waited for together.
     #[error(transparent)]
     Shared(std::sync::Arc<StoreError>),

@@ -2,13 +2,17 @@
 //! delivers them, and whether that version began to be deleted.
 //!
 //! ```text
-//!  zone_cursor(zone)     ── {zone, ver} scan, canonical order, batches of
+//!  zone_cursor(zone)     ── {zone, ver} scan, in no order, batches of
 //!                           TRANSFER_BATCH ──► NodeStream (one node at a time)
 //!  version_deleting(zone) ── zones._id point read ──► true if the document is
 //!                           gone or its `deleting` lists zone.ver
 //! ```
 //!
 //! A transfer holds at most one batch in memory, whatever the zone's size.
+//! It asks for no order: AXFR needs none beyond the SOA first and last
+//! (RFC 5936 §2.2), which the transfer sends itself, and a sort would make
+//! a database without a usable index (FerretDB) read and sort the whole
+//! version before its first batch (seconds for a large zone).
 //! The `deleting` list is written before the first node of a version is
 //! deleted (docs/schema.md), so a transfer that checks it after its last
 //! node knows whether the cursor may have missed nodes.
@@ -21,34 +25,30 @@ use mongodb::bson::{doc, Bson};
 /// Nodes fetched from the database per round trip during a transfer.
 pub const TRANSFER_BATCH: u32 = 256;
 
-/// The nodes of one zone version, in canonical order, one at a time.
+/// The nodes of one zone version, in the order the database keeps them,
+/// one at a time.
 pub type NodeStream = BoxStream<'static, Result<Node, StoreError>>;
 
 impl Store {
-    /// Every node of the served version of `zone`, in canonical order, as
-    /// the database returns them.
+    /// Every node of the served version of `zone`, in no particular order,
+    /// as the database returns them.
     pub async fn zone_cursor(&self, zone: &ZoneInfo) -> Result<NodeStream, StoreError> {
-        let cursor = self.version_documents(zone, true, TRANSFER_BATCH).await?;
+        let cursor = self.version_documents(zone, TRANSFER_BATCH).await?;
         Ok(cursor.map(|d| Ok(schema::node_from_doc(&d?)?)).boxed())
     }
 
     /// The documents of the served version of `zone`, `batch` per round
-    /// trip, in canonical order when `sorted` (transfers; resident zones
-    /// need no order).
+    /// trip, in no order (transfers and resident zones need none).
     pub(crate) async fn version_documents(
         &self,
         zone: &ZoneInfo,
-        sorted: bool,
         batch: u32,
     ) -> Result<mongodb::Cursor<mongodb::bson::Document>, StoreError> {
         let find = self
             .nodes
             .find(doc! {"zone": zone.apex.to_string(), "ver": zone.ver})
             .batch_size(batch);
-        Ok(match sorted {
-            true => find.sort(doc! {"ck": 1}).await?,
-            false => find.await?,
-        })
+        Ok(find.await?)
     }
 
     /// True when `zone.ver` began to be deleted (listed in the zone

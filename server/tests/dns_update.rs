@@ -246,6 +246,65 @@ fn prerequisites_decide_and_a_failed_one_changes_nothing() {
 }
 
 #[test]
+fn the_signers_types_are_refused_in_an_unsigned_zone() {
+    let (db, server) = served("update_signer_types");
+    let port = server.port;
+    let key = "257 3 13 mdsswUyr3DPW132mOi8V9xESWE8jTo0dxCjjnopKl+GqJxpVXckHAeF+KkxLbxILfDLUT0rAK9iUzy1L53eKGQ==";
+    for (tcp, line) in [
+        (false, format!("update add {ZONE} 300 DNSKEY {key}")),
+        (true, format!("update add {ZONE} 300 NSEC3PARAM 1 0 0 -")),
+        (false, format!("update add {ZONE} 300 CDS 0 0 0 00")),
+    ] {
+        let (ok, out) = nsupdate(
+            port,
+            tcp,
+            &[&line, "update add more.upd.test. 60 A 192.0.2.8"],
+        );
+        assert!(!ok && out.contains("REFUSED"), "{line}: {out}");
+    }
+    // Nothing of those messages applied; the zone is still served as
+    // unsigned: DO=1 answers come with their records and no SERVFAIL.
+    answered_after(port, "upd.test.", 48, ResponseCode::NoError, 0);
+    answered_after(port, "upd.test.", 51, ResponseCode::NoError, 0);
+    answered_after(port, "more.upd.test.", 1, ResponseCode::NXDomain, 0);
+    let m = ask_udp(port, "www.upd.test.", 1, Some((1232, true)));
+    assert_eq!(m.metadata.response_code, ResponseCode::NoError);
+    assert_eq!(lines(&m.answers), ["www.upd.test. 300 A 192.0.2.1"]);
+    drop(server);
+    block_on(db.drop_db());
+}
+
+/// nsupdate lines adding `count` A records at `big.upd.test.`, from `first`.
+fn big_adds(first: usize, count: usize) -> Vec<String> {
+    (first..first + count)
+        .map(|i| format!("update add big.upd.test. 60 A 10.0.{}.{}", i >> 8, i & 255))
+        .collect()
+}
+
+#[test]
+fn an_rrset_is_capped_at_what_one_message_holds() {
+    let (db, server) = served("update_rrset_cap");
+    let port = server.port;
+    let send = |lines: Vec<String>| {
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        nsupdate(port, true, &lines)
+    };
+    let (ok, out) = send(big_adds(0, 2040));
+    assert!(ok, "{out}");
+    // 4,080 A records would take 65,280 octets in a message: over the cap.
+    let (ok, out) = send(big_adds(2040, 2040));
+    assert!(!ok && out.contains("REFUSED"), "{out}");
+    let count = || ask_tcp(port, "big.upd.test.", 1, None).answers.len();
+    time_until("the first 2,040 records", || count() == 2040);
+    // 4,079 fit (65,264 octets).
+    let (ok, out) = send(big_adds(2040, 2039));
+    assert!(ok, "{out}");
+    time_until("4,079 records", || count() == 4079);
+    drop(server);
+    block_on(db.drop_db());
+}
+
+#[test]
 fn unauthorised_updates_are_refused() {
     let (db, server) = served("upd_refused");
     let port = server.port;

@@ -177,6 +177,54 @@ fn a_zone_created_with_rrsets_the_rules_refuse_is_not_created() {
     block_on(db.drop_db());
 }
 
+#[test]
+fn an_rrset_no_message_could_hold_is_a_422() {
+    let db = block_on(TestZoneDb::new("http_api_rrset_cap"));
+    let (server, api) = serve_api(&db);
+    let zones = "/api/v1/servers/localhost/zones";
+    // 4,080 A records take 65,280 octets in a message: over the cap.
+    let records = |n: usize| {
+        let r: Vec<String> = (0..n)
+            .map(|i| {
+                format!(
+                    r#"{{"content":"10.0.{}.{}","disabled":false}}"#,
+                    i >> 8,
+                    i & 255
+                )
+            })
+            .collect();
+        format!(
+            r#"[{{"name":"big.cap.test.","type":"A","ttl":60,"changetype":"REPLACE","records":[{}]}}]"#,
+            r.join(",")
+        )
+    };
+    let create = |n: usize| {
+        format!(
+            r#"{{"name":"cap.test.","kind":"Native","nameservers":["ns.example."],"rrsets":{}}}"#,
+            records(n)
+        )
+    };
+    let (status, body) = api_send(api, "POST", zones, KEY, &create(4080));
+    assert!(
+        status.contains("422") && body.contains("65264"),
+        "{status} {body}"
+    );
+    let (status, body) = api_send(api, "POST", zones, KEY, &create(4079));
+    assert!(status.contains("201"), "{status} {body}");
+    let zone = format!("{zones}/cap.test.");
+    let patch = |n: usize| format!(r#"{{"rrsets":{}}}"#, records(n));
+    let (status, body) = api_send(api, "PATCH", &zone, KEY, &patch(4080));
+    assert!(
+        status.contains("422") && body.contains("65264"),
+        "{status} {body}"
+    );
+    let (status, body) = api_send(api, "PATCH", &zone, KEY, &patch(10));
+    assert!(status.contains("204"), "{status} {body}");
+    answered_after(server.port, "big.cap.test.", 1, ResponseCode::NoError, 10);
+    drop(server);
+    block_on(db.drop_db());
+}
+
 /// The server is still serving DNS after the API's errors.
 fn still_serving_dns(server: &ServerProcess) {
     let m = ask_udp(server.port, "nowhere.test.", 1, None);

@@ -22,6 +22,15 @@ async fn node_a(db: &TestZoneDb, name: &str) -> Option<Vec<Vec<u8>>> {
         .map(|r| r.rdata.iter().map(|b| b.to_vec()).collect())
 }
 
+/// True when `imp.test.` does not exist: nothing was written.
+async fn nothing_stored(db: &TestZoneDb) -> bool {
+    db.store
+        .find_zone(&"imp.test.".parse().unwrap())
+        .await
+        .unwrap()
+        .is_none()
+}
+
 #[test]
 fn bad_input_names_file_and_line_and_writes_nothing() {
     block_on(async {
@@ -32,12 +41,7 @@ fn bad_input_names_file_and_line_and_writes_nothing() {
         assert!(matches!(err, ImportError::Parse(_)), "{text}");
         assert!(text.contains(":8:"), "error names line 8: {text}");
         // Nothing at all was written: the zone does not exist.
-        assert!(db
-            .store
-            .find_zone(&"imp.test.".parse().unwrap())
-            .await
-            .unwrap()
-            .is_none());
+        assert!(nothing_stored(&db).await);
 
         let outside = format!("{BASE}www.other.test. IN A 192.0.2.9\n");
         let err = db
@@ -51,12 +55,7 @@ fn bad_input_names_file_and_line_and_writes_nothing() {
         let cname = format!("{BASE}www IN CNAME ns\n");
         let err = db.try_import("imp.test.", &cname, false).await.unwrap_err();
         assert!(err.to_string().contains("CNAME and other data"), "{err}");
-        assert!(db
-            .store
-            .find_zone(&"imp.test.".parse().unwrap())
-            .await
-            .unwrap()
-            .is_none());
+        assert!(nothing_stored(&db).await);
         db.drop_db().await;
     });
 }
@@ -180,6 +179,69 @@ fn replacing_a_zone_larger_than_sqlites_variable_limit_removes_the_old_version()
             .await
             .unwrap();
         assert_eq!(count, 3, "only the new version's nodes remain");
+        db.drop_db().await;
+    });
+}
+
+/// `count` A records at `big.imp.test.`, one a line.
+fn big_rrset(count: usize) -> String {
+    (0..count)
+        .map(|i| format!("big IN A 10.{}.{}.{}\n", i >> 16, (i >> 8) & 255, i & 255))
+        .collect()
+}
+
+#[test]
+fn an_rrset_no_message_could_hold_is_refused_with_its_line() {
+    block_on(async {
+        let db = TestZoneDb::new("rrset_cap").await;
+        // 4,080 A records take 65,280 octets in a message: over the cap of
+        // 65,264 (65,535 less a header and the longest question).
+        let over = format!("{BASE}{}", big_rrset(4080));
+        let err = db.try_import("imp.test.", &over, false).await.unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains(":4086:"),
+            "the line of the 4,080th record: {text}"
+        );
+        assert!(text.contains("65264"), "{text}");
+        assert!(nothing_stored(&db).await);
+        // One record fewer fits, and is stored whole.
+        let at_cap = format!("{BASE}{}", big_rrset(4079));
+        db.import("imp.test.", &at_cap, false).await;
+        assert_eq!(node_a(&db, "big.imp.test.").await.unwrap().len(), 4079);
+        db.drop_db().await;
+    });
+}
+
+/// A signed zone file: the records the signer maintains, an NSEC3 owner
+/// holding nothing else among them.
+const SIGNED_FILE: &str = "\
+@ IN DNSKEY 257 3 13 mdsswUyr3DPW132mOi8V9xESWE8jTo0dxCjjnopKl+GqJxpVXckHAeF+KkxLbxILfDLUT0rAK9iUzy1L53eKGQ==
+@ IN NSEC3PARAM 1 0 0 -
+@ IN CDS 0 0 0 00
+www IN RRSIG A 13 3 300 20270101000000 20260101000000 12345 imp.test. mdsswUyr3DPW132mOi8V9xESWE8jTo0dxCjjnopKl+GqJxpVXckHAeF+KkxLbxILfDLUT0rAK9iUzy1L53eKGQ==
+www IN NSEC imp.test. A RRSIG NSEC
+0p9mhaveqvm6t7vbl5lop2u3t2rp3tom IN NSEC3 1 0 0 - 2t7b4g4vsa5smi47k61mv5bv1a22bojr A RRSIG
+";
+
+#[test]
+fn a_signed_zone_file_is_imported_without_the_signers_records() {
+    block_on(async {
+        let db = TestZoneDb::new("signed_file").await;
+        let text = format!("{BASE}{SIGNED_FILE}");
+        let summary = db.import("imp.test.", &text, false).await;
+        assert_eq!(summary.signer_owned, 6, "counted as left out");
+        let zone = summary.zone;
+        let nodes = db.store.read_version(&zone.apex, zone.ver).await.unwrap();
+        let names: Vec<String> = nodes.iter().map(|n| n.name.to_string()).collect();
+        assert_eq!(names.len(), 3, "apex, ns, www only: {names:?}");
+        for node in &nodes {
+            for set in &node.rrsets {
+                let t = set.rrset.rtype;
+                assert!(!t.is_signer_owned(), "{} {t} stored", node.name);
+            }
+        }
+        assert_eq!(node_a(&db, "www.imp.test.").await.unwrap().len(), 1);
         db.drop_db().await;
     });
 }

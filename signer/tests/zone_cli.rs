@@ -185,6 +185,33 @@ fn bad_input_exits_2_and_refused_edits_exit_1() {
     assert!(e.contains("CNAME"), "{e}");
     let e = cli.fails(1, &["add-record", "example.com", "www", "A", "192.0.2.1"]);
     assert!(e.contains("does not exist"), "{e}");
+    // The signer's types, in a zone not secured either.
+    let key = "257 3 13 mdsswUyr3DPW132mOi8V9xESWE8jTo0dxCjjnopKl+GqJxpVXckHAeF+KkxLbxILfDLUT0rAK9iUzy1L53eKGQ==";
+    let e = cli.fails(1, &["add-record", "example.org", "@", "DNSKEY", key]);
+    assert!(e.contains("maintained by the signer"), "{e}");
+    let e = cli.fails(
+        1,
+        &["add-record", "example.org", "@", "NSEC3PARAM", "1 0 0 -"],
+    );
+    assert!(e.contains("maintained by the signer"), "{e}");
+    // An RRset no DNS message could hold (4,080 A records: 65,280 octets).
+    let addresses: Vec<String> = (0..4080)
+        .map(|i| format!("10.0.{}.{}", i >> 8, i & 255))
+        .collect();
+    let mut args = vec!["add-record", "example.org", "big", "A"];
+    args.extend(addresses.iter().map(String::as_str));
+    let out = cli.zone(&args);
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "4,080 A records: {e}");
+    assert!(e.contains("65264"), "{e}");
+    args.pop();
+    cli.ok(&args);
+    let shown = cli.ok(&["show-zone", "example.org"]);
+    assert_eq!(records(&shown, "big.example.org.").len(), 4079);
+    assert!(
+        !shown.contains("DNSKEY") && !shown.contains("NSEC3PARAM"),
+        "{shown}"
+    );
     let e = cli.fails(1, &["create-zone", "example.org", "--ns", "ns1"]);
     assert!(e.contains("exists already"), "{e}");
     cli.drop_db();

@@ -5,6 +5,8 @@
 //!     ─► NodeEdit::apply ─► Edited::{Changed, Unchanged, Ignored(why)}
 //!          the name's RRsets edited in memory (`after`), and per type what
 //!          storage must write: RRsetWrite::{Set, Remove, Delta}
+//!  too_large: an RRset edited past what one message holds (rrset.rs)
+//!     ─► the caller refuses the whole change-set
 //!  Prerequisite (RFC 2136 §2.4) ─► check_prerequisites ─► Ok | Unmet(rcode)
 //!     (prerequisite.rs)
 //! ```
@@ -15,8 +17,9 @@
 //! * deleting the apex name deletes all but its SOA and NS;
 //! * no CNAME beside other data, no other data beside a CNAME (RRSIG and
 //!   NSEC excepted); an added CNAME replaces the one there;
-//! * RRSIG is never edited (signatures are stored with what they cover),
-//!   and in a secured zone no type the signer owns is.
+//! * no type the signer owns (RRSIG, NSEC, NSEC3, NSEC3PARAM, DNSKEY, CDS,
+//!   CDNSKEY) is edited, in any zone: signatures are stored with what they
+//!   cover, and a DNSKEY in a zone not secured would pass it for signed.
 //!
 //! `Delta` lets storage apply adds and deletes as set operations, so a
 //! concurrent merge into the same RRset keeps its records; `Set` and
@@ -106,7 +109,8 @@ impl RecordEdit {
 /// Why an edit was left out, as RFC 2136 §3.4.2 ignores it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ignored {
-    /// RRSIG, or in a secured zone a type the signer maintains.
+    /// A type the signer maintains (RRSIG, NSEC, NSEC3, NSEC3PARAM,
+    /// DNSKEY, CDS, CDNSKEY), in any zone.
     SignerOwned(RType),
     /// A CNAME beside other data, or other data beside a CNAME.
     CnameConflict,
@@ -289,6 +293,15 @@ impl NodeEdit {
             .collect()
     }
 
+    /// Why the edits are refused as a whole, when an RRset they changed
+    /// became too large for any DNS message (`RRset::too_large`).
+    pub fn too_large(&self) -> Option<String> {
+        self.after
+            .iter()
+            .filter(|r| self.writes.contains_key(&r.rtype))
+            .find_map(|r| r.too_large(&self.name))
+    }
+
     fn get(&self, t: RType) -> Option<&RRset> {
         self.after.iter().find(|r| r.rtype == t)
     }
@@ -317,7 +330,9 @@ impl NodeEdit {
     /// The rule an edit breaks, if any.
     fn refusal(&self, edit: &RecordEdit) -> Option<Ignored> {
         let t = edit.rtype()?;
-        if t == RType::RRSIG || (self.secured && t.is_signer_owned()) {
+        // In every zone: a DNSKEY or NSEC3PARAM in a zone not secured would
+        // make servers take it for signed, with no signatures to send.
+        if t.is_signer_owned() {
             return Some(Ignored::SignerOwned(t));
         }
         let deletes_all = match edit {

@@ -5,6 +5,7 @@
 //!  Store::edit_zone(zone, edits) = begin_edit(ChangeSet), then publish
 //!  begin_edit: [zone lock] the zone served? (version V, secured?)
 //!     ─► each name edited: one point read in V ─► NodeEdit::apply, in order
+//!     ─► an RRset grown past what one message holds ─► TooLarge, nothing written
 //!     ─► an intent change record: the names the writes may touch (a writer
 //!        killed before its publish leaves it for signers and servers)
 //!     ─► names gaining data: missing ancestors upserted as empty non-terminals
@@ -340,6 +341,9 @@ impl Store {
         let (names, outcomes) = self
             .apply_in_memory(zone, ver, &change.edits, edit.secured)
             .await?;
+        if let Some(why) = names.values().find_map(|p| p.edit.too_large()) {
+            return Err(StoreError::TooLarge(why));
+        }
         let refused = outcomes.iter().any(|o| matches!(o, Edited::Ignored(_)));
         edit.outcomes = outcomes;
         if refused && change.when_ignored == WhenIgnored::ApplyNothing {

@@ -257,7 +257,7 @@ fn one_zone_line(summary: &ImportSummary) -> String {
         summary.writes.merged,
         secs,
         summary.records as f64 / secs.max(1e-9)
-    )
+    ) + &left_out(summary.signer_owned)
 }
 
 /// The summary line of a multi-zone import.
@@ -272,5 +272,16 @@ fn many_zones_line(s: &MultiSummary) -> String {
         s.writes.merged,
         secs,
         s.records as f64 / secs.max(1e-9)
-    )
+    ) + &left_out(s.signer_owned)
+}
+
+/// What the summary says of the DNSSEC records left out, if any.
+fn left_out(signer_owned: u64) -> String {
+    match signer_owned {
+        0 => String::new(),
+        n => format!(
+            "; {n} DNSSEC records (RRSIG, NSEC, NSEC3, NSEC3PARAM, DNSKEY, CDS, CDNSKEY) left out: \
+             mongodns-sign makes them (mongodns-sign secure-zone ZONE signs the zone)"
+        ),
+    }
 }

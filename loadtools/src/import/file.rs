@@ -12,7 +12,7 @@ use super::finish::finish_import;
 use super::jobs::{add_stats, input_key, Checkpoint, Job, JobRunner, Target};
 use super::readers::{join_reader, spawn_node_reader};
 use super::signed_merge::{signed_jobs, MergeSigning};
-use super::validate::validate;
+use super::validate::{validate, Checked};
 use super::{
     write_mode, ImportError, ImportOptions, ImportSummary, ImportTuning, Progress, IMPORT_PHASE,
 };
@@ -43,7 +43,8 @@ pub async fn import_file_with(
 ) -> Result<ImportSummary, ImportError> {
     let started = Instant::now();
     let exists = store.find_zone(&options.zone).await?.is_some();
-    let total = validate_on_thread(path, &options.zone, options.replace || !exists).await?;
+    let checked = validate_on_thread(path, &options.zone, options.replace || !exists).await?;
+    let total = checked.records;
     progress.phase(IMPORT_PHASE, total);
     let key = tuning.resumable.then(|| input_key(path));
     let (writer, skip) = store
@@ -78,6 +79,7 @@ pub async fn import_file_with(
         elapsed: started.elapsed(),
         zone,
         resumed_from: skip,
+        signer_owned: checked.signer_owned,
     })
 }
 
@@ -86,7 +88,7 @@ async fn validate_on_thread(
     path: &Path,
     zone: &Name,
     must_have_soa: bool,
-) -> Result<u64, ImportError> {
+) -> Result<Checked, ImportError> {
     let path = path.to_path_buf();
     let zone = zone.clone();
     tokio::task::spawn_blocking(move || validate(&path, &zone, must_have_soa))

@@ -28,7 +28,7 @@ pub use baseline::{baseline, BaselineInput, BaselineSummary};
 pub use file::{import_file, import_file_with};
 pub use jobs::input_key;
 pub use sections::{ZoneSource, MAX_SECTION_BYTES};
-pub use validate::{validate, validate_records};
+pub use validate::{validate, validate_records, Checked};
 pub use zones::{import_zones, MultiSummary};
 
 use backend_mongo::{Name, StoreError, WriteMode, WriteStats, ZoneInfo};
@@ -88,6 +88,10 @@ pub struct ImportSummary {
     pub zone: ZoneInfo,
     /// Records skipped because a killed run of the same input stored them.
     pub resumed_from: u64,
+    /// Records of the types the signer maintains (RRSIG, NSEC, NSEC3,
+    /// NSEC3PARAM, DNSKEY, CDS, CDNSKEY) left out: `mongodns-sign` makes
+    /// its own when it secures the zone.
+    pub signer_owned: u64,
 }
 
 /// Progress callbacks (a progress bar, or nothing): the signer's trait, one

@@ -3,6 +3,7 @@
 //!
 //! ```text
 //!  Record (owner order) ─► NodeBuilder::add ─► the current owner's RRsets
+//!     (a type the signer maintains: left out, counted as read)
 //!  new owner ─► the previous node pushed out, the ancestors between the
 //!  owner and the apex pushed as empty nodes (once each, recently seen skipped)
 //! ```
@@ -58,8 +59,13 @@ impl NodeBuilder {
         true
     }
 
-    /// Adds a record; pushes finished nodes to `out`.
+    /// Adds a record; pushes finished nodes to `out`. A record of a type
+    /// the signer maintains is counted as read and left out.
     pub(super) fn add(&mut self, record: Record, out: &mut Vec<NodeWrite>) {
+        if record.rtype.is_signer_owned() {
+            self.consumed += 1;
+            return;
+        }
         if self
             .current
             .as_ref()

@@ -2,17 +2,31 @@
 //!
 //! ```text
 //!  ZoneFileReader ─► Record ─► check_record (in zone, not meta, SOA at the
-//!  apex only and once, CNAME alone at its name, none at the apex)
-//!  ─► end of file ─► SOA present when the zone needs one ─► record count
+//!  apex only and once; a type the signer maintains: counted, left out;
+//!  an RRset within what one message holds, CNAME alone at its name, none
+//!  at the apex)
+//!  ─► end of file ─► SOA present when the zone needs one ─► Checked
 //! ```
 
 use super::ImportError;
 use backend_mongo::{Name, RType};
 use dns::presentation::{Record, ZoneFileReader};
+use dns::rrset::{record_octets, too_large_text, MAX_RRSET_OCTETS};
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-/// Pass 1: reads the whole file and checks it; returns the record count.
-pub fn validate(path: &Path, zone: &Name, must_have_soa: bool) -> Result<u64, ImportError> {
+/// What pass 1 found in a zone's records.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Checked {
+    /// Records read.
+    pub records: u64,
+    /// Records of the types the signer maintains (RRSIG, NSEC, NSEC3,
+    /// NSEC3PARAM, DNSKEY, CDS, CDNSKEY), left out of the import.
+    pub signer_owned: u64,
+}
+
+/// Pass 1: reads the whole file and checks it.
+pub fn validate(path: &Path, zone: &Name, must_have_soa: bool) -> Result<Checked, ImportError> {
     let reader = ZoneFileReader::open(path, zone.clone(), None)?;
     validate_records(reader, path, zone, must_have_soa, 0)
 }
@@ -25,7 +39,7 @@ pub fn validate_records(
     zone: &Name,
     must_have_soa: bool,
     line_offset: usize,
-) -> Result<u64, ImportError> {
+) -> Result<Checked, ImportError> {
     let mut checker = ZoneChecker::new(zone);
     for record in reader {
         let record = record.map_err(|mut e| {
@@ -46,7 +60,10 @@ pub fn validate_records(
             path.display()
         )));
     }
-    Ok(checker.count)
+    Ok(Checked {
+        records: checker.count,
+        signer_owned: checker.signer_owned,
+    })
 }
 
 /// What the check has seen so far of one zone's records.
@@ -54,9 +71,13 @@ struct ZoneChecker<'a> {
     zone: &'a Name,
     count: u64,
     soa_seen: bool,
+    /// Records of the types the signer maintains, left out of the import.
+    signer_owned: u64,
     /// The current owner (owners are usually contiguous) and its types.
     owner: Option<Name>,
     types: Vec<RType>,
+    /// The current owner's RRsets so far: distinct rdata, octets in a message.
+    sizes: HashMap<RType, (HashSet<Vec<u8>>, usize)>,
 }
 
 impl<'a> ZoneChecker<'a> {
@@ -65,8 +86,10 @@ impl<'a> ZoneChecker<'a> {
             zone,
             count: 0,
             soa_seen: false,
+            signer_owned: 0,
             owner: None,
             types: Vec::new(),
+            sizes: HashMap::new(),
         }
     }
 
@@ -84,7 +107,32 @@ impl<'a> ZoneChecker<'a> {
         if record.rtype == RType::SOA {
             self.check_soa(record)?;
         }
+        if self.owner.as_ref() != Some(&record.owner) {
+            self.owner = Some(record.owner.clone());
+            self.types.clear();
+            self.sizes.clear();
+        }
+        if record.rtype.is_signer_owned() {
+            // Left out (nodes.rs): the signer rebuilds them.
+            self.signer_owned += 1;
+            return Ok(());
+        }
+        self.check_size(record)?;
         self.check_cname(record)
+    }
+
+    /// An RRset stays within what one DNS message can hold
+    /// (`dns::rrset::MAX_RRSET_OCTETS`); checked over the records of an
+    /// owner that appear together, as the CNAME rule is.
+    fn check_size(&mut self, record: &Record) -> Result<(), String> {
+        let (seen, octets) = self.sizes.entry(record.rtype).or_default();
+        if seen.insert(record.rdata.clone()) {
+            *octets += record_octets(record.rdata.len());
+        }
+        match *octets > MAX_RRSET_OCTETS {
+            true => Err(too_large_text(&record.owner, record.rtype, *octets)),
+            false => Ok(()),
+        }
     }
 
     fn check_soa(&mut self, record: &Record) -> Result<(), String> {
@@ -101,10 +149,6 @@ impl<'a> ZoneChecker<'a> {
     /// A CNAME shares its name with nothing but DNSSEC records, and is
     /// never at the apex.
     fn check_cname(&mut self, record: &Record) -> Result<(), String> {
-        if self.owner.as_ref() != Some(&record.owner) {
-            self.owner = Some(record.owner.clone());
-            self.types.clear();
-        }
         if !self.types.contains(&record.rtype) {
             self.types.push(record.rtype);
         }

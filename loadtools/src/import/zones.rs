@@ -10,7 +10,7 @@
 use super::jobs::{input_key, Checkpoint, JobRunner, Target};
 use super::readers::{join_reader, spawn_zones_reader};
 use super::sections::{sections, ZoneSource};
-use super::validate::validate_records;
+use super::validate::{validate_records, Checked};
 use super::{write_mode, ImportError, ImportOptions, ImportTuning, Progress, IMPORT_PHASE};
 use backend_mongo::{Store, WriteStats};
 use std::time::{Duration, Instant};
@@ -23,6 +23,8 @@ pub struct MultiSummary {
     pub zones: u64,
     /// Records read.
     pub records: u64,
+    /// Records of the types the signer maintains, left out.
+    pub signer_owned: u64,
     /// Zones skipped because a killed run had stored them.
     pub zones_resumed: u64,
     /// Node documents inserted and merged.
@@ -42,7 +44,8 @@ pub async fn import_zones(
     progress: &dyn Progress,
 ) -> Result<MultiSummary, ImportError> {
     let started = Instant::now();
-    let (zones, total) = validate_sections_on_thread(source).await?;
+    let (zones, checked) = validate_sections_on_thread(source).await?;
+    let total = checked.records;
     progress.phase(IMPORT_PHASE, total);
     let source_path = match source {
         ZoneSource::MultiFile(p) | ZoneSource::Directory(p) => p.clone(),
@@ -78,6 +81,7 @@ pub async fn import_zones(
     Ok(MultiSummary {
         zones,
         records: total,
+        signer_owned: checked.signer_owned,
         zones_resumed: skip,
         writes: stats,
         elapsed: started.elapsed(),
@@ -85,20 +89,22 @@ pub async fn import_zones(
 }
 
 /// Pass 1 of a multi-zone import, on a blocking thread: every section
-/// checked. Returns the zones and records counted.
-async fn validate_sections_on_thread(source: &ZoneSource) -> Result<(u64, u64), ImportError> {
+/// checked. Returns the zones and what their records held.
+async fn validate_sections_on_thread(source: &ZoneSource) -> Result<(u64, Checked), ImportError> {
     let source = source.clone();
-    tokio::task::spawn_blocking(move || -> Result<(u64, u64), ImportError> {
-        let (mut zones, mut records) = (0, 0);
+    tokio::task::spawn_blocking(move || -> Result<(u64, Checked), ImportError> {
+        let (mut zones, mut records) = (0, Checked::default());
         for section in sections(&source)? {
             let section = section?;
-            records += validate_records(
+            let checked = validate_records(
                 section.reader(),
                 &section.file,
                 &section.apex,
                 true,
                 section.line_offset,
             )?;
+            records.records += checked.records;
+            records.signer_owned += checked.signer_owned;
             zones += 1;
         }
         Ok((zones, records))

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //!  apex (SOA + NS) + edits ─► NodeEdit per name, edits in order
-//!     an edit refused ─► 422, nothing written
+//!     an edit refused, an RRset too large for one message ─► 422, nothing written
 //!  ─► nodes: the apex, every name left with data, the empty
 //!     non-terminals between them and the apex
 //! ```
@@ -32,6 +32,7 @@ pub fn zone_nodes(
             refused.push(format!("{}: {why}", edit.name()));
         }
     }
+    refused.extend(names.values().filter_map(NodeEdit::too_large));
     if !refused.is_empty() {
         return Err(ApiError::invalid(format!(
             "not created: {}",

@@ -195,6 +195,7 @@ async fn apply(state: &ApiState, zone: &Name, edits: &[RecordEdit]) -> Result<()
         .await
         .map_err(|e| match e {
             SignError::Store(StoreError::NoSuchZone(z)) => no_such_zone(&z),
+            SignError::Store(StoreError::TooLarge(why)) => ApiError::invalid(why),
             e => ApiError::internal(e),
         })?;
     refused_edits(edits, &summary)

@@ -4,6 +4,7 @@
 //! ```text
 //!  NodeArena: chunks Vec<Vec<u8>> (4 KiB doubling to 256 KiB, or one node's size)
 //!     push(node) ─► Handle (chunk, offset) ─► [len u32 · node_codec bytes]
+//!                   (a node the codec cannot hold: refused, Unencodable)
 //!     get(handle) ─► the node's bytes          (garbage: bytes no longer
 //!                                               reachable, after a replace)
 //!  NameIndex: hashbrown::HashTable<Handle>, hashed by the owner's wire
@@ -11,7 +12,7 @@
 //!     held once, in the arena
 //! ```
 
-use super::node_codec;
+use super::node_codec::{self, Unencodable};
 use backend_mongo::{Name, Node};
 use hashbrown::HashTable;
 use std::hash::BuildHasher;
@@ -52,11 +53,11 @@ pub(super) struct NodeArena {
 
 impl NodeArena {
     /// Stores `node`; its bytes stay where they are until the arena goes.
-    pub(super) fn push(&mut self, node: &Node) -> Handle {
+    /// A node the encoding cannot hold is refused, nothing stored.
+    pub(super) fn push(&mut self, node: &Node) -> Result<Handle, Unencodable> {
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.clear();
-        node_codec::encode(node, &mut scratch);
-        let h = self.push_encoded(&scratch);
+        let h = node_codec::encode(node, &mut scratch).map(|()| self.push_encoded(&scratch));
         self.scratch = scratch;
         h
     }
@@ -221,14 +222,16 @@ mod tests {
         let mut arena = NodeArena::default();
         let mut index = NameIndex::default();
         for i in 0..20_000u32 {
-            let h = arena.push(&node(&format!("n{i}.z."), (i % 250) as u8));
+            let h = arena
+                .push(&node(&format!("n{i}.z."), (i % 250) as u8))
+                .unwrap();
             assert_eq!(index.insert(&arena, h), None);
         }
         assert!(arena.chunks.len() > 1, "more than one chunk was filled");
         let name: Name = "N4321.Z.".parse().unwrap();
         let h = index.get(&arena, &name).expect("found");
         assert_eq!(arena.node(h).rrsets[0].rdata[0][3], (4321 % 250) as u8);
-        let new = arena.push(&node("n4321.z.", 7));
+        let new = arena.push(&node("n4321.z.", 7)).unwrap();
         assert_eq!(index.insert(&arena, new), Some(h));
         arena.release(h);
         assert!(arena.garbage() > 0);

@@ -15,7 +15,8 @@
 //!            denials BTreeMap<dk, Handle> — NSEC (dk = canonical key) and
 //!                    NSEC3 nodes (dk = hash): the greatest key not above the
 //!                    one asked, wrapping to the greatest (Store::denial's rule)
-//!  load: insert(KeyedNode) for each node of the version's stream
+//!  load: insert(KeyedNode) for each node of the version's stream (a node
+//!     the encoding cannot hold: Unencodable, the zone left to the database)
 //!  merge generation: replace_name(name, what the store holds now) per listed name
 //!     (the old bytes become garbage; the arena is rebuilt when garbage
 //!     passes half of it)
@@ -28,7 +29,7 @@
 //! finds nothing, as in the database (their `_id`s have four parts).
 
 use super::arena::{Handle, NameIndex, NodeArena};
-use super::node_codec;
+use super::node_codec::{self, Unencodable};
 use super::pending::PendingNames;
 use super::snapshot::NodeSnapshot;
 use backend_mongo::resident::KeyedNode;
@@ -63,8 +64,10 @@ pub struct ZoneData {
 impl ZoneData {
     /// Adds one node read from the store (a load, or a name read again
     /// after [`ZoneData::replace_name`] took what was held).
-    pub fn insert(&mut self, keyed: KeyedNode) {
-        let h = self.arena.push(&keyed.node);
+    /// A node the encoding cannot hold is refused, nothing changed: the
+    /// caller leaves the zone to the database.
+    pub fn insert(&mut self, keyed: KeyedNode) -> Result<(), Unencodable> {
+        let h = self.arena.push(&keyed.node)?;
         self.records += node_codec::records(self.arena.get(h));
         if let Some(dk) = keyed.dk {
             let len = dk.len();
@@ -81,6 +84,7 @@ impl ZoneData {
             self.keep_if_top(h, keyed.node);
         }
         self.rebuild_if_wasteful();
+        Ok(())
     }
 
     /// Keeps `node` (at `h`) decoded when it is shallower than the top node
@@ -127,8 +131,12 @@ impl ZoneData {
 
     /// Replaces whatever is held for `name` (its node, and the denial
     /// records it owns: NSEC under its canonical key, NSEC3 under its first
-    /// label) by `now`, what the store holds for it.
-    pub fn replace_name(&mut self, name: &Name, now: Vec<KeyedNode>) {
+    /// label) by `now`, what the store holds for it. A node of `now` the
+    /// encoding cannot hold refuses the whole replacement, nothing changed.
+    pub fn replace_name(&mut self, name: &Name, now: Vec<KeyedNode>) -> Result<(), Unencodable> {
+        if !now.iter().all(|k| node_codec::fits(&k.node)) {
+            return Err(Unencodable);
+        }
         let first_label = name.to_string().split('.').next().map(str::to_string);
         let mut gone = Vec::new();
         for key in [Some(name.canonical_key()), first_label].iter().flatten() {
@@ -150,8 +158,9 @@ impl ZoneData {
             self.release(h);
         }
         for keyed in now {
-            self.insert(keyed);
+            self.insert(keyed)?;
         }
+        Ok(())
     }
 
     /// Rebuilds the arena from what is reachable when replaced nodes fill
@@ -452,10 +461,12 @@ mod tests {
     fn a_snapshot_holds_every_node_once_in_canonical_order() {
         let mut data = ZoneData::default();
         let z: Name = "z.".parse().unwrap();
-        data.insert(keyed("z.", Some(&z.canonical_key()), false, RType::SOA));
+        data.insert(keyed("z.", Some(&z.canonical_key()), false, RType::SOA))
+            .unwrap();
         for name in ["b.z.", "A.z.", "c.b.z."] {
             let key = name.parse::<Name>().unwrap().canonical_key();
-            data.insert(keyed(name, Some(&key), false, RType::NSEC));
+            data.insert(keyed(name, Some(&key), false, RType::NSEC))
+                .unwrap();
         }
         // NSEC3 nodes are only in the denial map, keyed by their hash.
         data.insert(keyed(
@@ -463,7 +474,8 @@ mod tests {
             Some("0p9m"),
             true,
             RType::NSEC3,
-        ));
+        ))
+        .unwrap();
         // A name replaced: only its new node is held.
         data.replace_name(
             &"b.z.".parse().unwrap(),
@@ -473,7 +485,8 @@ mod tests {
                 false,
                 RType::TXT,
             )],
-        );
+        )
+        .unwrap();
         let snapshot = data.snapshot();
         assert_eq!(snapshot.len(), 5);
         let nodes: Vec<Node> = futures::executor::block_on(futures::StreamExt::collect::<Vec<_>>(
@@ -496,8 +509,10 @@ mod tests {
     #[test]
     fn denial_takes_the_greatest_key_not_above_and_wraps() {
         let mut data = ZoneData::default();
-        data.insert(keyed("b.z.", Some("b"), false, RType::NSEC));
-        data.insert(keyed("d.z.", Some("d"), false, RType::NSEC));
+        data.insert(keyed("b.z.", Some("b"), false, RType::NSEC))
+            .unwrap();
+        data.insert(keyed("d.z.", Some("d"), false, RType::NSEC))
+            .unwrap();
         let owner = |k: &str, wrap| data.denial(k, wrap).map(|n| n.name.to_string());
         assert_eq!(owner("c", false).as_deref(), Some("b.z."));
         assert_eq!(owner("d", false).as_deref(), Some("d.z."));
@@ -554,9 +569,9 @@ mod tests {
     #[test]
     fn the_apex_is_served_decoded_and_follows_its_replacements() {
         let mut data = ZoneData::default();
-        data.insert(keyed("a.z.", None, false, RType::A));
-        data.insert(keyed("z.", None, false, RType::SOA));
-        data.insert(keyed("b.a.z.", None, false, RType::A));
+        data.insert(keyed("a.z.", None, false, RType::A)).unwrap();
+        data.insert(keyed("z.", None, false, RType::SOA)).unwrap();
+        data.insert(keyed("b.a.z.", None, false, RType::A)).unwrap();
         let apex: Name = "z.".parse().unwrap();
         let first = data.node(&apex).unwrap();
         assert!(
@@ -569,14 +584,14 @@ mod tests {
         now.node
             .rrsets
             .push(Arc::new(RRset::of(RType::NS, 60, &[&[0]])));
-        data.replace_name(&apex, vec![now]);
+        data.replace_name(&apex, vec![now]).unwrap();
         let after = data.node(&apex).unwrap();
         assert!(
             after.rrset(RType::NS).is_some(),
             "the replacement is served"
         );
         assert!(Arc::ptr_eq(&after, &data.node(&apex).unwrap()));
-        data.replace_name(&apex, Vec::new());
+        data.replace_name(&apex, Vec::new()).unwrap();
         assert!(data.node(&apex).is_none(), "a removed apex is gone");
     }
 
@@ -586,7 +601,8 @@ mod tests {
         let name = |i: u32| format!("n{i:05}.z.");
         for i in 0..20_000 {
             let key = format!("n{i:05}");
-            data.insert(keyed(&name(i), Some(&key), false, RType::NSEC));
+            data.insert(keyed(&name(i), Some(&key), false, RType::NSEC))
+                .unwrap();
         }
         let loaded = data.bytes();
         for round in 0..6 {
@@ -602,7 +618,7 @@ mod tests {
                 k.node
                     .rrsets
                     .push(Arc::new(RRset::of(rtype, 60, &[&[round as u8]])));
-                data.replace_name(&n, vec![k]);
+                data.replace_name(&n, vec![k]).unwrap();
             }
         }
         assert!(
@@ -634,8 +650,9 @@ mod tests {
     #[test]
     fn nsec3_nodes_are_found_by_hash_only_and_names_are_replaced() {
         let mut data = ZoneData::default();
-        data.insert(keyed("www.z.", None, false, RType::A));
-        data.insert(keyed("h1.z.", Some("h1"), true, RType::NSEC3));
+        data.insert(keyed("www.z.", None, false, RType::A)).unwrap();
+        data.insert(keyed("h1.z.", Some("h1"), true, RType::NSEC3))
+            .unwrap();
         let h1: Name = "h1.z.".parse().unwrap();
         assert!(
             data.node(&h1).is_none(),
@@ -644,14 +661,15 @@ mod tests {
         assert!(data.denial("h5", false).is_some());
         assert!(data.has_nsec3());
         let before = data.bytes();
-        data.replace_name(&h1, Vec::new());
+        data.replace_name(&h1, Vec::new()).unwrap();
         assert!(data.denial("h5", false).is_none());
         assert!(data.bytes() < before);
         let www: Name = "www.z.".parse().unwrap();
-        data.replace_name(&www, vec![keyed("www.z.", None, false, RType::AAAA)]);
+        data.replace_name(&www, vec![keyed("www.z.", None, false, RType::AAAA)])
+            .unwrap();
         let node = data.node(&www).unwrap();
         assert!(node.rrset(RType::AAAA).is_some());
-        data.replace_name(&www, Vec::new());
+        data.replace_name(&www, Vec::new()).unwrap();
         assert!(data.node(&www).is_none());
         assert_eq!(data.records(), 0);
     }

@@ -12,9 +12,11 @@
 //!     slot.names, chain from copy.gen ─► one point read per name
 //!                                       ─► copy updated, copy.gen = to
 //!     a gap in the chain ─► slot.reload
-//!     grown past the budget or record limit ─► copy dropped, too_large
+//!     grown past the budget or record limit, or a node the encoding cannot
+//!     hold (node_codec.rs) ─► copy dropped, too_large
 //!     slot.reload ─► one load at a time, in a task of its own:
-//!        keyed_zone_cursor(version served now) ─► ZoneData (budget, max_records)
+//!        keyed_zone_cursor(version served now) ─► ZoneData (budget, max_records;
+//!        a node the encoding cannot hold ─► too_large)
 //!        (paced: every 4,096 nodes it waits, boundedly, while the answer
 //!         path's reads queue for the database; pacing.rs)
 //!        ─► installed with that version and generation; names heard
@@ -397,8 +399,13 @@ impl Residency {
             match self.read_names(store, &copy, apex, &change.names).await {
                 Ok(read) => {
                     let mut data = copy.write();
-                    for (name, now) in read {
-                        data.replace_name(&name, now);
+                    if !read
+                        .into_iter()
+                        .all(|(n, now)| data.replace_name(&n, now).is_ok())
+                    {
+                        drop(data);
+                        self.evict(apex, "a node the resident encoding cannot hold");
+                        return;
                     }
                     // Under the write lock: a reader sees data and
                     // generation agree (transfers rely on it).
@@ -434,13 +441,20 @@ impl Residency {
         if !over {
             return false;
         }
-        tracing::info!(zone = %apex, records, "resident zone grew past the budget: back on the record cache's path");
+        tracing::info!(zone = %apex, records, "resident zone grew past the budget");
+        self.evict(apex, "grown past the budget or the record limit");
+        true
+    }
+
+    /// Drops the copy of `apex` and marks the zone too large: it is on the
+    /// record cache's path (the database) until its next new version.
+    fn evict(&self, apex: &Name, why: &str) {
+        tracing::info!(zone = %apex, why, "resident zone dropped: back on the record cache's path");
         self.remove_copy(apex);
         if let Some(slot) = self.slots().get_mut(apex) {
             slot.residence = Residence::TooLarge;
             slot.names.clear();
         }
-        true
     }
 
     /// What the store holds now for each of `names` in the copy's version.
@@ -601,7 +615,10 @@ impl Residency {
         let pacing = self.pacing.get().cloned().unwrap_or_default();
         let mut read = 0usize;
         while let Some(node) = stream.next().await {
-            data.insert(node?);
+            if data.insert(node?).is_err() {
+                tracing::info!(zone = %info.apex, "a node the resident encoding cannot hold (over 65,535 records in an RRset): the zone is answered from the database");
+                return Ok(too_large(&data));
+            }
             read += 1;
             if read.is_multiple_of(pacing::STEP) {
                 let waited = pacing.pace().await.as_millis() as u64;
@@ -614,10 +631,7 @@ impl Residency {
                 old = None;
             }
             if data.bytes() > room || self.config.too_many(data.records()) {
-                return Ok(Loaded::TooLarge {
-                    records: data.records(),
-                    bytes: data.bytes(),
-                });
+                return Ok(too_large(&data));
             }
         }
         Ok(Loaded::Whole(info.clone(), data))
@@ -663,6 +677,14 @@ impl Residency {
         }
         drop((copies, slots));
         summary.finish()
+    }
+}
+
+/// A load given up: the zone is too large to hold (what was read, counted).
+fn too_large(data: &ZoneData) -> Loaded {
+    Loaded::TooLarge {
+        records: data.records(),
+        bytes: data.bytes(),
     }
 }
 

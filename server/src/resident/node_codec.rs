@@ -13,15 +13,41 @@
 //!                   no allocation (plain.rs answers from it directly)
 //! ```
 //!
-//! Integers are big-endian. Rdata is at most 65,535 bytes (RFC 1035
-//! §3.2.1's RDLENGTH), so every length fits.
+//! Integers are big-endian. A node whose counts or lengths do not fit
+//! them (more than 65,535 records in an RRset, which writers never store
+//! but a foreign writer might) is refused: `encode` says so and the zone is
+//! answered from the database instead of held wrong.
 
 use crate::backend::RecordsView;
 use backend_mongo::{Name, Node, RRset, RType};
 use std::sync::Arc;
 
-/// Appends the encoding of `node` to `out`.
-pub(super) fn encode(node: &Node, out: &mut Vec<u8>) {
+/// A node whose counts or lengths do not fit the encoding's integers:
+/// never held resident (its zone is answered from the database).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unencodable;
+
+/// True when every count and length of `node` fits its integer: RRsets
+/// and signature sets, records per set and rdata lengths at most 65,535.
+/// Writers cap an RRset well below (`dns::rrset::MAX_RRSET_OCTETS`); a
+/// foreign writer's document may not be.
+pub(super) fn fits(node: &Node) -> bool {
+    let small = |n: usize| n <= usize::from(u16::MAX);
+    small(node.rrsets.len())
+        && small(node.sigs.len())
+        && node
+            .rrsets
+            .iter()
+            .chain(node.sigs.iter())
+            .all(|set| small(set.rdata.len()) && set.rdata.iter().all(|rd| small(rd.len())))
+}
+
+/// Appends the encoding of `node` to `out`; refuses (nothing appended) a
+/// node that does not [`fits`].
+pub(super) fn encode(node: &Node, out: &mut Vec<u8>) -> Result<(), Unencodable> {
+    if !fits(node) {
+        return Err(Unencodable);
+    }
     let name = node.name.as_wire();
     out.push(name.len() as u8);
     out.extend_from_slice(name);
@@ -36,6 +62,7 @@ pub(super) fn encode(node: &Node, out: &mut Vec<u8>) {
             out.extend_from_slice(rd);
         }
     }
+    Ok(())
 }
 
 /// The owner name's wire bytes of an encoded node.
@@ -138,7 +165,7 @@ mod tests {
             sigs: vec![set(RType::RRSIG, 300, &[&[7u8; 300]])],
         };
         let mut bytes = vec![9, 9];
-        encode(&node, &mut bytes);
+        encode(&node, &mut bytes).unwrap();
         let encoded = &bytes[2..];
         assert_eq!(owner(encoded), node.name.as_wire());
         assert_eq!(records(encoded), 4);
@@ -165,10 +192,34 @@ mod tests {
             sigs: Vec::new(),
         };
         let mut bytes = Vec::new();
-        encode(&node, &mut bytes);
+        encode(&node, &mut bytes).unwrap();
         assert_eq!(bytes.len(), 1 + node.name.wire_len() + 4);
         let back = decode(&bytes);
         assert!(back.rrsets.is_empty() && back.sigs.is_empty());
         assert_eq!(records(&bytes), 0);
+    }
+
+    #[test]
+    fn a_node_the_encoding_cannot_hold_is_never_held_wrong() {
+        // 65,536 records: one more than a u16 count holds.
+        let many: Vec<Vec<u8>> = (0..65_536u32).map(|i| i.to_be_bytes().to_vec()).collect();
+        let refs: Vec<&[u8]> = many.iter().map(Vec::as_slice).collect();
+        let node = Node {
+            name: "big.example.".parse().unwrap(),
+            rrsets: vec![set(RType::A, 60, &refs)],
+            sigs: Vec::new(),
+        };
+        let mut bytes = vec![7];
+        assert_eq!(encode(&node, &mut bytes), Err(Unencodable));
+        assert_eq!(bytes, [7], "nothing appended");
+        // 65,535 records fit, and come back whole.
+        let fits_refs = &refs[..65_535];
+        let node = Node {
+            rrsets: vec![set(RType::A, 60, fits_refs)],
+            ..node
+        };
+        let mut bytes = Vec::new();
+        encode(&node, &mut bytes).unwrap();
+        assert_eq!(decode(&bytes).rrsets, node.rrsets);
     }
 }

@@ -217,7 +217,7 @@ mod tests {
             node("cw.example.", &[]),
             node("*.cw.example.", &[(RType::CNAME, &[target])]),
         ] {
-            data.insert(k);
+            data.insert(k).unwrap();
         }
         data
     }
@@ -324,7 +324,8 @@ mod tests {
     #[test]
     fn a_zone_without_its_apex_answers_nothing_plainly() {
         let mut data = ZoneData::default();
-        data.insert(node("www.example.", &[(RType::A, &[&[192, 0, 2, 1]])]));
+        data.insert(node("www.example.", &[(RType::A, &[&[192, 0, 2, 1]])]))
+            .unwrap();
         assert!(ask(&data, "www.example.", RType::A).is_none());
     }
 }

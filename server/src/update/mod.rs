@@ -10,6 +10,8 @@
 //!     the same signed request seen in the last 600 s (replay.rs) ─► its
 //!        first reply, or none while it is applied; never applied twice
 //!     signed by a key without `update`, or not for this zone ─► REFUSED
+//!     an update of a type the signer maintains (DNSKEY, NSEC3PARAM, …) ─► REFUSED
+//!     an RRset it would make too large for one message ─► REFUSED, nothing written
 //!  over UDP the rest runs as a task: no reply within udp_wait (the zone
 //!     lock held by another writer) ─► none now, the update goes on
 //!     the zone not served here ─► NOTAUTH
@@ -32,7 +34,7 @@ pub use replay::Replays;
 
 use crate::tsig::{self, TsigKey};
 use crate::wire::{Rcode, HEADER_LEN};
-use backend_mongo::Store;
+use backend_mongo::{Store, StoreError};
 use dns::Name;
 use replay::Sight;
 use std::time::Instant;
@@ -153,12 +155,30 @@ async fn finish(
             tracing::info!(zone = %request.change.zone, key = %signer.key().name, "UPDATE refused: the key may not update");
             Rcode::REFUSED
         }
-        true => apply(store.as_ref(), &request, &signer.key().name).await,
+        true => match signer_owned(&request) {
+            Some(t) => {
+                tracing::info!(zone = %request.change.zone, key = %signer.key().name, rtype = %t, "UPDATE refused: the signer maintains that type");
+                Rcode::REFUSED
+            }
+            None => apply(store.as_ref(), &request, &signer.key().name).await,
+        },
     };
     let mut out = reply(&unsigned, &request, rcode);
     signer.sign(&mut out);
     ticket.answered(&out);
     out
+}
+
+/// The first type among the updates that the signer maintains (RRSIG,
+/// NSEC, NSEC3, NSEC3PARAM, DNSKEY, CDS, CDNSKEY): refused in every zone,
+/// the whole message with it.
+fn signer_owned(request: &UpdateRequest) -> Option<dns::RType> {
+    request
+        .change
+        .edits
+        .iter()
+        .filter_map(|e| e.rtype())
+        .find(|t| t.is_signer_owned())
 }
 
 /// Applies the change-set; the reply's rcode.
@@ -198,6 +218,10 @@ async fn apply(store: Option<&Store>, request: &UpdateRequest, key: &Name) -> Rc
                 Rcode::NOERROR
             }
         },
+        Err(signer::SignError::Store(StoreError::TooLarge(why))) => {
+            tracing::info!(%zone, %key, %why, "UPDATE refused");
+            Rcode::REFUSED
+        }
         Err(e) => {
             tracing::warn!(%zone, %key, error = %e, "UPDATE failed");
             Rcode::SERVFAIL

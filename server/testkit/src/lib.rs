@@ -58,5 +58,6 @@ pub use seeded::{seed, Rng};
 pub use server::{start_with_control, start_with_control_uri, ServerProcess};
 pub use update::{update_message, UpdateRr};
 pub use zone_check::{
-    axfr_text, dig_transfer, dig_transfer_with, record_lines, verify_signed_zone,
+    axfr_text, comparable_transfer, dig_transfer, dig_transfer_with, record_lines,
+    verify_signed_zone,
 };

@@ -5,6 +5,7 @@
 //!  dig_transfer(port, zone, kind) ─► dig's records (AXFR, IXFR=N, SOA);
 //!     dig_transfer_with: the same with more options (+notcp, -y …)
 //!  axfr_text(port, zone) ─► dig AXFR ─► the zone file text (two SOAs, or panic)
+//!  comparable_transfer(text) ─► SOA, the records sorted, SOA (two transfers compared)
 //!  verify_signed_zone(dir, zone, text) ─► dnssec-verify -o zone ─► ldns-verify-zone
 //! ```
 
@@ -47,6 +48,22 @@ pub fn record_lines(text: &str) -> Vec<String> {
                 .to_lowercase()
         })
         .collect()
+}
+
+/// The records of an AXFR's `text` as two transfers are compared: the
+/// SOA first and last as sent, the records between them sorted (a
+/// transfer's order is the database's, RFC 5936 asks none). Panics unless
+/// the transfer opens and closes with the same SOA.
+pub fn comparable_transfer(text: &str) -> Vec<String> {
+    let mut lines = record_lines(text);
+    let soa = |l: &String| l.split(' ').nth(3) == Some("soa");
+    assert!(
+        lines.len() >= 2 && soa(&lines[0]) && lines.first() == lines.last(),
+        "not framed by the SOA: {text}"
+    );
+    let last = lines.len() - 1;
+    lines[1..last].sort();
+    lines
 }
 
 /// The zone `zone` as the server on `port` serves it, by AXFR (`dig`);

@@ -179,7 +179,7 @@ fn a_cname_stands_alone() {
 }
 
 #[test]
-fn signatures_and_in_secured_zones_the_signers_types_are_not_edited() {
+fn the_signers_types_are_not_edited_in_any_zone() {
     let mut e = NodeEdit::new(&n("example."), &n("example."), Vec::new(), true);
     let sig = add("example.", rrset(RType::RRSIG, 60, &[&[0; 20]]));
     assert_eq!(
@@ -191,8 +191,22 @@ fn signatures_and_in_secured_zones_the_signers_types_are_not_edited() {
         e.apply(&key),
         Edited::Ignored(Ignored::SignerOwned(RType::DNSKEY))
     );
-    let mut plain = NodeEdit::new(&n("example."), &n("example."), Vec::new(), false);
-    assert_eq!(plain.apply(&key), Edited::Changed);
+    // Unsigned: a DNSKEY or NSEC3PARAM at the apex would make servers
+    // take the zone for signed.
+    for t in [47, 48, 50, 51, 59, 60, 46].map(RType) {
+        let mut plain = NodeEdit::new(&n("example."), &n("example."), Vec::new(), false);
+        let edit = add("example.", rrset(t, 60, &[&[1, 0, 3, 13, 9]]));
+        assert_eq!(plain.apply(&edit), Edited::Ignored(Ignored::SignerOwned(t)));
+        let replace = RecordEdit::ReplaceRRset {
+            name: n("example."),
+            rrset: rrset(t, 60, &[&[1, 0, 3, 13, 9]]),
+        };
+        assert_eq!(
+            plain.apply(&replace),
+            Edited::Ignored(Ignored::SignerOwned(t))
+        );
+        assert!(plain.after().is_empty(), "{t}");
+    }
 }
 
 #[test]
