@@ -36,6 +36,9 @@ use mongodb::IndexModel;
 use std::fmt;
 use std::sync::Arc;
 
+/// Point reads in flight at once when many nodes are read.
+pub const READS_AT_ONCE: usize = 32;
+
 /// Collection of DNSSEC keys.
 pub const KEYS: &str = "keys";
 
@@ -689,6 +692,34 @@ impl Store {
     pub async fn read_full_node_by_id(&self, id: &str) -> Result<Option<FullNode>, StoreError> {
         let found = self.nodes.find_one(doc! {"_id": id}).await?;
         found.as_ref().map(full_node_from_doc).transpose()
+    }
+
+    /// The nodes stored under the `_id`s `ids` (`None` for those missing),
+    /// in their order: point lookups, [`READS_AT_ONCE`] in flight (the
+    /// database's fastest read on MongoDB as on FerretDB, where any other
+    /// filter scans the collection).
+    pub async fn read_full_nodes_by_id(
+        &self,
+        ids: &[String],
+    ) -> Result<Vec<Option<FullNode>>, StoreError> {
+        let mut out = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(READS_AT_ONCE) {
+            let reads = chunk.iter().map(|id| self.read_full_node_by_id(id));
+            out.extend(futures::future::try_join_all(reads).await?);
+        }
+        Ok(out)
+    }
+
+    /// The ordinary nodes `names` of version `ver`, in their order, read as
+    /// [`Store::read_full_nodes_by_id`] reads.
+    pub async fn read_full_nodes(
+        &self,
+        zone: &Name,
+        ver: i64,
+        names: &[Name],
+    ) -> Result<Vec<Option<FullNode>>, StoreError> {
+        let ids: Vec<String> = names.iter().map(|n| node_id(zone, ver, n)).collect();
+        self.read_full_nodes_by_id(&ids).await
     }
 
     /// The NSEC or NSEC3 chain of version `ver`: every node with a denial

@@ -4,6 +4,7 @@
 //! ```text
 //!  server ──reads──► Store (store.rs) ──► zones / nodes / meta
 //!  importer, signer ──ZoneWriter (writer/)──┘
+//!  the HTTP API's reads: zones and a version's nodes streamed (api_reads.rs)
 //!  zone transfers: the nodes of a version streamed from the cursor (transfer.rs)
 //!  resident zones: a version with its denial keys, names read again (resident.rs)
 //!  keys, signatures, NSEC/NSEC3 chains as documents: dnssec_store.rs
@@ -21,6 +22,7 @@
 //! on the MongoDB driver. Code that needs only the model depends on `dns`.
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod api_reads;
 pub mod dnssec_store;
 pub mod lock;
 pub mod policy;

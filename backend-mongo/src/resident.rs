@@ -53,7 +53,9 @@ impl Store {
     /// canonical order anyway, while on FerretDB a sort doubled the load
     /// time (100,007 nodes: 16 s unsorted, 34 s sorted; debug build).
     pub async fn keyed_zone_cursor(&self, zone: &ZoneInfo) -> Result<KeyedStream, StoreError> {
-        let cursor = self.version_documents(zone, LOAD_BATCH).await?;
+        // No maxTimeMS: a resident load of a large zone may outlast any
+        // transfer's limit, and it is paced, not abandoned.
+        let cursor = self.version_documents(zone, (LOAD_BATCH, None)).await?;
         Ok(cursor.map(|d| keyed_from_doc(&d?)).boxed())
     }
 

@@ -361,6 +361,25 @@ impl Store {
         }
     }
 
+    /// The served zones among `apexes`, read all at once: the zone lookup
+    /// of a name asks for every candidate apex together. Point reads by
+    /// `_id`, [`crate::dnssec_store::READS_AT_ONCE`] in flight: an index
+    /// lookup each on MongoDB and on FerretDB alike (FerretDB would answer
+    /// an `_id` `$in` with a scan of every zone).
+    pub async fn served_zones_among(&self, apexes: &[Name]) -> Result<Vec<ZoneInfo>, StoreError> {
+        let mut out = Vec::new();
+        for chunk in apexes.chunks(crate::dnssec_store::READS_AT_ONCE) {
+            let reads = chunk.iter().map(|a| self.find_zone(a));
+            out.extend(
+                futures::future::try_join_all(reads)
+                    .await?
+                    .into_iter()
+                    .flatten(),
+            );
+        }
+        Ok(out)
+    }
+
     /// The node `name` in the served version of `zone`.
     pub async fn get_node(&self, zone: &ZoneInfo, name: &Name) -> Result<Option<Node>, StoreError> {
         let id = schema::node_id(&zone.apex, zone.ver, name);
@@ -613,6 +632,29 @@ impl Store {
             }
         }
         Ok((deleted, changed))
+    }
+
+    /// Every zone document whose generation is above `seq`, as (apex,
+    /// served): deleted zones (tombstones) and zones being created are
+    /// not served. Reads only those documents (the `gen` index on
+    /// MongoDB; FerretDB scans `zones` to find them).
+    pub async fn zones_moved_after(&self, seq: i64) -> Result<Vec<(Name, bool)>, StoreError> {
+        let mut find = self
+            .zones
+            .find(doc! {"gen": {"$gt": seq}})
+            .projection(doc! {"_id": 1, "ver": 1});
+        if let Some(d) = self.listing_deadline() {
+            find = find.max_time(d);
+        }
+        let mut cursor = find.await?;
+        let mut out = Vec::new();
+        while let Some(d) = cursor.try_next().await? {
+            // An `_id` that is no name is no zone anyone serves.
+            if let Ok(apex) = d.get_str("_id").unwrap_or_default().parse() {
+                out.push((apex, d.contains_key("ver")));
+            }
+        }
+        Ok(out)
     }
 
     /// Zones whose generation is above `seq`.

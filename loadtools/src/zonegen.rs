@@ -409,7 +409,7 @@ pub fn write_queries_file(
     Ok(n)
 }
 
-/// The caches benchmark's data set (issue 4), written into `dir`:
+/// The caches benchmark's data set (`bench/peers`), written into `dir`:
 ///
 /// * `caches.zone`: zone `apex` with 100,000 generated names (A on all,
 ///   AAAA on about half, TXT on about a quarter), a wildcard and a delegation;

@@ -1,7 +1,8 @@
 //! The narrow interface between the answer pipeline and storage.
 //!
 //! ```text
-//!  pipeline ──Backend::{find_zone, get_node, zone_nodes, denial}──► Store (MongoDB)
+//!  pipeline ──Backend::{find_zone, zones_among, get_node, zone_nodes,
+//!            denial}──► Store (MongoDB)
 //!            (through cache::RecordCache, which caches all but zone_nodes)
 //!  cached_node, known_zone: what the cache knows already, never a read
 //!            (the name walk, the zone lookup)
@@ -19,6 +20,7 @@
 
 use backend_mongo::transfer::NodeStream;
 use backend_mongo::{Name, Node, RType, Store, StoreError, ZoneInfo};
+use futures::future::try_join_all;
 use futures::StreamExt;
 use std::future::Future;
 use std::sync::Arc;
@@ -30,6 +32,30 @@ pub trait Backend: Send + Sync + 'static {
         &self,
         apex: &Name,
     ) -> impl Future<Output = Result<Option<ZoneInfo>, StoreError>> + Send;
+    /// The served zones among the candidate apexes `apexes`, in one read
+    /// where the store can (the default asks for each, all at once).
+    fn zones_among(
+        &self,
+        apexes: &[Name],
+    ) -> impl Future<Output = Result<Vec<ZoneInfo>, StoreError>> + Send {
+        async move {
+            let found = try_join_all(apexes.iter().map(|a| self.find_zone(a))).await?;
+            Ok(found.into_iter().flatten().collect())
+        }
+    }
+    /// The served zone with the longest apex enclosing `qname`, after
+    /// [`Backend::known_zone`] did not know it: a cache in front of
+    /// storage reads only what it does not know (the default reads every
+    /// candidate, through [`Backend::zones_among`]).
+    fn enclosing_zone(
+        &self,
+        qname: &Name,
+    ) -> impl Future<Output = Result<Option<ZoneInfo>, StoreError>> + Send {
+        async move {
+            let candidates: Vec<Name> = qname.ancestors().collect();
+            Ok(deepest(self.zones_among(&candidates).await?))
+        }
+    }
     /// The node `name` of `zone`, if it exists.
     fn get_node(
         &self,
@@ -107,7 +133,8 @@ pub trait Backend: Send + Sync + 'static {
     }
 
     /// The journal entries that take `zone` (as served now) from serial
-    /// `theirs` to its content now, oldest first; `None` when the journal
+    /// `theirs` to its content now, oldest first, one at a time as
+    /// storage delivers them; `None` when the journal
     /// does not reach back that far (IXFR then sends the whole zone). The
     /// default: no journal.
     fn journal_chain(
@@ -140,8 +167,14 @@ pub trait Backend: Send + Sync + 'static {
     }
 }
 
-/// The journal's changes that take a zone from one serial to now (IXFR).
-pub type JournalChain = Option<Vec<dns::journal::JournalEntry>>;
+/// The zone with the longest apex of `zones` (all enclosing one name).
+pub fn deepest(zones: impl IntoIterator<Item = ZoneInfo>) -> Option<ZoneInfo> {
+    zones.into_iter().max_by_key(|z| z.apex.label_count())
+}
+
+/// The journal's changes that take a zone from one serial to now (IXFR),
+/// oldest first, streamed from the database.
+pub type JournalChain = Option<backend_mongo::writer::JournalStream>;
 
 /// What a plain question finds (see [`Backend::plain_answer`]).
 #[derive(Clone, Copy, Debug)]
@@ -208,6 +241,10 @@ pub enum CachedNode {
 impl Backend for Store {
     async fn find_zone(&self, apex: &Name) -> Result<Option<ZoneInfo>, StoreError> {
         Store::find_zone(self, apex).await
+    }
+
+    async fn zones_among(&self, apexes: &[Name]) -> Result<Vec<ZoneInfo>, StoreError> {
+        self.served_zones_among(apexes).await
     }
 
     async fn get_node(

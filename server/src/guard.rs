@@ -5,6 +5,8 @@
 //!  frontend (TCP slots, UDP miss tasks, worker restarts) ─┐
 //!  pipeline (zone transfers)                              ├─► GUARD ─► control: /stats, /metrics
 //!  control endpoint (connections, tokens)                 ┘
+//!  TCP connections holding a slot now ─► TCP_CONNECTIONS (a gauge)
+//!  DNS UPDATEs being applied now ─► UPDATES_IN_PROGRESS (a gauge)
 //! ```
 //!
 //! One process-wide set: the limits live in different layers, and each only
@@ -45,6 +47,8 @@ guard_counters! {
     tcp_prefix_refusals,
     /// TCP connections cut because their unread replies passed the pending-bytes cap
     tcp_pending_cuts,
+    /// TCP connections told to close for a newcomer, every slot taken (the oldest of the prefix holding the most)
+    tcp_evictions,
     /// UDP cache misses refused (dropped) because every miss task slot was busy
     udp_miss_overflows,
     /// UDP worker loops restarted after a panic
@@ -77,8 +81,36 @@ guard_counters! {
     api_refused,
     /// HTTP API requests refused for a missing or wrong X-API-Key
     api_unauthorized,
+    /// HTTP API requests answered 429 unchecked: their source sent too many wrong keys
+    api_throttled,
     /// HTTP API accept errors (the listener backs off and continues)
     api_accept_errors,
+}
+
+/// TCP connections holding a slot of a DNS listener now (a gauge, for
+/// `/stats`: tests and operators see when every slot is taken).
+pub static TCP_CONNECTIONS: AtomicU64 = AtomicU64::new(0);
+
+/// DNS UPDATEs being applied now, waiting for the zone lock included (a
+/// gauge, for `/stats`).
+pub static UPDATES_IN_PROGRESS: AtomicU64 = AtomicU64::new(0);
+
+/// One unit of a gauge ([`TCP_CONNECTIONS`], [`UPDATES_IN_PROGRESS`]),
+/// counted while this lives.
+pub struct InProgress(&'static AtomicU64);
+
+impl InProgress {
+    /// Adds one to `gauge` until the value is dropped.
+    pub fn count(gauge: &'static AtomicU64) -> InProgress {
+        gauge.fetch_add(1, Ordering::Relaxed);
+        InProgress(gauge)
+    }
+}
+
+impl Drop for InProgress {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// Adds one to `counter`.

@@ -9,7 +9,7 @@
 //!     ─► a slot of max_connections free? ── no ──► close at once (counted)
 //!     ─► hyper HTTP/1.1, one request per connection: the request's head
 //!        within header_timeout, the whole exchange within request_timeout
-//!     ─► the router
+//!     ─► the router, the peer's address in each request (`Peer`)
 //! ```
 //!
 //! A source that opens connections and sends nothing (or half a request
@@ -18,7 +18,7 @@
 //! balancer) is still served.
 
 use crate::frontend::slots::Slots;
-use axum::Router;
+use axum::{Extension, Router};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use std::sync::atomic::AtomicU64;
@@ -82,7 +82,7 @@ pub async fn serve_bounded(
             bump(counters.refused);
             continue; // dropping the stream closes it
         };
-        let service = TowerToHyperService::new(router.clone());
+        let service = TowerToHyperService::new(router.clone().layer(Extension(Peer(peer))));
         tokio::spawn(async move {
             let connection = hyper::server::conn::http1::Builder::new()
                 .keep_alive(false)
@@ -94,6 +94,10 @@ pub async fn serve_bounded(
         });
     }
 }
+
+/// The address a request came from (a request extension).
+#[derive(Clone, Copy, Debug)]
+pub struct Peer(pub std::net::SocketAddr);
 
 /// Equal slices, compared in time that does not depend on where they differ.
 pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {

@@ -187,10 +187,7 @@ impl Serving {
         }
         if let Some(addr) = args.api_listen {
             let key = args.api_key.as_deref().unwrap_or_default().into();
-            let state = ApiState {
-                store: store.clone(),
-                key,
-            };
+            let state = ApiState::new(store.clone(), key);
             mongodns_server::api::start_api(addr, state)?;
         }
         // Install the handlers before serving, so no signal finds the default
@@ -394,7 +391,7 @@ impl Caches {
             counters.clone(),
         ));
         if let Ok(Some(catalog)) = args.catalog() {
-            let keeper = keep_catalog(store.clone(), registry.clone(), catalog);
+            let keeper = keep_catalog(store.clone(), registry.clone(), catalog, counters.clone());
             tokio::spawn(keeper);
         }
         let packets = Arc::new(

@@ -111,6 +111,12 @@ fn concurrent_misses_share_one_database_query() {
     block_on(db.drop_db());
 }
 
+/// Replace imports timed in the freshness test (each a sample).
+const REPLACES: u8 = 3;
+
+/// Merge imports (each adding a name) timed in the freshness test.
+const MERGES: u8 = 2;
+
 #[test]
 fn an_import_is_answered_within_a_second() {
     let (db, server, control) = start("fresh");
@@ -118,7 +124,7 @@ fn an_import_is_answered_within_a_second() {
         a_records(server.port, "www.cache.test."),
         vec!["www.cache.test. 3600 A 192.0.2.10"]
     );
-    // Cached now; a load keeps the cache busy while the write happens.
+    // Cached now; a load keeps the cache busy while the writes happen.
     let port = server.port;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let load = {
@@ -133,43 +139,43 @@ fn an_import_is_answered_within_a_second() {
             n
         })
     };
-    let replaced = ZONE.replace("192.0.2.10", "192.0.2.99");
-    block_on(db.import("cache.test.", &replaced, true));
-    let replaced_after = time_until("the replaced record", || {
-        a_records(server.port, "www.cache.test.") == vec!["www.cache.test. 3600 A 192.0.2.99"]
-    });
+    // Several samples: the bound is judged on their median, so one import
+    // stalled by a shared machine does not fail it.
+    let mut delays = Vec::new();
+    for i in 0..REPLACES {
+        let address = format!("192.0.2.{}", 90 + i);
+        let replaced = ZONE.replace("192.0.2.10", &address);
+        block_on(db.import("cache.test.", &replaced, true));
+        let want = vec![format!("www.cache.test. 3600 A {address}")];
+        delays.push(time_until("the replaced record", || {
+            a_records(server.port, "www.cache.test.") == want
+        }));
+    }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let queries = load.join().unwrap();
     eprintln!(
-        "timing: freshness: replaced record answered {replaced_after:?} after the import finished ({queries} queries of load)"
+        "timing: freshness: replaced record answered {delays:?} after the imports finished ({queries} queries of load)"
     );
-    assert!(stat(control, "zone_changes") >= 1);
+    assert!(stat(control, "zone_changes") >= u64::from(REPLACES));
     // Names added by a merge import are seen too, and NXDOMAIN is not kept.
-    let m = ask_udp(server.port, "new.cache.test.", 1, None);
-    assert_eq!(m.metadata.response_code, ResponseCode::NXDomain);
-    block_on(db.import(
-        "cache.test.",
-        "$ORIGIN cache.test.\nnew 60 IN A 192.0.2.50\n",
-        false,
-    ));
-    let added_after = time_until("the added name", || {
-        ask_udp(server.port, "new.cache.test.", 1, None)
-            .metadata
-            .response_code
-            == ResponseCode::NoError
-    });
-    eprintln!(
-        "timing: freshness: added name answered {added_after:?} after the merge import finished"
-    );
-    for (what, delay) in [
-        ("replaced record", replaced_after),
-        ("added name", added_after),
-    ] {
-        assert!(
-            delay <= FRESHNESS_BOUND,
-            "the {what} was answered {delay:?} after the import, past {FRESHNESS_BOUND:?}"
+    for i in 0..MERGES {
+        let name = format!("new{i}.cache.test.");
+        let m = ask_udp(server.port, &name, 1, None);
+        assert_eq!(m.metadata.response_code, ResponseCode::NXDomain);
+        block_on(db.import(
+            "cache.test.",
+            &format!("$ORIGIN cache.test.\nnew{i} 60 IN A 192.0.2.50\n"),
+            false,
+        ));
+        let added_after = time_until("the added name", || {
+            ask_udp(server.port, &name, 1, None).metadata.response_code == ResponseCode::NoError
+        });
+        eprintln!(
+            "timing: freshness: added name answered {added_after:?} after the merge import finished"
         );
+        delays.push(added_after);
     }
+    assert_median_within("imports answered", &delays, FRESHNESS_BOUND);
     drop(server);
     block_on(db.drop_db());
 }
@@ -198,7 +204,10 @@ fn purge_drops_what_a_silent_writer_changed() {
             .await
             .unwrap();
     });
-    std::thread::sleep(Duration::from_millis(400));
+    // Two polls that began after the write have been applied: a server
+    // that noticed the write by itself would answer the new address now.
+    wait_poll_after(control, Instant::now());
+    wait_poll_after(control, Instant::now());
     assert_eq!(
         a_records(server.port, "www.cache.test."),
         vec!["www.cache.test. 3600 A 192.0.2.10"]
@@ -350,21 +359,21 @@ fn a_merge_drops_only_the_names_it_wrote() {
     block_on(db.drop_db());
 }
 
-/// Waits until a poll that began after `since` has been applied.
+/// Waits until a poll that began after `since` has been applied (past
+/// 10 s it is a hang and fails).
 fn wait_poll_after(control: u16, since: Instant) {
-    while Duration::from_millis(stat(control, "freshness_lag_ms")) + Duration::from_millis(150)
-        > since.elapsed()
-    {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    time_until("a poll after the write", || {
+        Duration::from_millis(stat(control, "freshness_lag_ms")) + Duration::from_millis(150)
+            <= since.elapsed()
+    });
 }
 
-/// Asks `name` (type `qtype`) until `check` holds; the delay is printed and
-/// must stay within the freshness bound.
-fn seen_within_bound(port: u16, name: &str, qtype: u16, check: impl Fn(&Message) -> bool) {
+/// Asks `name` (type `qtype`) until `check` holds (past 10 s it is a hang
+/// and fails); prints the delay and returns it, for the caller's median.
+fn seen_after(port: u16, name: &str, qtype: u16, check: impl Fn(&Message) -> bool) -> Duration {
     let took = time_until(name, || check(&ask_udp(port, name, qtype, None)));
     println!("{name}: the change was answered after {took:?}");
-    assert!(took <= FRESHNESS_BOUND, "{name}: {took:?}");
+    took
 }
 
 #[test]
@@ -412,23 +421,27 @@ fn plain_answers_outlive_merges_that_do_not_touch_their_names() {
         "a denial (it carries the SOA) was answered afresh"
     );
     // A change to the name itself is answered.
+    let mut delays = Vec::new();
     merge("www 3600 IN A 192.0.2.12\n");
-    seen_within_bound(port, "www.cache.test.", 1, |m| m.answers.len() == 2);
+    delays.push(seen_after(port, "www.cache.test.", 1, |m| {
+        m.answers.len() == 2
+    }));
     // So is a new cut above a name: a.b is now below a delegation.
     merge("b 3600 IN NS ns.elsewhere.example.\n");
-    seen_within_bound(port, "a.b.cache.test.", 1, |m| {
+    delays.push(seen_after(port, "a.b.cache.test.", 1, |m| {
         m.answers.is_empty()
             && m.authorities
                 .iter()
                 .any(|r| r.record_type() == RecordType::NS)
-    });
+    }));
     // And a DNAME at the apex redirects every name below it.
     merge("@ 3600 IN DNAME target.example.\n");
-    seen_within_bound(port, "ns.cache.test.", 1, |m| {
+    delays.push(seen_after(port, "ns.cache.test.", 1, |m| {
         m.answers
             .iter()
             .any(|r| r.record_type() == RecordType::DNAME)
-    });
+    }));
+    assert_median_within("changes answered", &delays, FRESHNESS_BOUND);
     drop(server);
     block_on(db.drop_db());
 }
@@ -439,7 +452,7 @@ fn a_writer_between_its_two_steps_is_not_skipped() {
     // generation; meanwhile another zone moves past it and is polled. The
     // poller must stay below the slow writer's generation, or the zone's
     // change is never seen (its cached answers live for their TTL).
-    let (db, server, _control) = start("unshown");
+    let (db, server, control) = start("unshown");
     block_on(db.import(
         "other.test.",
         "$ORIGIN other.test.\n$TTL 60\n@ IN SOA ns admin 1 3600 600 86400 300\n@ IN NS ns\nns IN A 192.0.2.1\n",
@@ -463,27 +476,24 @@ fn a_writer_between_its_two_steps_is_not_skipped() {
     wait_answered(server.port, "later.other.test.");
     // Polled past the other zone's later generation; now the slow writer
     // finishes.
-    std::thread::sleep(Duration::from_millis(3 * POLL_MS));
+    wait_poll_after(control, Instant::now());
     block_on(show_generation(
         &db.store,
         &"cache.test.".parse().unwrap(),
         gen,
     ))
     .unwrap();
-    let shown = Instant::now();
-    loop {
-        let reply = ask_udp(server.port, "www.cache.test.", 1, None);
-        if reply.metadata.response_code == ResponseCode::NXDomain {
-            break;
-        }
-        assert!(
-            shown.elapsed() < FRESHNESS_BOUND,
-            "the slow writer's change was skipped: www.cache.test. still answered"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    eprintln!(
-        "slow writer's change answered {:?} after it showed",
-        shown.elapsed()
+    // A skipped change is never seen (the cached answer lives for its
+    // 3,600-s TTL), so waiting for it with a hang's deadline tells the two
+    // apart without timing a single sample.
+    let took = time_until(
+        "the slow writer's change (www.cache.test. NXDOMAIN)",
+        || {
+            ask_udp(server.port, "www.cache.test.", 1, None)
+                .metadata
+                .response_code
+                == ResponseCode::NXDomain
+        },
     );
+    eprintln!("slow writer's change answered {took:?} after it showed");
 }

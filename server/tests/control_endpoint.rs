@@ -96,6 +96,7 @@ fn counters_are_typed_counter_and_levels_gauge() {
         "uptime_seconds",
         "zone_registry_complete",
         "freshness_lag_ms",
+        "tcp_connections",
         "build_info",
     ] {
         assert_eq!(type_of(name), "gauge", "{name}");
@@ -162,6 +163,26 @@ fn one_silent_source_cannot_take_every_slot() {
     block_on(db.drop_db());
 }
 
+/// Copies the server's stderr to ours, and sends on the channel returned
+/// once a line contains `needle`.
+fn warnings_seen(server: &mut KillOnDrop, needle: &'static str) -> std::sync::mpsc::Receiver<()> {
+    use std::io::BufRead;
+    let stderr = server.0.stderr.take().expect("stderr is piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            eprintln!("{line}");
+            if line.contains(needle) {
+                let _ = tx.send(());
+            }
+        }
+    });
+    rx
+}
+
 /// A child process killed when the test ends, failed or not.
 struct KillOnDrop(std::process::Child);
 
@@ -179,7 +200,7 @@ fn the_endpoint_survives_running_out_of_file_descriptors() {
     let port = free_tcp_port();
     // The server with 128 file descriptors; 400 control connections run
     // it out, so accept fails with EMFILE until they close.
-    let _server = KillOnDrop(
+    let mut server = KillOnDrop(
         Command::new("prlimit")
             .args(["--nofile=128:128", "--"])
             .arg(env!("CARGO_BIN_EXE_mongodns-server"))
@@ -196,10 +217,11 @@ fn the_endpoint_survives_running_out_of_file_descriptors() {
             .args(["--control-max-connections", "1000"])
             .env_remove("MONGODB_URI")
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("prlimit (util-linux) runs the server"),
     );
+    let accept_failed = warnings_seen(&mut server, "HTTP accept error");
     let deadline = Instant::now() + Duration::from_secs(30);
     while TcpStream::connect(("127.0.0.1", control)).is_err() {
         assert!(
@@ -211,7 +233,10 @@ fn the_endpoint_survives_running_out_of_file_descriptors() {
     let flood: Vec<_> = (0..400)
         .filter_map(|_| TcpStream::connect(("127.0.0.1", control)).ok())
         .collect();
-    std::thread::sleep(Duration::from_millis(500));
+    // Held until the server said accept failed (it logs the error).
+    accept_failed
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the flood ran the server out of descriptors (an accept error logged)");
     drop(flood);
     // Answered again once descriptors are free (accept errors were counted).
     let deadline = Instant::now() + Duration::from_secs(15);

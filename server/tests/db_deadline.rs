@@ -85,7 +85,7 @@ fn holds(doc: &[u8], needle: &[u8]) -> bool {
 }
 
 #[test]
-fn listings_and_the_journal_carry_max_time_ms() {
+fn listings_the_journal_and_the_transfer_cursor_carry_max_time_ms() {
     let db = zone_db("maxtime_lists");
     let tap = Relay::tapping_database();
     let api = free_tcp_port();
@@ -141,6 +141,14 @@ fn listings_and_the_journal_carry_max_time_ms() {
     println!("journal reads: {journal}, {missing} without maxTimeMS");
     assert!(journal >= 1, "the IXFR read the journal");
     assert_eq!(missing, 0, "journal reads carry maxTimeMS");
+    // The transfer cursor: a find on `nodes` filtered on `zone` and `ver`.
+    let axfr = transfer_lines(server.port, "late.test.", "AXFR", &[]);
+    assert!(axfr.len() > 2, "{axfr:?}");
+    let version_read = |d: &[u8]| bson_has_key(d, "zone") && bson_has_key(d, "ver");
+    let (cursors, missing) = finds_without_max_time(&tap, "nodes", version_read);
+    println!("transfer cursors: {cursors}, {missing} without maxTimeMS");
+    assert!(cursors >= 1, "the AXFR read the version");
+    assert_eq!(missing, 0, "the transfer cursor carries maxTimeMS");
     drop(server);
     block_on(db.drop_db());
 }

@@ -605,7 +605,7 @@ fn an_update_waiting_for_the_zone_lock_does_not_hold_udp_back() {
     args.extend(["--udp-max-misses".into(), "1".into()]);
     args.extend(["--query-timeout-ms".into(), "1000".into()]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let server = ServerProcess::start(&db.name, &args);
+    let (server, control) = start_with_control(&db.name, &args);
     let port = server.port;
     let request = signed_update_bytes(&["update add waited.upd.test. 60 A 192.0.2.8"]);
     // Another writer holds the zone lock, renewed, for the whole test.
@@ -626,6 +626,16 @@ fn an_update_waiting_for_the_zone_lock_does_not_hold_udp_back() {
     });
     let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     socket.send_to(&request, ("127.0.0.1", port)).unwrap();
+    // Misses are asked only once the UPDATE is in the server: asked before,
+    // one could take the one permit first and the UPDATE be dropped.
+    let started = std::time::Instant::now();
+    while stat(control, "updates_in_progress") == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the UPDATE never reached the server"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     // The one UDP miss permit is the UPDATE's while it waits; past its
     // deadline the permit is free again and a miss is answered, while the
     // lock is still held.
@@ -644,6 +654,11 @@ fn an_update_waiting_for_the_zone_lock_does_not_hold_udp_back() {
     };
     println!("timing: a miss answered {answered:?} after the UPDATE, {asked} asked");
     assert!(!stored(&db, "waited.upd.test."), "the lock is still held");
+    assert_eq!(
+        stat(control, "updates_in_progress"),
+        1,
+        "the UPDATE still waits for the lock"
+    );
     // The lock let go, the update goes on and is applied; the client's
     // retransmission gets its reply.
     drop(renewing);

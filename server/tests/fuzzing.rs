@@ -3,7 +3,9 @@
 //!
 //! ```text
 //!  tests/fuzz/{query,zonefile,packet_key,signed,tsig}/*   replayed: every file must pass
-//!  then, per target, FUZZ_SECS seconds (default 2) of mutations of the corpus;
+//!  then, per target, FUZZ_SECS seconds (default 2) of mutations of the corpus,
+//!  longer (at most HARD_CAP) until the target judged its floor of inputs
+//!  (fuzz/judged.rs), short of which the test fails;
 //!  an input whose reply signature is new joins the in-memory corpus
 //!  (and is written to FUZZ_SAVE/<target>/ when that is set);
 //!  a failing input is written to target/fuzz-failures/ and fails the test
@@ -17,6 +19,7 @@
 use mongodns_testkit::{self as common, ZoneImport};
 mod fuzz;
 
+use fuzz::judged::{self, Judged};
 use fuzz::*;
 use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -55,7 +58,18 @@ fn replay(target: &str, check: Check) -> Vec<Vec<u8>> {
     inputs
 }
 
-fn fuzz_for(target: &str, check: Check, mut corpus: Vec<Vec<u8>>, max_len: usize) {
+/// A target's floor of work: inputs it must judge (count `kind`) in the
+/// mutation run. The run goes on past `FUZZ_SECS` until the floor is met,
+/// at most [`HARD_CAP`]; short of it then, the test fails.
+struct Floor {
+    kind: Judged,
+    min: u64,
+}
+
+/// The longest a mutation run goes on to meet its floor.
+const HARD_CAP: Duration = Duration::from_secs(60);
+
+fn fuzz_for(target: &str, check: Check, floor: Floor, mut corpus: Vec<Vec<u8>>, max_len: usize) {
     let secs: f64 = std::env::var("FUZZ_SECS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -69,9 +83,12 @@ fn fuzz_for(target: &str, check: Check, mut corpus: Vec<Vec<u8>>, max_len: usize
     }
     let started = Instant::now();
     let deadline = started + Duration::from_secs_f64(secs);
+    let cap = started + HARD_CAP.max(Duration::from_secs_f64(secs));
+    let judged_before = judged::so_far(floor.kind);
+    let judged = || judged::so_far(floor.kind) - judged_before;
     let mut runs = 0u64;
     let mut added = 0;
-    while Instant::now() < deadline {
+    while Instant::now() < deadline || (judged() < floor.min && Instant::now() < cap) {
         for _ in 0..64 {
             let base = &corpus[rng.below(corpus.len())];
             let other = &corpus[rng.below(corpus.len())];
@@ -104,12 +121,37 @@ fn fuzz_for(target: &str, check: Check, mut corpus: Vec<Vec<u8>>, max_len: usize
             }
         }
     }
+    let took = started.elapsed().as_secs_f64();
     eprintln!(
-        "fuzz {target}: {runs} runs in {:.1} s ({:.0}/s), seed {seed}, {added} new signatures, corpus {}",
-        started.elapsed().as_secs_f64(),
-        runs as f64 / started.elapsed().as_secs_f64(),
+        "fuzz {target}: {runs} runs, {} judged ({:?}) in {took:.1} s ({:.0} runs/s), seed {seed}, \
+         {added} new signatures, corpus {}",
+        judged(),
+        floor.kind,
+        runs as f64 / took,
         corpus.len()
     );
+    assert!(
+        judged() >= floor.min,
+        "{target}: only {} inputs judged ({:?}) in {took:.1} s, at least {} required (seed {seed})",
+        judged(),
+        floor.kind,
+        floor.min
+    );
+}
+
+// Floors of inputs judged per mutation run (docs/reliability.md,
+// "Fuzzing"): about a tenth of what a 2-s debug run judged on the 2-core
+// machine at load average 9.5 (2026-12-06: query 6,742, zonefile 31,616,
+// packet_key 23,385, signed 240 DNSSEC replies of 6,016 runs, tsig 5,231),
+// so a slow run meets them well within the hard cap.
+const MIN_QUERY: u64 = 600;
+const MIN_ZONEFILE: u64 = 3000;
+const MIN_PACKET_KEY: u64 = 2000;
+const MIN_SIGNED: u64 = 25;
+const MIN_TSIG: u64 = 500;
+
+fn floor(kind: Judged, min: u64) -> Floor {
+    Floor { kind, min }
 }
 
 #[test]
@@ -124,31 +166,51 @@ fn query_path_corpus_and_mutations() {
         }
         all.push(input);
     }
-    fuzz_for("query", query_path, all, 1400);
+    fuzz_for(
+        "query",
+        query_path,
+        floor(Judged::Reply, MIN_QUERY),
+        all,
+        1400,
+    );
+}
+
+/// The corpus of `target` replayed, then mutated with its floor.
+fn replay_then_fuzz(target: &str, check: Check, floor: Floor, max_len: usize) {
+    let corpus = replay(target, check);
+    fuzz_for(target, check, floor, corpus, max_len);
 }
 
 #[test]
 fn zonefile_corpus_and_mutations() {
-    let corpus = replay("zonefile", zonefile);
-    fuzz_for("zonefile", zonefile, corpus, 4096);
+    replay_then_fuzz(
+        "zonefile",
+        zonefile,
+        floor(Judged::ZoneFile, MIN_ZONEFILE),
+        4096,
+    );
 }
 
 #[test]
 fn packet_key_corpus_and_mutations() {
-    let corpus = replay("packet_key", packet_key);
-    fuzz_for("packet_key", packet_key, corpus, 600);
+    replay_then_fuzz(
+        "packet_key",
+        packet_key,
+        floor(Judged::PacketKey, MIN_PACKET_KEY),
+        600,
+    );
 }
 
 #[test]
 fn signed_zone_corpus_and_mutations() {
-    let corpus = replay("signed", fuzz::signed::signed_query);
-    fuzz_for("signed", fuzz::signed::signed_query, corpus, 600);
+    let check = fuzz::signed::signed_query;
+    replay_then_fuzz("signed", check, floor(Judged::Dnssec, MIN_SIGNED), 600);
 }
 
 #[test]
 fn tsig_corpus_and_mutations() {
-    let corpus = replay("tsig", fuzz::tsig::tsig_query);
-    fuzz_for("tsig", fuzz::tsig::tsig_query, corpus, 600);
+    let check = fuzz::tsig::tsig_query;
+    replay_then_fuzz("tsig", check, floor(Judged::Tsig, MIN_TSIG), 600);
 }
 
 /// Random storable nodes written straight into the database and read back

@@ -64,6 +64,64 @@ fn query_from(local: &str, port: u16, timeout: Duration) -> Result<Message, Stri
     Message::from_vec(&r).map_err(|e| format!("parse: {e}"))
 }
 
+/// Legitimate TCP queries asked one after the other while an attack runs.
+const LEGITIMATE_TRIES: usize = 5;
+
+/// [`LEGITIMATE_TRIES`] queries over fresh connections from another
+/// prefix (127.0.1.1), each given a stub resolver's 6 s: what each got,
+/// with how long it took.
+fn legitimate_tries(port: u16) -> Vec<(Result<usize, String>, Duration)> {
+    (0..LEGITIMATE_TRIES)
+        .map(|_| {
+            let started = Instant::now();
+            let got =
+                query_from("127.0.1.1", port, Duration::from_secs(6)).map(|m| m.answers.len());
+            (got, started.elapsed())
+        })
+        .collect()
+}
+
+/// Fails unless every legitimate try got its one answer.
+fn assert_every_try_answered(tries: &[(Result<usize, String>, Duration)]) {
+    let failed: Vec<_> = tries.iter().filter(|(got, _)| *got != Ok(1)).collect();
+    assert!(
+        failed.is_empty(),
+        "{} of {} legitimate TCP queries failed: {tries:?}",
+        failed.len(),
+        tries.len()
+    );
+}
+
+/// A client that holds a slot with whole queries: one every `period`
+/// (never idle), never reading a reply, reconnecting from `local` when
+/// cut. Returns its connections.
+fn slow_pipeliner(
+    local: String,
+    port: u16,
+    period: Duration,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<usize> {
+    std::thread::spawn(move || {
+        let mut connects = 0;
+        while !stop.load(Ordering::Relaxed) {
+            let Ok(mut s) = connect_from(&local, port, Some(4096)) else {
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            };
+            connects += 1;
+            s.set_write_timeout(Some(Duration::from_secs(1))).unwrap();
+            let mut id = 0u16;
+            while !stop.load(Ordering::Relaxed)
+                && s.write_all(&framed(id, "big.slots.test.", 16)).is_ok()
+            {
+                id = id.wrapping_add(1);
+                std::thread::sleep(period);
+            }
+        }
+        connects
+    })
+}
+
 /// A slowloris client: keeps a connection open by sending one byte of a
 /// (1-byte) message every `period`, reconnecting whenever it is closed.
 fn slowloris(port: u16, period: Duration, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<usize> {
@@ -95,6 +153,23 @@ fn slowloris(port: u16, period: Duration, stop: Arc<AtomicBool>) -> std::thread:
     })
 }
 
+/// Polls `/stats` until `check` holds for the TCP connections holding a
+/// slot; past 20 s it fails, naming `what`. Returns the last count.
+fn wait_connections(control: u16, what: &str, check: impl Fn(u64) -> bool) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let open = stat(control, "tcp_connections");
+        if check(open) {
+            return open;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: {open} TCP connections hold a slot after 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn slowloris_cannot_hold_the_tcp_slots() {
     let db = setup("slowloris");
@@ -103,26 +178,65 @@ fn slowloris_cannot_hold_the_tcp_slots() {
     let attackers: Vec<_> = (0..30)
         .map(|_| slowloris(server.port, Duration::from_secs(3), stop.clone()))
         .collect();
-    std::thread::sleep(Duration::from_secs(3)); // every slot taken
-    let started = Instant::now();
-    let mut answer = Err(String::new());
-    for _ in 0..3 {
-        answer = query_from("127.0.0.1", server.port, Duration::from_secs(6));
-        if answer.is_ok() {
-            break;
-        }
-    }
-    let waited = started.elapsed();
+    wait_connections(control, "every slot taken by slowloris", |n| n == 20);
+    let answers = legitimate_tries(server.port);
     stop.store(true, Ordering::Relaxed);
     let connects: usize = attackers.into_iter().map(|t| t.join().unwrap()).sum();
-    let got = answer.as_ref().map(|m| m.answers.len());
-    eprintln!("legitimate query under slowloris: answers {got:?} after {waited:?}; {connects} attacker connections");
-    let m = answer.expect("a legitimate TCP query gets through slowloris");
-    assert_eq!(m.answers.len(), 1);
+    eprintln!("legitimate queries under slowloris: {answers:?}; {connects} attacker connections");
+    assert_every_try_answered(&answers);
     assert!(
         stat(control, "tcp_io_timeouts") > 0,
         "the trickling connections were cut by the I/O timeout"
     );
+    drop(server);
+    block_on(db.drop_db());
+}
+
+/// How often a slow pipeliner sends a whole query: slower than the idle
+/// timeout's floor (200 ms once every slot is taken), so the connections
+/// are closed as idle. Faster ones are never idle: they are evicted for
+/// newcomers (docs/reliability.md, "TCP slots").
+const PIPELINE_PERIOD: Duration = Duration::from_millis(300);
+
+#[test]
+fn clients_holding_slots_with_whole_queries_do_not_shut_out_others() {
+    whole_query_holders(PIPELINE_PERIOD, "wholequeries");
+}
+
+/// Faster than the idle floor, so never idle: the oldest connections of
+/// the prefixes holding the most slots are evicted for the newcomers.
+#[test]
+fn fast_whole_query_holders_are_evicted_for_newcomers() {
+    whole_query_holders(Duration::from_millis(50), "wholequeriesfast");
+}
+
+fn whole_query_holders(period: Duration, tag: &str) {
+    let db = setup(tag);
+    let (server, control) = start_with_control(
+        &db.name,
+        &["--tcp-max-connections", "20", "--tcp-max-per-prefix", "8"],
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    // 30 clients from three prefixes (more than the slots): each sends a
+    // whole query for a 3-KB TXT every `period` and never reads.
+    let attackers: Vec<_> = (0..30)
+        .map(|i| {
+            let local = format!("127.0.{}.{}", 2 + i % 3, 1 + i / 3);
+            slow_pipeliner(local, server.port, period, stop.clone())
+        })
+        .collect();
+    wait_connections(control, "every slot taken by whole queries", |n| n == 20);
+    let answers = legitimate_tries(server.port);
+    stop.store(true, Ordering::Relaxed);
+    let connects: usize = attackers.into_iter().map(|t| t.join().unwrap()).sum();
+    eprintln!(
+        "legitimate queries beside pipeliners every {period:?}: {answers:?}; {connects} attacker \
+         connections, {} pending cuts, {} I/O timeouts, {} evictions",
+        stat(control, "tcp_pending_cuts"),
+        stat(control, "tcp_io_timeouts"),
+        stat(control, "tcp_evictions")
+    );
+    assert_every_try_answered(&answers);
     drop(server);
     block_on(db.drop_db());
 }
@@ -142,7 +256,15 @@ fn a_client_that_pipelines_and_never_reads_is_cut() {
         }
         written += 1;
     }
-    std::thread::sleep(Duration::from_secs(4)); // never read meanwhile
+    // Never read until the server cut the connection (counted).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while stat(control, "tcp_pending_cuts") + stat(control, "tcp_io_timeouts") == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the never-reading client was not cut within 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut replies = 0;
     let end = loop {
@@ -183,11 +305,11 @@ fn a_client_that_pipelines_and_never_reads_is_cut() {
 #[test]
 fn a_source_prefix_gets_only_its_share_of_slots() {
     let db = setup("prefix");
-    let server = ServerProcess::start(&db.name, &["--tcp-max-per-prefix", "3"]);
+    let (server, control) = start_with_control(&db.name, &["--tcp-max-per-prefix", "3"]);
     let held: Vec<_> = (0..3)
         .map(|_| connect_from("127.0.0.1", server.port, None).unwrap())
         .collect();
-    std::thread::sleep(Duration::from_secs(1));
+    wait_connections(control, "the prefix's share held", |n| n == 3);
     // A fourth from the same /24 is closed without an answer...
     let refused = query_from("127.0.0.7", server.port, Duration::from_secs(5));
     assert!(
@@ -199,7 +321,7 @@ fn a_source_prefix_gets_only_its_share_of_slots() {
         .expect("another prefix is served");
     assert_eq!(other.answers.len(), 1);
     drop(held);
-    std::thread::sleep(Duration::from_secs(1));
+    wait_connections(control, "the held connections closed", |n| n == 0);
     let again = query_from("127.0.0.7", server.port, Duration::from_secs(5))
         .expect("the share is free again once the connections close");
     assert_eq!(again.answers.len(), 1);

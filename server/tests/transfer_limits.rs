@@ -328,3 +328,141 @@ fn a_transfer_from_the_database_asks_for_no_order() {
     drop(server);
     block_on(db.drop_db());
 }
+
+/// The next framed message, waiting up to `limit`.
+fn read_message_within(s: &mut TcpStream, limit: Duration) -> Result<Message, ErrorKind> {
+    s.set_read_timeout(Some(limit)).unwrap();
+    let m = read_message(s);
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    m
+}
+
+#[test]
+fn the_first_message_leaves_before_the_cursor_delivers_anything() {
+    // A large zone's first batch can take seconds on a database without a
+    // usable index; the opening SOA, which the server knows already, must
+    // not wait for it (RFC 5936 asks nothing more of the first message).
+    let names = 3000;
+    let db = block_on(async {
+        let db = TestZoneDb::new("xfr_first").await;
+        let text = format!("$ORIGIN first.test.\n{}", big_zone(names));
+        db.import("first.test.", &text, false).await;
+        db
+    });
+    let relay = Relay::to_database();
+    let server =
+        ServerProcess::start_with_uri(&relay.uri(), &db.name, &["--axfr-allow", "127.0.0.1/32"]);
+    // The database link holds back any read of a version's nodes (a
+    // filter on `zone` and `ver`): the cursor cannot deliver.
+    relay.hold_requests(|r| {
+        sent_commands(r, "find", "nodes")
+            .iter()
+            .any(|c| bson_has_key(c, "zone") && bson_has_key(c, "ver"))
+    });
+    let mut s = slow_reader(server.port);
+    s.write_all(&framed(1, "first.test.", 252)).unwrap();
+    let first = read_message_within(&mut s, Duration::from_secs(20));
+    let first = first.expect("a first message while the cursor is held back");
+    assert_eq!(first.metadata.response_code, ResponseCode::NoError);
+    assert_eq!(soa_count(&first), 1, "the first message holds the SOA");
+    assert_eq!(first.answers[0].record_type(), RecordType::SOA, "SOA first");
+    // The cursor's read reached the relay and is held there (polled).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while relay.held() == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(relay.held(), 1, "the cursor's read was held back");
+    // Let it through: the rest of the zone and the closing SOA follow.
+    relay.release();
+    let mut records = first.answers.len();
+    loop {
+        let m = read_message(&mut s).expect("the rest of the transfer");
+        assert_eq!(m.metadata.response_code, ResponseCode::NoError);
+        records += m.answers.len();
+        if soa_count(&m) > 0 {
+            break;
+        }
+    }
+    assert_eq!(records, names + 4, "every record, the closing SOA last");
+    drop(server);
+    block_on(db.drop_db());
+}
+
+#[test]
+fn an_ixfr_is_sent_as_its_journal_entries_are_read() {
+    // Ten journaled edits of 100 TXT records each (about 13 KB each).
+    let (edits, per_edit) = (10, 100);
+    let zone: backend_mongo::Name = "jnl.test.".parse().unwrap();
+    let db = block_on(async {
+        let db = TestZoneDb::new("xfr_journal").await;
+        db.import("jnl.test.", &format!("$ORIGIN jnl.test.\n{HEAD}"), false)
+            .await;
+        db
+    });
+    for e in 0..edits {
+        let adds = (0..per_edit)
+            .map(|i| {
+                let name = format!("e{e}-{i}.jnl.test.").parse().unwrap();
+                let rd = txt_rdata(0, 100).into_boxed_slice();
+                backend_mongo::dns::edit::RecordEdit::add(
+                    name,
+                    backend_mongo::RType::TXT,
+                    300,
+                    vec![rd],
+                )
+            })
+            .collect();
+        let change = backend_mongo::dns::edit::ChangeSet::new(zone.clone(), adds);
+        block_on(signer::edit::apply(&db.store, &change)).expect("the edit succeeds");
+    }
+    let want = block_on(db.store.find_zone(&zone)).unwrap().unwrap().serial;
+    let relay = Relay::to_database();
+    let server =
+        ServerProcess::start_with_uri(&relay.uri(), &db.name, &["--axfr-allow", "127.0.0.1/32"]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while soa_serial(server.port, "jnl.test.") != Some(want) {
+        assert!(Instant::now() < deadline, "serial {want} never served");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The journal's next batch is held back: what the first batch holds
+    // must be sent without it.
+    relay.hold_requests(|r| is_get_more(r, "journal"));
+    let mut s = slow_reader(server.port);
+    let q = ixfr_query("jnl.test.", 1);
+    let mut framed_q = (q.len() as u16).to_be_bytes().to_vec();
+    framed_q.extend_from_slice(&q);
+    s.write_all(&framed_q).unwrap();
+    let count = |m: &Message| {
+        let txt = m
+            .answers
+            .iter()
+            .filter(|r| r.record_type() == RecordType::TXT);
+        (txt.count(), soa_count(m))
+    };
+    let first = read_message_within(&mut s, Duration::from_secs(20)).expect("a first message");
+    assert_eq!(first.metadata.response_code, ResponseCode::NoError);
+    let (mut txt, mut soas) = count(&first);
+    while relay.held() == 0 {
+        assert!(
+            Instant::now() < deadline + Duration::from_secs(20),
+            "the journal's next batch was never asked for"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    relay.release();
+    // Our SOA, two per change, our SOA.
+    let all_soas = 2 + 2 * edits;
+    while soas < all_soas {
+        let m = read_message(&mut s).expect("the rest of the IXFR");
+        assert_eq!(m.metadata.response_code, ResponseCode::NoError);
+        let (t, n) = count(&m);
+        (txt, soas) = (txt + t, soas + n);
+    }
+    assert_eq!(
+        (txt, soas),
+        (edits * per_edit, all_soas),
+        "every change once"
+    );
+    drop(server);
+    block_on(db.drop_db());
+}

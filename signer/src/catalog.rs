@@ -14,6 +14,10 @@
 //!       signed in it when the catalog is secured)
 //! ```
 //!
+//! `sync` reads every zone: on start, a full reconciliation. After it,
+//! [`sync_changes`] (`catalog/changes.rs`) keeps the catalog current from
+//! the zone documents whose generation moved, reading only those.
+//!
 //! Syncing is idempotent: two writers syncing at once do the same edits,
 //! and the second finds nothing left to do. A member's label is the
 //! SHA-1 of its wire name in hex, so the same zone gets the same label from
@@ -25,6 +29,9 @@ use crate::SignError;
 use backend_mongo::dns::edit::{ChangeSet, RecordEdit};
 use backend_mongo::{Name, NodeWrite, RRset, RType, Store, StoreError};
 use dns::encoding::to_hex;
+
+mod changes;
+pub use changes::sync_changes;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Edits in one change-set: a sync of many new zones publishes in steps.
@@ -45,6 +52,10 @@ pub struct CatalogSync {
     pub removed: usize,
     /// The catalog's serial after the sync, when it changed.
     pub serial: Option<u32>,
+    /// Documents read: zone documents and catalog nodes (a full sync
+    /// reads every zone and the whole catalog; [`sync_changes`] only the
+    /// zones that moved and their catalog entries).
+    pub reads: usize,
 }
 
 /// The label a member zone is listed under: the hex SHA-1 of its wire name.
@@ -67,17 +78,11 @@ pub async fn sync(store: &Store, catalog: &Name) -> Result<CatalogSync, SignErro
         created: ensure_catalog(store, catalog).await?,
         ..CatalogSync::default()
     };
-    let wanted = served_zones(store, catalog).await?;
-    let listed = listed_members(store, catalog).await?;
+    let wanted = served_zones(store, catalog, &mut done.reads).await?;
+    let listed = listed_members(store, catalog, &mut done.reads).await?;
     let mut edits = Vec::new();
     for zone in wanted.iter().filter(|z| !listed.contains_key(*z)) {
-        let ptr = vec![zone.as_wire().into()];
-        edits.push(RecordEdit::add(
-            member_owner(catalog, zone)?,
-            RType::PTR,
-            TTL,
-            ptr,
-        ));
+        edits.push(add_member(catalog, zone)?);
         done.added += 1;
     }
     for (member, owner) in listed.iter().filter(|(m, _)| !wanted.contains(*m)) {
@@ -87,12 +92,35 @@ pub async fn sync(store: &Store, catalog: &Name) -> Result<CatalogSync, SignErro
         });
         done.removed += 1;
     }
+    publish(store, catalog, &edits, &mut done).await?;
+    Ok(done)
+}
+
+/// The edit that lists `zone` in `catalog`: its PTR under its label.
+fn add_member(catalog: &Name, zone: &Name) -> Result<RecordEdit, SignError> {
+    let ptr = vec![zone.as_wire().into()];
+    Ok(RecordEdit::add(
+        member_owner(catalog, zone)?,
+        RType::PTR,
+        TTL,
+        ptr,
+    ))
+}
+
+/// Applies `edits` to `catalog`, [`MAX_EDITS`] a change-set, each
+/// published with its serial as one step (what readers and IXFR see).
+async fn publish(
+    store: &Store,
+    catalog: &Name,
+    edits: &[RecordEdit],
+    done: &mut CatalogSync,
+) -> Result<(), SignError> {
     for chunk in edits.chunks(MAX_EDITS) {
         let change = ChangeSet::new(catalog.clone(), chunk.to_vec());
         let summary = crate::edit::apply(store, &change).await?;
         done.serial = done.serial.max(summary.gen.map(|_| summary.serial));
     }
-    Ok(done)
+    Ok(())
 }
 
 /// Creates the catalog when it is not served; true when it was created.
@@ -135,11 +163,16 @@ fn create_fault(e: CreateError) -> SignError {
 }
 
 /// Every zone served but the catalog itself.
-async fn served_zones(store: &Store, catalog: &Name) -> Result<BTreeSet<Name>, StoreError> {
+async fn served_zones(
+    store: &Store,
+    catalog: &Name,
+    reads: &mut usize,
+) -> Result<BTreeSet<Name>, StoreError> {
     let mut zones = BTreeSet::new();
     let mut after: Option<Name> = None;
     loop {
         let page = store.list_zones(after.as_ref(), PAGE).await?;
+        *reads += page.len();
         let full = page.len() == PAGE;
         after = page.last().map(|z| z.apex.clone());
         zones.extend(page.into_iter().map(|z| z.apex).filter(|a| a != catalog));
@@ -150,7 +183,11 @@ async fn served_zones(store: &Store, catalog: &Name) -> Result<BTreeSet<Name>, S
 }
 
 /// The members the catalog lists: member zone ─► the owner of its PTR.
-async fn listed_members(store: &Store, catalog: &Name) -> Result<BTreeMap<Name, Name>, StoreError> {
+async fn listed_members(
+    store: &Store,
+    catalog: &Name,
+    reads: &mut usize,
+) -> Result<BTreeMap<Name, Name>, StoreError> {
     let Some(info) = store.find_zone(catalog).await? else {
         return Ok(BTreeMap::new());
     };
@@ -158,7 +195,9 @@ async fn listed_members(store: &Store, catalog: &Name) -> Result<BTreeMap<Name, 
         .parse()
         .map_err(|_| StoreError::Conflict(format!("catalog {catalog}: name too long")))?;
     let mut members = BTreeMap::new();
-    for node in store.zone_nodes(&info).await? {
+    let nodes = store.zone_nodes(&info).await?;
+    *reads += nodes.len();
+    for node in nodes {
         if node.name.parent().as_ref() != Some(&zones) {
             continue;
         }

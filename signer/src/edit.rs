@@ -25,9 +25,9 @@
 //! names, milliseconds) can see an edited RRset before its signature.
 
 use crate::merge::MergeSigner;
-use crate::{handoff, lease, SignError};
+use crate::{handoff, kept_signer, lease, SignError};
 use backend_mongo::dns::edit::{ChangeSet, RecordEdit};
-use backend_mongo::{EditSummary, Name, Store, StoreError};
+use backend_mongo::{EditSummary, Name, Store, StoreError, ZoneEdit};
 
 /// How many times a version switched under the edit is tolerated.
 const ATTEMPTS: usize = 3;
@@ -144,7 +144,8 @@ async fn signed_once_free(
 }
 
 /// The secured path, the lease held: retried when a replace switched the
-/// zone between reading the chain and taking the zone lock.
+/// zone between reading the chain and taking the zone lock. The signer of
+/// the last edit is taken up again when it can be ([`kept_signer`]).
 async fn signed_edit(store: &Store, change: &ChangeSet) -> Result<EditSummary, SignError> {
     let zone = &change.zone;
     let mut last = None;
@@ -153,49 +154,74 @@ async fn signed_edit(store: &Store, change: &ChangeSet) -> Result<EditSummary, S
             .find_zone(zone)
             .await?
             .ok_or_else(|| StoreError::NoSuchZone(zone.to_string()))?;
-        let Some(mut signer) = MergeSigner::new(store, zone, served.ver).await? else {
-            // Unsecured meanwhile.
-            return Ok(unsigned(store, change).await?);
+        let t = std::time::Instant::now();
+        let made = kept_signer::made_with(store, zone).await?;
+        let signer = match kept_signer::take(store, zone, &served).await? {
+            Some(signer) => signer,
+            None => match MergeSigner::new(store, zone, served.ver).await? {
+                Some(signer) => signer,
+                // Unsecured meanwhile.
+                None => return Ok(unsigned(store, change).await?),
+            },
         };
-        let mut edit = match store.begin_edit(change, Some(served.ver)).await {
+        let ready = t.elapsed();
+        let edit = match store.begin_edit(change, Some(served.ver)).await {
             Err(StoreError::Conflict(why)) => {
                 last = Some(why);
                 continue;
             }
             r => r?,
         };
-        // What was written, and every name the change-set is about: a
-        // killed run may have written them unsigned (a re-run then finds
-        // nothing to change, and signing them is a no-op when all is well).
-        signer.keep_images(edit.take_images());
-        let mut names = edit.names().to_vec();
-        names.extend(
-            change
-                .edits
-                .iter()
-                .flat_map(|e| e.name().ancestors().take_while(|a| a != zone)),
-        );
-        signer.resign_names(store, &names).await?;
-        if signer.needs_full_resign() {
-            // A delegation or DNAME added or removed above existing names:
-            // what is authoritative below changed; a whole re-sign follows.
-            let summary = edit.publish().await?;
-            if let Err(e) = crate::sign_after_write(store, zone, summary.ver, None, true).await {
-                tracing::warn!(%zone, error = %e, "the edit is in; the re-sign it needs is left to the next signer");
-            }
-            return Ok(summary);
+        let (summary, signer) = sign_and_publish(store, change, edit, signer).await?;
+        tracing::debug!(%zone, edits = change.edits.len(), signer_ready = ?ready,
+            published = ?t.elapsed(), "signed edit");
+        if let (Some(signer), Some(gen)) = (signer, summary.gen) {
+            kept_signer::keep(store, zone, signer, made, served.gen, gen);
         }
-        let touched = signer.take_touched();
-        if edit.names().is_empty() && touched.is_empty() {
-            return Ok(edit.publish().await?);
-        }
-        signer.sign_soa(store, edit.served_serial()).await?;
-        let touched = [touched, signer.take_touched()].concat();
-        edit.put_images(signer.take_images());
-        edit.note_signed(&touched);
-        return Ok(edit.publish().await?);
+        return Ok(summary);
     }
     Err(SignError::Store(StoreError::Conflict(
         last.unwrap_or_default(),
     )))
+}
+
+/// Signs what `edit` wrote and publishes it; returns the signer too when
+/// it may be kept for the next edit.
+async fn sign_and_publish(
+    store: &Store,
+    change: &ChangeSet,
+    mut edit: ZoneEdit,
+    mut signer: MergeSigner,
+) -> Result<(EditSummary, Option<MergeSigner>), SignError> {
+    let zone = &change.zone;
+    // What was written, and every name the change-set is about: a killed
+    // run may have written them unsigned (a re-run then finds nothing to
+    // change, and signing them is a no-op when all is well).
+    signer.keep_images(edit.take_images());
+    let mut names = edit.names().to_vec();
+    names.extend(
+        change
+            .edits
+            .iter()
+            .flat_map(|e| e.name().ancestors().take_while(|a| a != zone)),
+    );
+    signer.resign_names(store, &names).await?;
+    if signer.needs_full_resign() {
+        // A delegation or DNAME added or removed above existing names:
+        // what is authoritative below changed; a whole re-sign follows.
+        let summary = edit.publish().await?;
+        if let Err(e) = crate::sign_after_write(store, zone, summary.ver, None, true).await {
+            tracing::warn!(%zone, error = %e, "the edit is in; the re-sign it needs is left to the next signer");
+        }
+        return Ok((summary, None));
+    }
+    let touched = signer.take_touched();
+    if edit.names().is_empty() && touched.is_empty() {
+        return Ok((edit.publish().await?, Some(signer)));
+    }
+    signer.sign_soa(store, edit.served_serial()).await?;
+    let touched = [touched, signer.take_touched()].concat();
+    edit.put_images(signer.take_images());
+    edit.note_signed(&touched);
+    Ok((edit.publish().await?, Some(signer)))
 }

@@ -9,8 +9,9 @@
 //!  a killed holder stops renewing; after the lease's 30 s anyone takes over
 //!  take_soon(zone) ─► try_take; held by the signing service's pass ─► wait
 //!     for the pass to end (it is short), then take it
-//!  take_service(zone) ─► SERVICE_LEASE: which `serve` process looks after
-//!     the zone (held for good, renewed); the signing lease only per pass
+//!  take_service(zone, ttl) ─► SERVICE_LEASE: which `serve` process looks
+//!     after the zone (held for good, renewed; `serve --lease`, 30 s); the
+//!     signing lease only per pass, with the same time-to-live
 //! ```
 //!
 //! Every signing operation takes it: `secure-zone`, `unsecure-zone`,
@@ -19,7 +20,7 @@
 //! "Concurrency").
 
 use crate::SignError;
-use backend_mongo::lock::{Held, RenewGuard, Waiting, SERVICE_LEASE, SIGN_LEASE};
+use backend_mongo::lock::{Held, LockKind, RenewGuard, Waiting, SERVICE_LEASE, SIGN_LEASE};
 use backend_mongo::{Name, Store, StoreError};
 use std::time::Duration;
 
@@ -155,9 +156,19 @@ pub async fn take_soon(store: &Store, zone: &Name, what: &str) -> Result<Option<
 }
 
 /// Takes the signing service's lease of `zone` at once, or `None` when
-/// another `serve` process looks after it.
-pub async fn try_take_service(store: &Store, zone: &Name) -> Result<Option<Lease>, SignError> {
-    match store.try_lock(SERVICE_LEASE, zone, SERVICE_PASS).await? {
+/// another `serve` process looks after it. Held with time-to-live `ttl`:
+/// if this process dies, another takes the zone over that long after its
+/// last renewal.
+pub async fn try_take_service(
+    store: &Store,
+    zone: &Name,
+    ttl: Duration,
+) -> Result<Option<Lease>, SignError> {
+    let kind = LockKind {
+        ttl,
+        ..SERVICE_LEASE
+    };
+    match store.try_lock(kind, zone, SERVICE_PASS).await? {
         Ok(held) => held_or_busy(Ok(held)).map(Some),
         Err(_) => Ok(None),
     }
@@ -167,10 +178,22 @@ pub async fn try_take_service(store: &Store, zone: &Name) -> Result<Option<Lease
 /// once; `None` otherwise (an importer then writes unsigned and hands its
 /// names to the signer).
 pub async fn try_take(store: &Store, zone: &Name, what: &str) -> Result<Option<Lease>, SignError> {
+    try_take_for(store, zone, what, SIGN_LEASE.ttl).await
+}
+
+/// As [`try_take`], held with time-to-live `ttl` (the signing service's
+/// passes: a killed pass frees the zone as soon as its service lease does).
+pub async fn try_take_for(
+    store: &Store,
+    zone: &Name,
+    what: &str,
+    ttl: Duration,
+) -> Result<Option<Lease>, SignError> {
     if store.is_wanted(SIGN_LEASE, zone).await? {
         return Ok(None);
     }
-    match store.try_lock(SIGN_LEASE, zone, what).await? {
+    let kind = LockKind { ttl, ..SIGN_LEASE };
+    match store.try_lock(kind, zone, what).await? {
         Ok(held) => held_or_busy(Ok(held)).map(Some),
         Err(_) => Ok(None),
     }

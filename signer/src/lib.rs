@@ -33,6 +33,7 @@ pub mod edit;
 pub mod export;
 mod follow;
 pub mod handoff;
+pub mod kept_signer;
 pub mod keyroll;
 pub mod lease;
 pub mod merge;

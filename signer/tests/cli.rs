@@ -568,16 +568,21 @@ fn wait_for_serial_above(db: &Db, above: u32) -> u32 {
     }
 }
 
-/// `resign --follow` signs what a writer that knows nothing of DNSSEC adds
-/// and deletes, and `dnssec-verify` accepts the zone after each.
-fn follow_keeps_the_zone_valid(tag: &str, nsec3: bool) {
+/// A database whose `example.net.` is secured (NSEC3 with `nsec3`).
+fn secured_example_net(tag: &str, nsec3: bool) -> (Db, Name) {
     let db = Db::new(tag);
-    let zone: Name = "example.net.".parse().unwrap();
     let mut secure = vec!["secure-zone", "example.net"];
     if nsec3 {
         secure.push("--nsec3");
     }
     db.ok(&secure);
+    (db, "example.net.".parse().unwrap())
+}
+
+/// `resign --follow` signs what a writer that knows nothing of DNSSEC adds
+/// and deletes, and `dnssec-verify` accepts the zone after each.
+fn follow_keeps_the_zone_valid(tag: &str, nsec3: bool) {
+    let (db, zone) = secured_example_net(tag, nsec3);
     let mut follower = Command::new(env!("CARGO_BIN_EXE_mongodns-sign"))
         .args([
             "--mongodb-uri",
@@ -655,4 +660,97 @@ fn follow_keeps_the_zone_valid_nsec() {
 #[test]
 fn follow_keeps_the_zone_valid_nsec3() {
     follow_keeps_the_zone_valid("signcli_follow3", true);
+}
+
+/// Record edits of one process keep their signer (the chain read once)
+/// while another process edits the same secured zone between them: the
+/// names the other one changed are read again from its change records, so
+/// every edit links into the chain as stored and `dnssec-verify` accepts
+/// the zone. A kept chain that missed them drops the other's names.
+fn kept_signer_follows_other_writers(tag: &str, nsec3: bool) {
+    let (db, zone) = secured_example_net(tag, nsec3);
+    let before = signer::kept_signer::taken_in(&db.store, &zone);
+    let add_here = |owner: &str| {
+        let edit = backend_mongo::dns::edit::RecordEdit::Add {
+            name: owner.parse().unwrap(),
+            rrset: RRset {
+                rtype: RType::A,
+                ttl: 3600,
+                rdata: vec![Box::new([192, 0, 2, 1])],
+            },
+        };
+        block_on(signer::edit::edit_zone(&db.store, &zone, &[edit])).unwrap();
+    };
+    let other = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_mongodns-zone"))
+            .args(["--mongodb-uri", &database_uri(), "--database", &db.name])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "mongodns-zone {args:?}: {}", stderr(&o));
+    };
+    for i in 0..8 {
+        add_here(&format!("n{i}a.example.net."));
+        other(&[
+            "add-record",
+            "example.net",
+            &format!("n{i}b"),
+            "A",
+            "192.0.2.2",
+        ]);
+        if i % 3 == 2 {
+            other(&["delete-name", "example.net", &format!("n{}a", i - 1)]);
+        }
+    }
+    add_here("n9a.example.net.");
+    assert!(
+        signer::kept_signer::taken_in(&db.store, &zone) > before,
+        "no edit took up the signer kept by the one before"
+    );
+    let export = db.ok(&["export-zone", "example.net"]);
+    for i in 0..8 {
+        assert!(export.contains(&format!("n{i}b.example.net.")), "{export}");
+    }
+    verify(&export, "example.net", false);
+    db.drop_db();
+}
+
+#[test]
+fn kept_signer_follows_other_writers_nsec() {
+    kept_signer_follows_other_writers("signcli_kept", false);
+}
+
+/// Change-sets so large that their own change record says "all" (more
+/// names than a record lists) still keep their signer: the next one takes
+/// it up instead of reading the chain again.
+#[test]
+fn kept_signer_outlives_change_sets_too_large_to_list() {
+    let (db, zone) = secured_example_net("signcli_keptbig", false);
+    let edits = |round: usize| -> Vec<backend_mongo::dns::edit::RecordEdit> {
+        (0..2100)
+            .map(|i| backend_mongo::dns::edit::RecordEdit::Add {
+                name: format!("b{round}-{i}.example.net.").parse().unwrap(),
+                rrset: RRset {
+                    rtype: RType::A,
+                    ttl: 3600,
+                    rdata: vec![Box::new([192, 0, 2, 3])],
+                },
+            })
+            .collect()
+    };
+    block_on(signer::edit::edit_zone(&db.store, &zone, &edits(0))).unwrap();
+    let before = signer::kept_signer::taken_in(&db.store, &zone);
+    block_on(signer::edit::edit_zone(&db.store, &zone, &edits(1))).unwrap();
+    assert!(
+        signer::kept_signer::taken_in(&db.store, &zone) > before,
+        "the second large change-set read the chain again"
+    );
+    let export = db.ok(&["export-zone", "example.net"]);
+    verify(&export, "example.net", false);
+    db.drop_db();
+}
+
+#[test]
+fn kept_signer_follows_other_writers_nsec3() {
+    kept_signer_follows_other_writers("signcli_kept3", true);
 }

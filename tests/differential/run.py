@@ -12,6 +12,12 @@
     EXPLAINED (each listed in docs/conformance.md) allows the difference;
     Knot != NSD is reported and skipped.
 
+Then the defaults pass (after the unsigned one; --no-defaults skips it):
+    mongodns restarted at its default timeouts (the passes give it 20 s per
+    uncached query, and ask a query it left unanswered once more), asked
+    every UDP query of the unsigned pass once, with a stub resolver's 5-s
+    timeout ─► judged against Knot's and NSD's replies of that pass.
+
 Then the signed pass (--pass both, the default; --pass signed alone):
     zones ─► mongodns-import ─► mongodns-sign secure-zone (NSEC, NSEC3,
     opt-out, per SIGNED_ZONES) ─► mongodns-server ─► AXFR from it ─► master
@@ -50,6 +56,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 ZONES_DIR = os.path.join(REPO, "tests", "zones")
 GEN_ORIGIN = "gen.test."
+# The defaults pass asks each query once and waits this long, as a stub
+# resolver's single try does (dig: +time=5).
+DEFAULT_CLIENT_TIMEOUT = 5.0
 
 # Types asked at every name of the hand-written zones.
 SMALL_TYPES = ["A", "NS", "CNAME", "SOA", "PTR", "HINFO", "MX", "TXT", "RP",
@@ -199,20 +208,24 @@ def import_zones(args, tmp, zones, database):
             raise Fail(f"mongodns-import {origin} failed:\n{r.stderr}")
 
 
-def start_mongodns(args, tmp, database, port, control=None):
+def start_mongodns(args, tmp, database, port, control=None, defaults=False):
     """mongodns-server on `port` reading `database`; returns the process.
     With --resident, every zone is held in memory and `control` serves
-    /metrics (wait_resident)."""
-    log_file = open(os.path.join(tmp, "mongodns.log"), "w")
+    /metrics (wait_resident). The main passes give uncached queries 20 s
+    (a loaded machine's slow reads are not what they compare); `defaults`
+    keeps the server's own timeouts."""
+    log_file = open(os.path.join(tmp, "mongodns-defaults.log" if defaults else "mongodns.log"),
+                    "w")
     env = dict(os.environ, MONGODB_URI=args.mongodb_uri)
     resident = []
     if args.resident:
         resident = ["--resident-mb", "512", "--control-listen", f"127.0.0.1:{control}"]
+    timeouts = [] if defaults else ["--query-timeout-ms", "20000"]
     return subprocess.Popen(
         [args.server_bin, "--listen", f"127.0.0.1:{port}", "--database", database,
-         "--workers", "2", "--log", "warn", "--query-timeout-ms", "20000",
+         "--workers", "2", "--log", "warn",
          # Transfers allowed explicitly: the suite compares every zone's AXFR.
-         "--axfr-allow", "127.0.0.1/32"] + resident,
+         "--axfr-allow", "127.0.0.1/32"] + timeouts + resident,
         env=env, stdout=log_file, stderr=log_file)
 
 
@@ -850,6 +863,11 @@ def main():
                    help="most %% of one field's comparisons skipped (Knot != NSD), signed")
     p.add_argument("--max-axfr-skipped", type=int, default=1,
                    help="most zone transfers on which Knot and NSD may disagree, per pass")
+    p.add_argument("--min-defaults-judged", type=int, default=190000,
+                   help="field comparisons judged (Knot == NSD), defaults pass")
+    p.add_argument("--no-defaults", dest="defaults", action="store_false",
+                   help="skip the defaults pass (after the unsigned pass: mongodns at its "
+                        "default timeouts, every UDP query asked once)")
     p.add_argument("--window", type=int, default=64, help="queries in flight per server")
     p.add_argument("--report", help="write the full JSON report here (signed pass: "
                                      "FILE.signed.json)")
@@ -933,7 +951,10 @@ def run_pass(args, signed):
             except KeyboardInterrupt:
                 pass
             return 0
-        verdict = asyncio.run(run_suite(args, zones, ports, signed))
+        verdict, udp = asyncio.run(run_suite(args, zones, ports, signed))
+        if not signed and args.defaults:
+            verdict = max(verdict, defaults_pass(args, tmp, database, servers, ports, zones,
+                                                 procs, udp))
     except Fail as e:
         log(f"differential ({label}): FAILED: {e}")
         verdict = 2
@@ -1018,9 +1039,9 @@ def drop_database(args, database):
         pass
 
 
-async def run_suite(args, zones, ports, signed=False):
-    rng = random.Random(args.seed + (1 if signed else 0))
-    report = {
+def new_report(args):
+    """An empty tally of what a pass compared."""
+    return {
         "cases": 0,
         "checked": collections.Counter(),
         "skipped": collections.Counter(),
@@ -1030,6 +1051,14 @@ async def run_suite(args, zones, ports, signed=False):
         "reference_malformed": 0,
         "keep_examples": args.skip_examples,
     }
+
+
+async def run_suite(args, zones, ports, signed=False):
+    """Transfers, UDP and TCP queries to all three, and the verdict; returns
+    (verdict, (UDP cases, Knot's replies, NSD's replies)) for the defaults
+    pass."""
+    rng = random.Random(args.seed + (1 if signed else 0))
+    report = new_report(args)
     diffs = []
     # 1. Zone contents from Knot by AXFR (and the transfer compared).
     zone_data = {}
@@ -1096,12 +1125,50 @@ async def run_suite(args, zones, ports, signed=False):
             raise Fail(f"{name} answered only {got} of {len(replies)} TCP queries")
     diffs += compare(tcp_cases, *tcp_answers, report)
     total = len(cases) + len(tcp_cases)
-    return verdict(args, report, diffs, total, signed)
+    label = "signed" if signed else "unsigned"
+    least = args.min_signed_queries if signed else args.min_queries
+    min_judged = args.min_signed_judged if signed else args.min_judged
+    max_pct = args.max_signed_skipped_pct if signed else args.max_skipped_pct
+    return (verdict(args, report, diffs, total, label, (least, min_judged, max_pct)),
+            (cases, answers[0], answers[1]))
 
 
-def verdict(args, report, diffs, total, signed=False):
+def defaults_pass(args, tmp, database, servers, ports, zones, procs, udp):
+    """mongodns again at its default timeouts (a fresh process, so cold
+    caches), over the same database: the main pass's UDP queries, each
+    asked once with a stub resolver's timeout (DEFAULT_CLIENT_TIMEOUT) and
+    never again, judged against Knot's and NSD's replies of the main pass."""
+    started = time.time()
+    servers["mongodns"].terminate()
+    servers["mongodns"].wait(10)
+    port, control = free_port(), free_port()
+    proc = start_mongodns(args, tmp, database, port, control, defaults=True)
+    procs.append(proc)
+    deadline = time.time() + 60
+    wait_ready("mongodns (defaults)", proc, port, zones, deadline)
+    if args.resident:
+        wait_resident(control, zones, deadline)
+    cases, knot, nsd = udp
+    t0 = time.time()
+    ours = asyncio.run(ask_all_udp(port, [c.packet for c in cases], args.window,
+                                   timeout=DEFAULT_CLIENT_TIMEOUT, tries=1))
+    got = sum(1 for r in ours if r is not None)
+    log(f"differential (defaults): mongodns answered {got}/{len(ours)} in "
+        f"{time.time() - t0:.1f} s, asked once each ({DEFAULT_CLIENT_TIMEOUT:.0f}-s timeout)")
+    report = new_report(args)
+    diffs = compare(cases, knot, nsd, ours, report)
+    floors = (args.min_queries, args.min_defaults_judged, args.max_skipped_pct)
+    status = verdict(args, report, diffs, len(cases), "defaults", floors)
+    log(f"differential (defaults): {time.time() - started:.1f} s")
+    return status
+
+
+def verdict(args, report, diffs, total, label, floors):
+    """Prints the pass's tally and judges it; `floors`: (least queries, least
+    field comparisons judged, most %% of a field skipped). 0 passed, 1 failed."""
+    least, min_judged, max_pct = floors
     log("")
-    log(f"differential: the {'signed' if signed else 'unsigned'} pass")
+    log(f"differential: the {label} pass")
     log(f"differential: {total} queries ({report['cases']} compared), "
         f"{len(diffs)} unexplained differences")
     log("  checked per field:  " + ", ".join(f"{k} {v}" for k, v in report["checked"].items()))
@@ -1122,7 +1189,7 @@ def verdict(args, report, diffs, total, signed=False):
             log(f"  nsd:      {json.dumps(vn, indent=None)}")
         log(f"  mongodns: {json.dumps(vm, indent=None)}")
     if args.report:
-        with open(args.report + (".signed.json" if signed else ""), "w") as f:
+        with open(args.report + ("" if label == "unsigned" else f".{label}.json"), "w") as f:
             json.dump({
                 "queries": total,
                 "checked": report["checked"],
@@ -1139,7 +1206,6 @@ def verdict(args, report, diffs, total, signed=False):
             for ex in examples[:2]:
                 log(f"    {field}: {ex['query']}: knot={ex['knot']} nsd={ex['nsd']}")
     failed = False
-    least = args.min_signed_queries if signed else args.min_queries
     if total < least:
         log(f"differential: FAILED: only {total} queries, at least {least} required")
         failed = True
@@ -1148,8 +1214,6 @@ def verdict(args, report, diffs, total, signed=False):
     fields = [f for f in FIELDS if report["checked"][f] + report["skipped"][f] > 0]
     judged = sum(report["checked"][f] for f in FIELDS)
     skipped = sum(report["skipped"][f] for f in FIELDS)
-    min_judged = args.min_signed_judged if signed else args.min_judged
-    max_pct = args.max_signed_skipped_pct if signed else args.max_skipped_pct
     log(f"differential: {judged} field comparisons judged, {skipped} skipped "
         f"({100 * skipped / max(judged + skipped, 1):.2f}%; floor {min_judged} judged, "
         f"cap {max_pct}% skipped per field)")

@@ -27,7 +27,9 @@
 //! hands the names to the signer (`mongodns-sign` signs them, or the
 //! caller does, holding the signing lease).
 
+use super::bulk::insert_nodes;
 use super::{NodeImages, WriteMode, ZoneWriter, LOCK_WAIT};
+use crate::dnssec_store::FullNode;
 use crate::lock::{Held, ZONE_LOCK};
 use crate::schema::{self, node_id, RRset, ZoneInfo};
 use crate::store::{Store, StoreError};
@@ -39,6 +41,10 @@ use dns::edit::{
 use dns::journal::{record_changes, JournalEntry, JournalRecord};
 use mongodb::bson::{doc, Bson, Document};
 use std::collections::BTreeMap;
+
+/// Node documents per insert command (new names and their empty
+/// non-terminals).
+const INSERT_BATCH: usize = 1000;
 
 /// What [`Store::edit_zone`] did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -338,9 +344,11 @@ impl Store {
             edit.unmet = Some(unmet);
             return Ok(edit);
         }
+        let t = std::time::Instant::now();
         let (names, outcomes) = self
             .apply_in_memory(zone, ver, &change.edits, edit.secured)
             .await?;
+        let t_read = t.elapsed();
         if let Some(why) = names.values().find_map(|p| p.edit.too_large()) {
             return Err(StoreError::TooLarge(why));
         }
@@ -370,7 +378,10 @@ impl Store {
         } else {
             edit.changes = Some(journal_changes(&changed));
         }
+        let t_images = t.elapsed();
         edit.written = self.write_changed(zone, ver, &changed).await?;
+        tracing::debug!(%zone, names = changed.len(), read = ?t_read, imaged = ?t_images,
+            written = ?t.elapsed(), "change-set written");
         Ok(edit)
     }
 
@@ -434,16 +445,64 @@ impl Store {
         ver: i64,
         changed: &[&Pending],
     ) -> Result<Vec<Name>, StoreError> {
-        let mut written: Vec<Name> = Vec::new();
-        for p in changed.iter().filter(|p| !p.existed && !p.edit.is_empty()) {
-            written.extend(self.add_ancestors(zone, ver, p.edit.name()).await?);
-        }
-        self.write_edits(zone, ver, changed).await?;
+        let new: Vec<&Pending> = changed
+            .iter()
+            .copied()
+            .filter(|p| !p.existed && !p.edit.is_empty())
+            .collect();
+        let mut written = self.add_ancestors(zone, ver, &new).await?;
+        let raced = self.insert_new(zone, ver, &new).await?;
+        let rest: Vec<&Pending> = changed
+            .iter()
+            .copied()
+            .filter(|p| p.existed || p.edit.is_empty() || raced.contains(p.edit.name()))
+            .collect();
+        self.write_edits(zone, ver, &rest).await?;
         written.extend(changed.iter().map(|p| p.edit.name().clone()));
         for p in changed.iter().filter(|p| p.existed && p.edit.is_empty()) {
             written.extend(self.remove_if_childless(zone, ver, p.edit.name()).await?);
         }
         Ok(written)
+    }
+
+    /// Inserts the names that did not exist whole, in unordered bulk
+    /// inserts; returns those another writer inserted meanwhile (their
+    /// edits are then applied as updates, with the set operators).
+    async fn insert_new(
+        &self,
+        zone: &Name,
+        ver: i64,
+        new: &[&Pending],
+    ) -> Result<Vec<Name>, StoreError> {
+        let docs = new
+            .iter()
+            .map(|p| schema::node_doc(zone, ver, p.edit.name(), p.edit.after()))
+            .collect();
+        let dups = self.insert_batches(docs).await?;
+        Ok(dups
+            .into_iter()
+            .map(|i| new[i].edit.name().clone())
+            .collect())
+    }
+
+    /// Inserts `docs` in unordered commands of [`INSERT_BATCH`]; returns
+    /// the indexes (into `docs`) of those that existed already.
+    async fn insert_batches(&self, mut docs: Vec<Document>) -> Result<Vec<usize>, StoreError> {
+        let mut dups = Vec::new();
+        let mut at = 0;
+        while !docs.is_empty() {
+            let rest = docs.split_off(docs.len().min(INSERT_BATCH));
+            let n = docs.len();
+            dups.extend(
+                insert_nodes(&self.db, docs)
+                    .await?
+                    .into_iter()
+                    .map(|i| at + i),
+            );
+            at += n;
+            docs = rest;
+        }
+        Ok(dups)
     }
 
     /// Reads the names the prerequisites are about and checks them.
@@ -453,16 +512,16 @@ impl Store {
         ver: i64,
         prerequisites: &[Prerequisite],
     ) -> Result<Result<(), Unmet>, StoreError> {
-        let mut stored = BTreeMap::new();
-        for p in prerequisites {
-            if !stored.contains_key(p.name()) {
-                let node = self.read_full_node(zone, ver, p.name()).await?;
-                let rrsets: Vec<RRset> = node
-                    .map(|n| n.rrsets.into_iter().map(|s| s.rrset).collect())
-                    .unwrap_or_default();
-                stored.insert(p.name().clone(), rrsets);
-            }
-        }
+        let nodes = self
+            .read_named_nodes(zone, ver, prerequisites.iter().map(|p| p.name()))
+            .await?;
+        let stored: BTreeMap<Name, Vec<RRset>> = nodes
+            .into_iter()
+            .map(|(name, node)| {
+                let rrsets = node.map(|n| n.rrsets.into_iter().map(|s| s.rrset).collect());
+                (name, rrsets.unwrap_or_default())
+            })
+            .collect();
         Ok(check_prerequisites(prerequisites, &stored))
     }
 
@@ -476,9 +535,12 @@ impl Store {
     ) -> Result<(BTreeMap<Name, Pending>, Vec<Edited>), StoreError> {
         let mut names: BTreeMap<Name, Pending> = BTreeMap::new();
         let mut outcomes = Vec::with_capacity(edits.len());
+        let mut stored = self
+            .read_named_nodes(zone, ver, edits.iter().map(|e| e.name()))
+            .await?;
         for e in edits {
             if !names.contains_key(e.name()) {
-                let stored = self.read_full_node(zone, ver, e.name()).await?;
+                let stored = stored.remove(e.name()).flatten();
                 let existed = stored.is_some();
                 let rrsets: Vec<RRset> = stored
                     .map(|n| n.rrsets.into_iter().map(|s| s.rrset).collect())
@@ -492,33 +554,54 @@ impl Store {
         Ok((names, outcomes))
     }
 
-    /// Upserts the empty non-terminals between `name` and the apex; returns
-    /// those that did not exist.
+    /// The nodes of `names` (each read once, the reads in flight together)
+    /// as stored in version `ver`.
+    async fn read_named_nodes<'a>(
+        &self,
+        zone: &Name,
+        ver: i64,
+        names: impl Iterator<Item = &'a Name>,
+    ) -> Result<BTreeMap<Name, Option<FullNode>>, StoreError> {
+        let mut unique: Vec<Name> = names.cloned().collect();
+        unique.sort();
+        unique.dedup();
+        let read = self.read_full_nodes(zone, ver, &unique).await?;
+        Ok(unique.into_iter().zip(read).collect())
+    }
+
+    /// Inserts the empty non-terminals missing between the new names and
+    /// the apex (read first, inserted in unordered bulk inserts); returns
+    /// those it inserted (one another writer inserted meanwhile exists).
     async fn add_ancestors(
         &self,
         zone: &Name,
         ver: i64,
-        name: &Name,
+        new: &[&Pending],
     ) -> Result<Vec<Name>, StoreError> {
-        let mut added = Vec::new();
-        for a in name.ancestors().skip(1).take_while(|a| a != zone) {
-            let r = self
-                .nodes
-                .update_one(
-                    doc! {"_id": node_id(zone, ver, &a)},
-                    doc! {"$setOnInsert": base_fields(zone, ver, &a, true)},
-                )
-                .upsert(true)
-                .await;
-            match r {
-                Ok(r) if r.upserted_id.is_some() => added.push(a),
-                Ok(_) => {}
-                // Another writer inserted it at the same moment: it exists.
-                Err(e) if crate::lock::is_duplicate(&e) => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Ok(added)
+        let names: std::collections::BTreeSet<&Name> = new.iter().map(|p| p.edit.name()).collect();
+        let mut ancestors: Vec<Name> = names
+            .iter()
+            .flat_map(|n| n.ancestors().skip(1).take_while(|a| a != zone))
+            .filter(|a| !names.contains(a))
+            .collect();
+        ancestors.sort();
+        ancestors.dedup();
+        let stored = self.read_full_nodes(zone, ver, &ancestors).await?;
+        let missing: Vec<Name> = ancestors
+            .into_iter()
+            .zip(stored)
+            .filter_map(|(a, s)| s.is_none().then_some(a))
+            .collect();
+        let docs = missing
+            .iter()
+            .map(|a| schema::node_doc(zone, ver, a, &[]))
+            .collect();
+        let dups = self.insert_batches(docs).await?;
+        Ok(missing
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, a)| (!dups.contains(&i)).then_some(a))
+            .collect())
     }
 
     /// The three rounds of node updates: removals from RRsets, then the

@@ -7,11 +7,7 @@
 //!     <gen>", zone, gen, base, exact, from, to, rm, add, at }
 //!  zones.serial_gen: the generation the serial was last moved at (set by
 //!     every publish that moves it); an entry is exact when its base is it
-//!  journal_chain(zone now, their serial): entries read newest first,
-//!     walked back from the zone's gen: each exact, each ending where the
-//!     next begins, the first starting at their serial ─► Some(entries,
-//!     oldest first), else None (another writer changed the zone between,
-//!     an entry pruned or too large): the caller sends the whole zone
+//!  journal_chain(zone now, their serial): journal_read.rs
 //!  pruned when a zone holds more than JOURNAL_KEPT entries, and past
 //!  JOURNAL_MAX_AGE (14 days)
 //! ```
@@ -21,7 +17,7 @@
 //! (replaces, the signer, edits of secured zones) leave a gap, which only
 //! costs a full transfer.
 
-use crate::schema::{SchemaError, ZoneInfo};
+use crate::schema::SchemaError;
 use crate::store::{Store, StoreError};
 use crate::{Name, RRset, RType};
 use dns::journal::{JournalEntry, JournalRecord};
@@ -83,7 +79,9 @@ fn records_from(id: &str, d: &Document, key: &str) -> Result<Vec<JournalRecord>,
         .collect()
 }
 
-fn entry_from(d: &Document) -> Result<JournalEntry, SchemaError> {
+/// An entry as stored; with `records` false, its head alone (the records
+/// left out of the read, the lists empty).
+pub(super) fn entry_from(d: &Document, records: bool) -> Result<JournalEntry, SchemaError> {
     let id = d.get_str("_id").unwrap_or("?").to_string();
     let int = |k: &str| {
         d.get_i64(k).map_err(|_| SchemaError {
@@ -104,8 +102,14 @@ fn entry_from(d: &Document) -> Result<JournalEntry, SchemaError> {
         exact: d.get_bool("exact").unwrap_or(false),
         from_soa: soa("from")?,
         to_soa: soa("to")?,
-        removed: records_from(&id, d, "rm")?,
-        added: records_from(&id, d, "add")?,
+        removed: match records {
+            true => records_from(&id, d, "rm")?,
+            false => Vec::new(),
+        },
+        added: match records {
+            true => records_from(&id, d, "add")?,
+            false => Vec::new(),
+        },
     })
 }
 
@@ -187,7 +191,7 @@ impl Store {
         Ok(())
     }
 
-    fn journal(&self) -> mongodb::Collection<Document> {
+    pub(super) fn journal(&self) -> mongodb::Collection<Document> {
         self.db.collection(JOURNAL)
     }
 
@@ -226,51 +230,9 @@ impl Store {
             .await?;
         Ok(r.deleted_count)
     }
-
-    /// The journal entries that take `zone` (as served now) from serial
-    /// `theirs` to its current content, oldest first; `None` when the
-    /// journal does not account for every change since (see the module
-    /// documentation). Carries the handle's read deadline (`maxTimeMS`).
-    pub async fn journal_chain(
-        &self,
-        zone: &ZoneInfo,
-        theirs: u32,
-    ) -> Result<Option<Vec<JournalEntry>>, StoreError> {
-        let journal = self.journal();
-        let mut find = journal
-            .find(doc! {"zone": zone.apex.to_string(), "gen": {"$lte": zone.gen}})
-            .sort(doc! {"gen": -1})
-            .limit(JOURNAL_KEPT);
-        if let Some(d) = self.read_deadline {
-            find = find.max_time(d);
-        }
-        let mut cursor = find.await?;
-        let mut chain: Vec<JournalEntry> = Vec::new();
-        let (mut gen, mut serial) = (zone.gen, zone.serial);
-        while let Some(d) = cursor.try_next().await? {
-            let entry = entry_from(&d)?;
-            if entry.gen > gen {
-                continue;
-            }
-            let ends_here = entry.gen == gen && soa_serial(&entry.to_soa) == Some(serial);
-            if !ends_here || !entry.exact {
-                return Ok(None);
-            }
-            gen = entry.base_gen;
-            serial = match soa_serial(&entry.from_soa) {
-                Some(s) => s,
-                None => return Ok(None),
-            };
-            chain.push(entry);
-            if serial == theirs {
-                chain.reverse();
-                return Ok(Some(chain));
-            }
-        }
-        Ok(None)
-    }
 }
 
-fn soa_serial(r: &JournalRecord) -> Option<u32> {
+/// The serial of a journaled SOA record.
+pub(super) fn soa_serial(r: &JournalRecord) -> Option<u32> {
     dns::serial::soa_serial(&r.rdata)
 }

@@ -24,16 +24,12 @@ use crate::schema::{int_field, node_id};
 use crate::store::{Store, StoreError};
 use crate::{Name, RType};
 use dns::journal::{JournalEntry, JournalRecord};
-use futures::future::try_join_all;
 use mongodb::bson::Document;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Most nodes imaged for one change; a larger one is not journaled (a
 /// secondary behind it gets the whole zone).
 pub const MAX_IMAGED_NODES: usize = 20_000;
-
-/// Point reads in flight at once.
-const READS_AT_ONCE: usize = 32;
 
 /// Before-images of the nodes one change writes (see the module
 /// documentation).
@@ -121,7 +117,7 @@ impl NodeImages {
             self.before.clear();
             return Ok(());
         }
-        let read = read_nodes(store, &new).await?;
+        let read = store.read_full_nodes_by_id(&new).await?;
         self.before.extend(new.into_iter().zip(read));
         Ok(())
     }
@@ -136,7 +132,7 @@ impl NodeImages {
             return Ok(None);
         }
         let ids: Vec<String> = self.before.keys().cloned().collect();
-        let after = read_nodes(store, &ids).await?;
+        let after = store.read_full_nodes_by_id(&ids).await?;
         let (mut removed, mut added) = (Vec::new(), Vec::new());
         for (before, after) in self.before.values().zip(after) {
             let old = node_records(&self.zone, before.as_ref());
@@ -183,15 +179,6 @@ impl Store {
         };
         self.append_journal(zone, &entry).await
     }
-}
-
-/// The nodes stored under `ids`, in order (`None` where there is none).
-async fn read_nodes(store: &Store, ids: &[String]) -> Result<Vec<Option<FullNode>>, StoreError> {
-    let mut out = Vec::with_capacity(ids.len());
-    for chunk in ids.chunks(READS_AT_ONCE) {
-        out.extend(try_join_all(chunk.iter().map(|id| store.read_full_node_by_id(id))).await?);
-    }
-    Ok(out)
 }
 
 /// The SOA of `node` (an apex) as a journal record.

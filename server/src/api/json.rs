@@ -4,8 +4,10 @@
 //!  request bodies:  ZoneCreate { name, kind, nameservers, rrsets }
 //!                   RRsetPatch { rrsets: [RRsetChange { name, type, ttl,
 //!                                changetype, records: [Record] }] }
-//!  responses:       ServerJson, ZoneJson { …, rrsets: [RRsetJson] }
-//!  errors:          ApiError ─► status + {"error": "…"}
+//!  responses:       ServerJson, ZoneJson (its rrsets: [RRsetJson] are
+//!                   streamed after it, stream.rs)
+//!  errors:          ApiError ─► status + {"error": "…"}; a 500 gives a
+//!                   short id, the cause goes to the log
 //! ```
 
 use axum::http::StatusCode;
@@ -123,9 +125,6 @@ pub struct ZoneJson {
     /// Whether the zone is signed (when the zone itself is read).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dnssec: Option<bool>,
-    /// The RRsets, when the zone itself is read.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rrsets: Option<Vec<RRsetJson>>,
 }
 
 /// An error: its status and `{"error": "…"}`.
@@ -153,10 +152,15 @@ impl ApiError {
         ApiError::new(StatusCode::NOT_FOUND, message)
     }
 
-    /// 500: the database failed (logged).
+    /// 500: the database failed. The cause is logged with a short id; the
+    /// client gets the id alone (database errors name hosts and internals).
     pub fn internal(error: impl std::fmt::Display) -> ApiError {
-        tracing::warn!(error = %error, "HTTP API request failed");
-        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, error.to_string())
+        let id = error_id();
+        tracing::warn!(%id, error = %error, "HTTP API request failed");
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("internal error (error id {id}: see the server's log)"),
+        )
     }
 
     /// An error with this status.
@@ -173,6 +177,18 @@ impl IntoResponse for ApiError {
         let body = serde_json::json!({ "error": self.message });
         (self.status, Json(body)).into_response()
     }
+}
+
+/// A short random id that ties a client's error reply to the server's log.
+pub fn error_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    format!("{:08x}", h.finish() as u32)
 }
 
 /// A request body parsed as JSON; malformed: 400, wrong shape: 422.

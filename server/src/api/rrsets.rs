@@ -2,7 +2,8 @@
 //! reading, PowerDNS changes turned into one change-set's edits.
 //!
 //! ```text
-//!  read:   FullNode ─► not NSEC3, not a DNSSEC type ─► RRsetJson (rdata_text)
+//!  read:   FullNode ─► not NSEC3, not a DNSSEC type, the type asked
+//!            ─► RRsetJson (rdata_text), one node at a time
 //!  PATCH:  RRsetChange ─► owner in the zone? type known, not DNSSEC?
 //!            REPLACE ─► parse_rdata each content ─► RecordEdit::ReplaceRRset
 //!            DELETE  ─► RecordEdit::DeleteRRset (not the apex SOA or NS)
@@ -27,20 +28,19 @@ const DNSSEC_TYPES: [RType; 7] = [
     RType::CDNSKEY,
 ];
 
-/// A zone's RRsets as the API shows them, DNSSEC records left out.
-pub fn rrsets_json(mut nodes: Vec<FullNode>) -> Vec<RRsetJson> {
-    nodes.retain(|n| !n.nsec3);
-    nodes.sort_by(|a, b| a.name.cmp(&b.name));
-    let mut out = Vec::new();
-    for node in nodes {
-        for signed in node.rrsets {
-            let rrset = signed.rrset;
-            if !DNSSEC_TYPES.contains(&rrset.rtype) {
-                out.push(rrset_json(&node.name, &rrset));
-            }
-        }
+/// A node's RRsets as the API shows them (only `only`'s, when given):
+/// none for an NSEC3 node, DNSSEC records left out.
+pub fn node_rrsets(node: &FullNode, only: Option<RType>) -> Vec<RRsetJson> {
+    if node.nsec3 {
+        return Vec::new();
     }
-    out
+    node.rrsets
+        .iter()
+        .map(|signed| &signed.rrset)
+        .filter(|r| !DNSSEC_TYPES.contains(&r.rtype))
+        .filter(|r| only.is_none_or(|t| t == r.rtype))
+        .map(|r| rrset_json(&node.name, r))
+        .collect()
 }
 
 fn rrset_json(name: &Name, rrset: &RRset) -> RRsetJson {

@@ -1,11 +1,11 @@
-//! The zone endpoints: list, create, read, patch RRsets, delete (not yet).
+//! The zone endpoints that write: create, patch RRsets, delete (the reads:
+//! reads.rs).
 //!
 //! ```text
-//!  GET    …/zones            Store::list_zones, paged through ─► [ZoneJson]
 //!  POST   …/zones            edits checked ─► applied in memory to the new
 //!                            apex (new_zone.rs) ─► signer::create, one
-//!                            replace, on its own task ─► 201
-//!  GET    …/zones/{id}       find_zone ─► read_version ─► ZoneJson + rrsets
+//!                            replace, on its own task ─► 201 + the zone
+//!                            read back (reads.rs)
 //!  PATCH  …/zones/{id}       edits checked ─► signer::edit::apply on its
 //!                            own task (one change-set, whole or nothing;
 //!                            run to its end if the client leaves) ─► 204, or 422
@@ -13,54 +13,24 @@
 //!                            deleted in the background after 3 s
 //! ```
 
-use super::json::{parse_body, ApiError, RRsetChange, RRsetPatch, ZoneCreate, ZoneJson};
+use super::json::{parse_body, ApiError, RRsetChange, RRsetPatch, ZoneCreate};
 use super::new_zone::zone_nodes;
-use super::rrsets::{edits_for, refused_edits, rrsets_json};
+use super::reads::{find_zone, no_such_zone, zone_id, zone_response, RRsetFilter};
+use super::rrsets::{edits_for, refused_edits};
 use super::ApiState;
 use crate::write_task::to_end;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::response::Response;
 use backend_mongo::dns::edit::ChangeSet;
 use backend_mongo::dns::edit::RecordEdit;
-use backend_mongo::{Name, StoreError, ZoneInfo};
+use backend_mongo::{Name, StoreError};
 use signer::create::{create_zone, today_serial, CreateError, NewZone};
 use signer::SignError;
 
-/// Zones read from the database at a time while listing.
-const LIST_PAGE: usize = 1000;
-
 /// TTL of the SOA and NS records of a zone created without them.
 const APEX_TTL: u32 = 3600;
-
-/// `GET …/zones`: every zone, in name order.
-pub async fn list(State(state): State<ApiState>) -> Result<Json<Vec<ZoneJson>>, ApiError> {
-    let mut zones = Vec::new();
-    let mut after: Option<Name> = None;
-    loop {
-        let page = state
-            .store
-            .list_zones(after.as_ref(), LIST_PAGE)
-            .await
-            .map_err(ApiError::internal)?;
-        zones.extend(page.iter().map(zone_json));
-        match page.last() {
-            Some(last) if page.len() == LIST_PAGE => after = Some(last.apex.clone()),
-            _ => return Ok(Json(zones)),
-        }
-    }
-}
-
-/// `GET …/zones/{id}`: the zone with its RRsets.
-pub async fn get(
-    State(state): State<ApiState>,
-    Path(id): Path<String>,
-) -> Result<Json<ZoneJson>, ApiError> {
-    let zone = zone_id(&id)?;
-    Ok(Json(read_zone(&state, &zone).await?))
-}
 
 /// `POST …/zones`: a new zone, with its name servers and any RRsets,
 /// written in one replace on a task of its own (served whole or not at
@@ -79,8 +49,7 @@ pub async fn create(State(state): State<ApiState>, body: Bytes) -> Result<Respon
         .await
         .map_err(ApiError::internal)?
         .map_err(create_error)?;
-    let created = read_zone(&state, &zone).await?;
-    Ok((StatusCode::CREATED, Json(created)).into_response())
+    zone_response(&state, &zone, StatusCode::CREATED, &RRsetFilter::default()).await
 }
 
 /// `PATCH …/zones/{id}`: the RRset changes as one change-set, applied on
@@ -129,15 +98,6 @@ pub async fn delete(
 /// How long a deleted zone's nodes stay readable for servers finishing
 /// what they read.
 const DELETE_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
-
-/// A zone id or name (`example.org.` or `example.org`) as a name.
-fn zone_id(text: &str) -> Result<Name, ApiError> {
-    let absolute = match text.ends_with('.') {
-        true => text.to_string(),
-        false => format!("{text}."),
-    };
-    Name::parse(&absolute, None).map_err(|e| ApiError::invalid(format!("bad zone {text:?}: {e}")))
-}
 
 /// Only native zones: the database replicates them.
 fn check_kind(kind: Option<&str>) -> Result<(), ApiError> {
@@ -201,61 +161,10 @@ async fn apply(state: &ApiState, zone: &Name, edits: &[RecordEdit]) -> Result<()
     refused_edits(edits, &summary)
 }
 
-/// The zone as served, with its RRsets.
-async fn read_zone(state: &ApiState, zone: &Name) -> Result<ZoneJson, ApiError> {
-    let info = find_zone(state, zone).await?;
-    let nodes = state
-        .store
-        .read_version(zone, info.ver)
-        .await
-        .map_err(ApiError::internal)?;
-    let dnssec = state
-        .store
-        .dnssec_config(zone)
-        .await
-        .map_err(ApiError::internal)?
-        .secured;
-    let mut json = zone_json(&info);
-    json.dnssec = Some(dnssec);
-    json.rrsets = Some(rrsets_json(nodes));
-    Ok(json)
-}
-
-/// The zone as served; 404 when there is none.
-async fn find_zone(state: &ApiState, zone: &Name) -> Result<ZoneInfo, ApiError> {
-    state
-        .store
-        .find_zone(zone)
-        .await
-        .map_err(ApiError::internal)?
-        .ok_or_else(|| no_such_zone(&zone.to_string()))
-}
-
-fn no_such_zone(zone: &str) -> ApiError {
-    ApiError::not_found(format!("Could not find domain '{zone}'"))
-}
-
 fn create_error(e: CreateError) -> ApiError {
     match e {
         CreateError::ZoneExists(_) => ApiError::new(StatusCode::CONFLICT, e.to_string()),
         CreateError::NoNameservers(_) => ApiError::invalid(e.to_string()),
         CreateError::Store(e) => ApiError::internal(e),
-    }
-}
-
-/// A zone as listed.
-fn zone_json(info: &ZoneInfo) -> ZoneJson {
-    let name = info.apex.to_string();
-    ZoneJson {
-        id: name.clone(),
-        url: format!("/api/v1/servers/localhost/zones/{name}"),
-        name,
-        object_type: "Zone",
-        kind: "Native",
-        serial: info.serial,
-        edited_serial: info.serial,
-        masters: Vec::new(),
-        dnssec: None,
-        rrsets: None,
     }
 }

@@ -78,6 +78,8 @@ pub struct Counters {
     pub db_shed: AtomicU64,
     /// Uncached queries that ran out of time (SERVFAIL, or stale).
     pub query_timeouts: AtomicU64,
+    /// Zone documents and catalog nodes read to keep the catalog zone.
+    pub catalog_reads: AtomicU64,
 }
 
 impl Counters {

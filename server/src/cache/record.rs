@@ -2,6 +2,8 @@
 //!
 //! ```text
 //!  find_zone(apex) ─► ZoneRegistry (positive / negative) ─miss─► store
+//!  enclosing_zone(qname) ─► the candidate apexes the registry does not
+//!        know ─► one read of them all (zones_among) ─► each remembered
 //!  get_node(zone, name) ─► node LRU keyed (apex, ver, name), entry tagged
 //!        with the zone's node epoch ─ stale or missing ─► single flight ─► store
 //!  denial(zone, key, wrap) ─► DenialCache: the NSEC/NSEC3 records read so
@@ -26,7 +28,7 @@ use super::sharded::{ShardedLru, Weigh};
 use super::single_flight::Flights;
 use super::zones::{Known, NodePurge, ZoneRegistry};
 use super::Counters;
-use crate::backend::{Backend, CachedNode};
+use crate::backend::{deepest, Backend, CachedNode};
 use backend_mongo::{Name, Node, StoreError, ZoneInfo};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -166,6 +168,18 @@ impl<B: Backend> Shared<B> {
         result
     }
 
+    /// One read through the gate, counted (zone lookups, uncached reads).
+    async fn gated<T>(
+        &self,
+        read: impl std::future::Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        let _slot = self.gate.enter(&self.counters).await?;
+        let started = Instant::now();
+        let result = read.await;
+        self.counters.record_db(started.elapsed(), result.is_ok());
+        result
+    }
+
     /// One denial read, through the gate, counted.
     async fn fetch_denial(
         &self,
@@ -189,6 +203,9 @@ pub struct RecordCache<B> {
     zones: Arc<ZoneRegistry>,
     node_flights: Arc<Flights<NodeKey, Option<Arc<Node>>>>,
     zone_flights: Arc<Flights<Name, Option<ZoneInfo>>>,
+    /// Zone lookups of whole names (the deepest zone among the candidates
+    /// not known), by name.
+    enclosing_flights: Arc<Flights<Name, Option<ZoneInfo>>>,
     denial_flights: Arc<Flights<DenialKey, Option<Arc<Node>>>>,
     /// The first denial read of a zone version while none is in flight;
     /// misses meanwhile wait for it (see `denial`).
@@ -247,6 +264,7 @@ impl<B: Backend> RecordCache<B> {
             zones,
             node_flights: Arc::new(Flights::new()),
             zone_flights: Arc::new(Flights::new()),
+            enclosing_flights: Arc::new(Flights::new()),
             denial_flights: Arc::new(Flights::new()),
             denial_leads: Arc::new(Flights::new()),
             config,
@@ -328,12 +346,7 @@ impl<B: Backend> RecordCache<B> {
         &self,
         read: impl std::future::Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
-        let counters = &self.shared.counters;
-        let _slot = self.shared.gate.enter(counters).await?;
-        let started = Instant::now();
-        let result = read.await;
-        counters.record_db(started.elapsed(), result.is_ok());
-        result
+        self.shared.gated(read).await
     }
 }
 
@@ -364,17 +377,40 @@ impl<B: Backend> Backend for RecordCache<B> {
         let (shared, zones, key) = (self.shared.clone(), self.zones.clone(), apex.clone());
         let read = async move {
             let epoch = zones.zones_epoch();
-            let _slot = shared.gate.enter(&shared.counters).await?;
-            let started = Instant::now();
-            let found = shared.inner.find_zone(&key).await;
-            shared.counters.record_db(started.elapsed(), found.is_ok());
-            let found = found?;
+            let found = shared.gated(shared.inner.find_zone(&key)).await?;
             zones.learn(&key, found.as_ref(), epoch);
             Ok(found)
         };
         let found = self.zone_flights.run(apex, read).await?;
         // Serve the registry's view: it may carry a purge generation.
         Ok(found.map(|info| self.zones.state(apex).map_or(info, |s| s.info())))
+    }
+
+    async fn enclosing_zone(&self, qname: &Name) -> Result<Option<ZoneInfo>, StoreError> {
+        let counters = &self.shared.counters;
+        let (unknown, known) = self.zones.unknown_candidates(qname);
+        if unknown.is_empty() {
+            counters.zone_hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(known);
+        }
+        counters.zone_misses.fetch_add(1, Ordering::Relaxed);
+        let (shared, zones) = (self.shared.clone(), self.zones.clone());
+        let read = async move {
+            let epoch = zones.zones_epoch();
+            let found = shared.gated(shared.inner.zones_among(&unknown)).await?;
+            // Every candidate read is remembered, "not a zone" too: names
+            // sharing a suffix then read only the labels they add.
+            for apex in &unknown {
+                zones.learn(apex, found.iter().find(|z| z.apex == *apex), epoch);
+            }
+            Ok(deepest(found))
+        };
+        let found = self.enclosing_flights.run(qname, read).await?;
+        // A flight another asker began may have read other candidates:
+        // the deeper zone of the two is the one enclosing the name.
+        let zone = deepest(found.into_iter().chain(known));
+        // Serve the registry's view: it may carry a purge generation.
+        Ok(zone.map(|info| self.zones.state(&info.apex).map_or(info, |s| s.info())))
     }
 
     async fn get_node(

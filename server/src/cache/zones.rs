@@ -400,6 +400,22 @@ impl ZoneRegistry {
         }
     }
 
+    /// The candidate apexes of `qname` (itself and every ancestor) that
+    /// the registry cannot answer for, deepest first, down to the deepest
+    /// known zone, which comes second (`None`: no candidate is known as a
+    /// zone). With no such candidate, the second is the answer.
+    pub fn unknown_candidates(&self, qname: &Name) -> (Vec<Name>, Option<ZoneInfo>) {
+        let mut unknown = Vec::new();
+        for apex in qname.ancestors() {
+            match self.lookup(&apex) {
+                Known::Zone(info) => return (unknown, Some(info)),
+                Known::NotAZone => {}
+                Known::Unknown => unknown.push(apex),
+            }
+        }
+        (unknown, None)
+    }
+
     /// The state of a known zone.
     pub fn state(&self, apex: &Name) -> Option<Arc<ZoneState>> {
         self.zones
@@ -658,6 +674,16 @@ impl ZoneRegistry {
         self.purges.fetch_add(1, Ordering::AcqRel);
         self.last_seq.store(i64::MIN, Ordering::Release);
         self.zones_epoch.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// The generation up to which every change is applied (`None` before
+    /// the first poll, and after a full purge until the next): every zone
+    /// document of a generation at or below it was visible when the poll
+    /// that moved it read the zones (a generation no zone showed yet held
+    /// it back, for 5 s at most).
+    pub fn applied_through(&self) -> Option<i64> {
+        let last = self.last_seq.load(Ordering::Acquire);
+        (last != i64::MIN).then_some(last)
     }
 
     /// Every known zone, as served now.

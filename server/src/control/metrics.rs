@@ -97,6 +97,16 @@ impl Control {
         all.extend(self.serving_metrics());
         all.extend(self.resident_metrics());
         all.extend(guard_metrics());
+        all.push(gauge(
+            "tcp_connections",
+            "DNS TCP connections holding a slot now",
+            crate::guard::TCP_CONNECTIONS.load(Ordering::Relaxed),
+        ));
+        all.push(gauge(
+            "updates_in_progress",
+            "DNS UPDATEs being applied now, those waiting for the zone lock included",
+            crate::guard::UPDATES_IN_PROGRESS.load(Ordering::Relaxed),
+        ));
         all.extend(notify_metrics());
         all
     }
@@ -232,7 +242,7 @@ impl Control {
         ]
     }
 
-    fn database_metrics(&self) -> [Metric; 4] {
+    fn database_metrics(&self) -> [Metric; 5] {
         let c = &self.counters;
         [
             counter("db_queries", "database round trips", load(&c.db_queries)),
@@ -250,6 +260,11 @@ impl Control {
                 "db_inflight",
                 "database reads in flight",
                 load(&c.db_inflight),
+            ),
+            counter(
+                "catalog_zone_reads",
+                "zone documents and catalog nodes read to keep the catalog zone",
+                load(&c.catalog_reads),
             ),
         ]
     }

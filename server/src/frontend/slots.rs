@@ -9,11 +9,18 @@
 //!  idle timeout: full while at most half the slots are taken, then
 //!  shrinking linearly to IDLE_FLOOR as the last slots fill (as NSD and Knot
 //!  do); connections already waiting are told (pressure) and recompute it
+//!  every slot taken when one more comes: from a prefix holding two or
+//!  more while other prefixes hold slots too, it is closed at once; else
+//!  it waits while the
+//!  oldest connection of the prefix holding the most slots (two at least)
+//!  is told to close (evicted): clients that keep connections busy with
+//!  queries they never read cannot shut newcomers out
 //! ```
 
-use std::collections::HashMap;
+use crate::guard::{bump, GUARD};
+use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
@@ -29,13 +36,25 @@ pub struct Slots {
     per_prefix: Mutex<HashMap<IpAddr, usize>>,
     waiting: AtomicUsize,
     pressure: Notify,
+    /// Held slots in the order they were given: (prefix, eviction notice).
+    held: Mutex<BTreeMap<u64, (IpAddr, Arc<Notify>)>>,
+    next: AtomicU64,
 }
 
 /// A held slot; dropping it frees the slot and the prefix's share.
 pub struct Slot {
     slots: Arc<Slots>,
     prefix: IpAddr,
+    id: u64,
+    evicted: Arc<Notify>,
     _permit: OwnedSemaphorePermit,
+}
+
+impl Slot {
+    /// Told when the connection must give its slot up to a newcomer.
+    pub fn evicted(&self) -> &Notify {
+        &self.evicted
+    }
 }
 
 /// Why a connection got no slot.
@@ -76,6 +95,8 @@ impl Slots {
             per_prefix: Mutex::new(HashMap::new()),
             waiting: AtomicUsize::new(0),
             pressure: Notify::new(),
+            held: Mutex::new(BTreeMap::new()),
+            next: AtomicU64::new(0),
         })
     }
 
@@ -91,15 +112,20 @@ impl Slots {
         if !self.take_share(prefix) {
             return Err(Refused::Prefix);
         }
-        match self.permit(wait).await {
+        match self.permit(prefix, wait).await {
             Some(permit) => {
                 if self.in_use() > self.max / 2 {
                     // The idle timeout just shrank: idle connections recompute it.
                     self.pressure.notify_waiters();
                 }
+                let id = self.next.fetch_add(1, Ordering::Relaxed);
+                let evicted = Arc::new(Notify::new());
+                self.held_map().insert(id, (prefix, evicted.clone()));
                 Ok(Slot {
                     slots: self.clone(),
                     prefix,
+                    id,
+                    evicted,
                     _permit: permit,
                 })
             }
@@ -110,9 +136,12 @@ impl Slots {
         }
     }
 
-    async fn permit(&self, wait: Duration) -> Option<OwnedSemaphorePermit> {
+    async fn permit(&self, prefix: IpAddr, wait: Duration) -> Option<OwnedSemaphorePermit> {
         if let Ok(p) = self.permits.clone().try_acquire_owned() {
             return Some(p);
+        }
+        if !self.evict_for(prefix) {
+            return None;
         }
         if self.waiting.fetch_add(1, Ordering::Relaxed) >= self.max {
             self.waiting.fetch_sub(1, Ordering::Relaxed);
@@ -121,6 +150,45 @@ impl Slots {
         let got = tokio::time::timeout(wait, self.permits.clone().acquire_owned()).await;
         self.waiting.fetch_sub(1, Ordering::Relaxed);
         got.ok().and_then(Result::ok)
+    }
+
+    fn held_map(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, (IpAddr, Arc<Notify>)>> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Every slot is taken and a connection from `newcomer` came: false
+    /// when its prefix holds two slots or more already and other prefixes
+    /// hold some too (it may not wait: the slots freed go to lighter
+    /// prefixes; a prefix alone still waits for idle ones to close).
+    /// Otherwise tells the oldest
+    /// connection of the prefix holding the most slots, if that prefix
+    /// holds two or more, to close, and true (it may wait).
+    fn evict_for(&self, newcomer: IpAddr) -> bool {
+        let mut held = self.held_map();
+        let mut counts: HashMap<IpAddr, usize> = HashMap::new();
+        for (prefix, _) in held.values() {
+            *counts.entry(*prefix).or_insert(0) += 1;
+        }
+        let own = counts.get(&newcomer).copied().unwrap_or(0);
+        if own >= 2 && counts.len() > 1 {
+            return false;
+        }
+        let Some((&heaviest, &n)) = counts.iter().max_by_key(|(_, n)| **n) else {
+            return true;
+        };
+        if n < 2 {
+            return true;
+        }
+        let oldest = held
+            .iter()
+            .find(|(_, (p, _))| *p == heaviest)
+            .map(|(id, _)| *id);
+        // Out of the map at once: the next newcomer picks another.
+        if let Some((_, notice)) = oldest.and_then(|id| held.remove(&id)) {
+            notice.notify_one();
+            bump(&GUARD.tcp_evictions);
+        }
+        true
     }
 
     fn take_share(&self, prefix: IpAddr) -> bool {
@@ -173,6 +241,7 @@ fn scaled_idle(full: Duration, in_use: usize, max: usize) -> Duration {
 
 impl Drop for Slot {
     fn drop(&mut self) {
+        self.slots.held_map().remove(&self.id);
         self.slots.give_share(self.prefix);
     }
 }

@@ -13,7 +13,7 @@
 //! ```
 
 use super::slots::{Refused, Slots};
-use crate::guard::{bump, GUARD};
+use crate::guard::{bump, InProgress, GUARD, TCP_CONNECTIONS};
 use crate::handler::Transport;
 use crate::handler::{Aborted, Handler, TcpPeer, TcpReply};
 use std::net::SocketAddr;
@@ -87,7 +87,9 @@ pub async fn serve_tcp<H: Handler>(listener: TcpListener, handler: Arc<H>, limit
         tokio::spawn(async move {
             match slots.admit(peer.ip(), limits.permit_timeout).await {
                 Ok(slot) => {
-                    serve_connection(stream, peer, handler, limits, &slots).await;
+                    let open = InProgress::count(&TCP_CONNECTIONS);
+                    serve_connection(stream, peer, handler, limits, &slots, slot.evicted()).await;
+                    drop(open);
                     drop(slot);
                 }
                 Err(why) => {
@@ -119,6 +121,7 @@ async fn serve_connection<H: Handler>(
     handler: Arc<H>,
     limits: TcpLimits,
     slots: &Slots,
+    evicted: &Notify,
 ) {
     let _ = stream.set_nodelay(true);
     let (reader, writer) = stream.into_split();
@@ -131,6 +134,9 @@ async fn serve_connection<H: Handler>(
     let reading = read_queries(reader, peer, &handler, tx, &conn, &limits, slots);
     tokio::select! {
         () = reading => {}
+        // Given up for a newcomer: no more queries read, replies in flight
+        // still written.
+        () = evicted.notified() => {}
         () = conn.cut.notified() => {
             write_task.abort();
             return;

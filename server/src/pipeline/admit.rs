@@ -44,7 +44,7 @@ use tokio::sync::mpsc;
 const TRANSFER_QUEUE: usize = 4;
 
 /// Time allowed for reading and packing a whole zone transfer.
-pub(crate) const TRANSFER_TIMEOUT: Duration = Duration::from_secs(300);
+pub(crate) const TRANSFER_TIMEOUT: Duration = backend_mongo::transfer::TRANSFER_MAX_TIME;
 
 /// Why a transfer request is not served.
 enum Refusal {

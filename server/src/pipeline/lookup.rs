@@ -2,7 +2,8 @@
 //!
 //! ```text
 //!  find_zone(qname) ── longest apex that is a served zone ──► ZoneInfo
-//!     (from the zone registry alone when it knows every candidate)
+//!     (from the zone registry alone when it knows every candidate, else
+//!      one read of every candidate it does not know: Backend::enclosing_zone)
 //!  zone_for_question: the same, except DS at a zone's apex goes to the
 //!                     parent zone when we serve it (RFC 4035 §3.1.4.1),
 //!                     as the backend's answer_view of it (answer_zone)
@@ -71,8 +72,8 @@ pub enum Walk {
 }
 
 /// The served zone with the longest apex that encloses `qname`: from
-/// what the cache knows when it knows every candidate, else one lookup of
-/// each candidate, all at once.
+/// what the cache knows when it knows every candidate, else one read of
+/// the candidates it does not know, all together.
 pub async fn find_zone<B: Backend>(
     backend: &B,
     qname: &Name,
@@ -80,9 +81,7 @@ pub async fn find_zone<B: Backend>(
     if let Some(known) = backend.known_zone(qname) {
         return Ok(known);
     }
-    let candidates: Vec<Name> = qname.ancestors().collect();
-    let found = try_join_all(candidates.iter().map(|c| backend.find_zone(c))).await?;
-    Ok(found.into_iter().flatten().next())
+    backend.enclosing_zone(qname).await
 }
 
 /// [`find_zone`], as the backend answers questions from it

@@ -8,10 +8,12 @@
 //!     being loaded: wait for it, boundedly; not counted in the timeout)
 //!  qname the apex of a served zone? (one zone read) ── no ──► NOTAUTH
 //!  IXFR with a serial not older than ours ──► one message: our SOA
-//!  IXFR from a serial the journal reaches (Backend::journal_chain) ──►
-//!     SOA, per change: old SOA, removed, new SOA, added; SOA (send_journal)
+//!  IXFR from a serial the journal reaches (Backend::journal_chain, its
+//!     entries streamed a batch at a time) ──► SOA, per change: old SOA,
+//!     removed, new SOA, added; SOA (send_journal)
 //!  (IXFR over UDP: udp_ixfr.rs, the same changes in one datagram or our SOA)
-//!  apex SOA (point read) ─► Sink: SOA
+//!  apex SOA (point read) ─► Sink: SOA (AXFR: a first message of the SOA
+//!    alone, sent before the cursor is opened)
 //!    ─► zone_stream (one stored version) node by node ─► messages of up to
 //!       16 KiB sent as each fills: every record but the apex SOA (with RRSIGs)
 //!    ─► version_deleting? ── yes ──► abort: no closing SOA, connection closed
@@ -33,6 +35,7 @@ use crate::guard::{bump, GUARD};
 use crate::handler::Aborted;
 use crate::tsig::TsigSigner;
 use crate::wire::{flags, MessageWriter, Query, Rcode, Section};
+use backend_mongo::writer::JournalStream;
 use backend_mongo::{Name, Node, RRset, RType, StoreError, ZoneInfo};
 use dns::journal::{JournalEntry, JournalRecord};
 use dns::serial::{serial_gt, soa_serial};
@@ -197,12 +200,18 @@ async fn transfer<B: Backend>(
                 return sink.send_opt(pack.finish()).await;
             }
             if let Some(chain) = backend.journal_chain(&zone, theirs).await? {
-                return send_journal(&zone, &soa, &chain, &mut pack, sink).await;
+                return send_journal(&zone, &soa, chain, &mut pack, sink).await;
             }
             bump(&GUARD.ixfr_full);
         }
     }
-    let records = stream_zone(backend, &zone, &soa, &mut pack, sink).await?;
+    // An AXFR's opening SOA leaves alone, before the cursor is opened: its
+    // first batch may take seconds for a large zone, the SOA is known
+    // already. Not in an IXFR answered with the whole zone: there a first
+    // message of our SOA alone reads as "up to date" (RFC 1995 §4) to a
+    // client that judges by the first message.
+    let soa_alone = query.qtype == RType::AXFR;
+    let records = stream_zone(backend, &zone, (&soa, soa_alone), &mut pack, sink).await?;
     tracing::info!(zone = %zone.apex, records, messages = sink.sent, "zone transferred");
     Ok(())
 }
@@ -233,53 +242,59 @@ pub(super) async fn zone_and_soa<B: Backend>(
 
 /// An incremental IXFR (RFC 1995 §4): our SOA, then each change of the
 /// journal as its old SOA, the records removed, its new SOA, the records
-/// added; our SOA again. Streamed like a whole zone.
+/// added; our SOA again. Streamed like a whole zone: the journal's
+/// entries are read a batch at a time as the messages go.
 async fn send_journal(
     zone: &ZoneInfo,
     soa: &RRset,
-    chain: &[JournalEntry],
+    mut chain: JournalStream,
     pack: &mut Packer<'_>,
     sink: &mut Sink,
 ) -> Result<(), TransferError> {
     let apex = &zone.apex;
     sink.send_opt(pack.push(apex, RType::SOA, soa.ttl, &soa.rdata[0])?)
         .await?;
-    let mut records = 2;
-    for r in diff_records(chain) {
-        sink.send_opt(pack.push(&r.owner, r.rtype, r.ttl, &r.rdata)?)
-            .await?;
-        records += 1;
+    let (mut records, mut changes) = (2, 0);
+    while let Some(entry) = chain.next().await {
+        for r in entry_records(&entry?) {
+            sink.send_opt(pack.push(&r.owner, r.rtype, r.ttl, &r.rdata)?)
+                .await?;
+            records += 1;
+        }
+        changes += 1;
     }
     sink.send_opt(pack.push(apex, RType::SOA, soa.ttl, &soa.rdata[0])?)
         .await?;
     sink.send_opt(pack.finish()).await?;
     bump(&GUARD.ixfr_incremental);
-    tracing::info!(zone = %apex, changes = chain.len(), records, messages = sink.sent, "incremental zone transfer");
+    tracing::info!(zone = %apex, changes, records, messages = sink.sent, "incremental zone transfer");
     Ok(())
 }
 
-/// The records of `chain` in IXFR order, between our two SOAs: per change
-/// its old SOA, the records removed, its new SOA, the records added.
-pub(super) fn diff_records(chain: &[JournalEntry]) -> impl Iterator<Item = &JournalRecord> {
-    chain.iter().flat_map(|entry| {
-        let removed = std::iter::once(&entry.from_soa).chain(&entry.removed);
-        let added = std::iter::once(&entry.to_soa).chain(&entry.added);
-        removed.chain(added)
-    })
+/// The records of one journal entry in IXFR order: its old SOA, the
+/// records removed, its new SOA, the records added.
+pub(super) fn entry_records(entry: &JournalEntry) -> impl Iterator<Item = &JournalRecord> {
+    let removed = std::iter::once(&entry.from_soa).chain(&entry.removed);
+    let added = std::iter::once(&entry.to_soa).chain(&entry.added);
+    removed.chain(added)
 }
 
-/// SOA, every node as the cursor delivers it, then — unless the version
-/// began to be deleted meanwhile — the closing SOA. Returns the record count.
+/// SOA (in a message of its own when `soa_alone`), every node as the
+/// cursor delivers it, then — unless the version began to be deleted
+/// meanwhile — the closing SOA. Returns the record count.
 async fn stream_zone<B: Backend>(
     backend: &B,
     zone: &ZoneInfo,
-    soa: &RRset,
+    (soa, soa_alone): (&RRset, bool),
     pack: &mut Packer<'_>,
     sink: &mut Sink,
 ) -> Result<usize, TransferError> {
     let apex = &zone.apex;
     sink.send_opt(pack.push(apex, RType::SOA, soa.ttl, &soa.rdata[0])?)
         .await?;
+    if soa_alone {
+        sink.send_opt(pack.finish()).await?;
+    }
     let mut records = 2;
     let mut nodes = backend.zone_stream(zone).await?;
     while let Some(node) = nodes.next().await {

@@ -12,7 +12,8 @@
 //!  Backend::journal_chain from their serial ── none ──► our SOA alone
 //!     (ixfr_udp_to_tcp)
 //!  our SOA, per change: old SOA, removed, new SOA, added; our SOA
-//!  (transfer::diff_records), every record within the client's size (EDNS
+//!  (transfer::entry_records, as the journal's entries are streamed: a
+//!  batch at a time), every record within the client's size (EDNS
 //!  or 512, less room for a TSIG):
 //!     all fit ──► that one message (ixfr_udp, ixfr_incremental)
 //!     one does not ──► our SOA alone (ixfr_udp_to_tcp): never a partial diff
@@ -24,9 +25,10 @@ use super::transfer::{self, FirstOptions};
 use crate::backend::Backend;
 use crate::guard::{bump, GUARD};
 use crate::wire::{flags, MessageWriter, Query, Rcode, Section};
+use backend_mongo::writer::JournalStream;
 use backend_mongo::{Name, RRset, RType, StoreError, ZoneInfo};
-use dns::journal::JournalEntry;
 use dns::serial::{serial_gt, soa_serial};
+use futures::StreamExt;
 
 /// Where a UDP reply must fit: `limit` bytes (the client's size, less
 /// room for a TSIG), with `max_udp` advertised in its OPT.
@@ -52,7 +54,7 @@ enum Behind {
     /// Up to date, or it sent no serial: our SOA says all there is.
     Current,
     /// These changes take it to our serial.
-    Changes(Vec<JournalEntry>),
+    Changes(JournalStream),
     /// The journal does not reach its serial.
     Unreached,
 }
@@ -92,11 +94,11 @@ pub(super) async fn ixfr_over_udp<B: Backend>(
     };
     let mut reply = match behind(backend, &zone, &soa, query, reach).await? {
         Behind::Current => out.soa_alone(&zone.apex, &soa),
-        Behind::Changes(chain) => match out.changes(&zone.apex, &soa, &chain) {
-            Some(reply) => {
+        Behind::Changes(chain) => match out.changes(&zone.apex, &soa, chain).await? {
+            Some((reply, changes)) => {
                 bump(&GUARD.ixfr_udp);
                 bump(&GUARD.ixfr_incremental);
-                tracing::debug!(zone = %zone.apex, changes = chain.len(), bytes = reply.len(), "incremental zone transfer over UDP");
+                tracing::debug!(zone = %zone.apex, changes, bytes = reply.len(), "incremental zone transfer over UDP");
                 reply
             }
             None => out.use_tcp(&zone.apex, &soa),
@@ -147,20 +149,47 @@ impl Out<'_> {
         MessageWriter::new(question, &self.query.qname, self.room.limit, edns)
     }
 
-    /// Our SOA, then `chain`'s records, then our SOA, if all fit.
-    fn changes(&self, apex: &Name, soa: &RRset, chain: &[JournalEntry]) -> Option<Vec<u8>> {
+    /// Our SOA, then `chain`'s records as its entries come, then our SOA,
+    /// with the number of changes, if all fit; `None` at the first record
+    /// that does not (the rest of the chain is never read).
+    async fn changes(
+        &self,
+        apex: &Name,
+        soa: &RRset,
+        mut chain: JournalStream,
+    ) -> Result<Option<(Vec<u8>, usize)>, StoreError> {
         let mut w = self.writer();
         let ours = std::slice::from_ref(&soa.rdata[0]);
-        w.push_records(Section::Answer, apex, RType::SOA, soa.ttl, ours)
-            .ok()?;
-        for r in transfer::diff_records(chain) {
-            let rdata = std::slice::from_ref(&r.rdata);
-            w.push_records(Section::Answer, &r.owner, r.rtype, r.ttl, rdata)
-                .ok()?;
+        let mut changes = 0;
+        let fits = |w: &mut MessageWriter, owner: &Name, rtype, ttl, rdata: &[Box<[u8]>]| {
+            w.push_records(Section::Answer, owner, rtype, ttl, rdata)
+                .is_ok()
+        };
+        if !fits(&mut w, apex, RType::SOA, soa.ttl, ours) {
+            return Ok(None);
         }
-        w.push_records(Section::Answer, apex, RType::SOA, soa.ttl, ours)
-            .ok()?;
-        Some(transfer::finish(w, self.query, self.room.max_udp))
+        while let Some(entry) = chain.next().await {
+            let entry = entry?;
+            for r in transfer::entry_records(&entry) {
+                if !fits(
+                    &mut w,
+                    &r.owner,
+                    r.rtype,
+                    r.ttl,
+                    std::slice::from_ref(&r.rdata),
+                ) {
+                    return Ok(None);
+                }
+            }
+            changes += 1;
+        }
+        if !fits(&mut w, apex, RType::SOA, soa.ttl, ours) {
+            return Ok(None);
+        }
+        Ok(Some((
+            transfer::finish(w, self.query, self.room.max_udp),
+            changes,
+        )))
     }
 
     /// Our SOA alone, where the client expected changes: it asks over TCP.

@@ -1,5 +1,5 @@
 //! Resident zones: whole zones held in memory, answering without a
-//! database read (issue 18).
+//! database read (`--resident-mb`, `docs/caches.md`).
 //!
 //! ```text
 //!  pipeline ─answer_view─► the zone, or its copy's own generation while
@@ -126,6 +126,14 @@ enum Route<'z> {
 impl<B: Backend> Backend for ResidentZones<B> {
     async fn find_zone(&self, apex: &Name) -> Result<Option<ZoneInfo>, StoreError> {
         self.inner.find_zone(apex).await
+    }
+
+    async fn zones_among(&self, apexes: &[Name]) -> Result<Vec<ZoneInfo>, StoreError> {
+        self.inner.zones_among(apexes).await
+    }
+
+    async fn enclosing_zone(&self, qname: &Name) -> Result<Option<ZoneInfo>, StoreError> {
+        self.inner.enclosing_zone(qname).await
     }
 
     async fn get_node(

@@ -20,7 +20,9 @@
 use super::keeper::Residency;
 use backend_mongo::Name;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+// tokio's clock: std's in the server, virtual (paused) in the tests.
+use tokio::time::Instant;
 
 /// How often a waiting transfer looks at the load again.
 const POLL: Duration = Duration::from_millis(50);
@@ -68,7 +70,7 @@ mod tests {
         "wait.test.".parse().unwrap()
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_transfer_waits_until_the_load_ends() {
         let r = residency(Duration::from_secs(30));
         r.set_slot_for_test(&apex(), true, Residence::Loading);
@@ -79,24 +81,30 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert!(!waiter.is_finished(), "it went on while the load ran");
         r.set_slot_for_test(&apex(), false, Residence::Resident);
-        let waited = tokio::time::timeout(Duration::from_secs(5), waiter)
+        // Virtual time: done at the first look after the load ended.
+        let waited = tokio::time::timeout(POLL * 2, waiter)
             .await
             .expect("still waiting after the load ended")
             .unwrap()
             .expect("it did not wait");
         assert!(waited >= Duration::from_millis(300), "waited {waited:?}");
+        assert!(
+            waited <= Duration::from_millis(300) + POLL,
+            "waited {waited:?}"
+        );
         assert_eq!(r.counters.transfer_waits.load(Ordering::Relaxed), 1);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn the_wait_is_bounded_and_can_be_turned_off() {
         let r = residency(Duration::from_millis(200));
         r.set_slot_for_test(&apex(), true, Residence::Loading);
         let started = Instant::now();
         assert!(r.wait_for_load(&apex()).await.is_some());
+        // Virtual time: the bound, and at most one look past it.
         let took = started.elapsed();
         assert!(took >= Duration::from_millis(200), "{took:?}");
-        assert!(took < Duration::from_secs(5), "{took:?}");
+        assert!(took <= Duration::from_millis(200) + POLL, "{took:?}");
         let off = residency(Duration::ZERO);
         off.set_slot_for_test(&apex(), true, Residence::Loading);
         assert_eq!(off.wait_for_load(&apex()).await, None);

@@ -32,6 +32,7 @@ pub mod replay;
 pub use message::{is_update, parse_update, UpdateRequest};
 pub use replay::Replays;
 
+use crate::guard::{InProgress, UPDATES_IN_PROGRESS};
 use crate::tsig::{self, TsigKey};
 use crate::wire::{Rcode, HEADER_LEN};
 use backend_mongo::{Store, StoreError};
@@ -150,6 +151,7 @@ async fn finish(
     mut signer: tsig::TsigSigner,
     ticket: replay::Ticket,
 ) -> Vec<u8> {
+    let _counted = InProgress::count(&UPDATES_IN_PROGRESS);
     let rcode = match signer.key().update {
         false => {
             tracing::info!(zone = %request.change.zone, key = %signer.key().name, "UPDATE refused: the key may not update");

@@ -1,7 +1,8 @@
 //! The server's control endpoint, asked over plain HTTP/1.1.
 //!
 //! ```text
-//!  http(port, method, path) ─► http_request(…, headers, body) ─► (status line, body)
+//!  http(port, method, path) ─► http_request(…, headers, body) ─► (status line,
+//!     body, a chunked one joined by dechunk)
 //!  connect_loopback(port): refusals retried briefly, and said
 //!  stat(port, name) ─► one counter of GET /stats
 //!  closed_within(stream, limit): has the server closed it?
@@ -44,10 +45,34 @@ pub fn http_request(
     let mut text = String::new();
     stream.read_to_string(&mut text).unwrap();
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    (
-        head.lines().next().unwrap_or("").to_string(),
-        body.to_string(),
-    )
+    let chunked = head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked");
+    let body = match chunked {
+        true => dechunk(body),
+        false => body.to_string(),
+    };
+    (head.lines().next().unwrap_or("").to_string(), body)
+}
+
+/// The body of a chunked HTTP/1.1 reply (RFC 9112 §7.1), its chunks
+/// joined; what follows a cut (a chunk shorter than its size) is dropped.
+pub fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        let (Some(chunk), Some(after)) = (rest.get(..n), rest.get(n..)) else {
+            break;
+        };
+        if n == 0 {
+            break;
+        }
+        out.push_str(chunk);
+        body = after.strip_prefix("\r\n").unwrap_or(after);
+    }
+    out
 }
 
 /// A TCP connection to 127.0.0.1:`port`. The server binds its HTTP

@@ -41,7 +41,7 @@ mod zone_check;
 
 pub use backend_mongo::testing::*;
 pub use binaries::{bin_dir, binary, run_tool};
-pub use control::{closed_within, connect_loopback, http, http_as, http_request, stat};
+pub use control::{closed_within, connect_loopback, dechunk, http, http_as, http_request, stat};
 pub use import::{TestZoneDb, ZoneImport};
 pub use ixfr_check::{
     apply_ixfr, axfr_set, is_soa, ixfr_query, serial_after, serial_of, transfer_lines,
@@ -49,10 +49,10 @@ pub use ixfr_check::{
 pub use ports::{free_port, free_tcp_port};
 pub use process::run_bounded;
 pub use query::{
-    answered_after, ask_tcp, ask_udp, assert_median_within_a_second, build_query, lines,
-    tcp_exchange, time_until, udp_exchange,
+    answered_after, ask_tcp, ask_udp, assert_median_within, assert_median_within_a_second,
+    build_query, lines, tcp_exchange, time_until, udp_exchange,
 };
-pub use relay::{bson_has_key, sent_commands, Relay};
+pub use relay::{bson_has_key, is_get_more, sent_commands, Relay};
 pub use secondary::{soa_serial, Secondary, SecondaryKind, SharedKey};
 pub use seeded::{seed, Rng};
 pub use server::{start_with_control, start_with_control_uri, ServerProcess};

@@ -3,7 +3,8 @@
 //!
 //! ```text
 //!  server ─► Relay (127.0.0.1:port) ─► database_uri()'s host
-//!     client → database: frozen?, a copy kept (tapping_database)
+//!     client → database: frozen?, held while a request matches
+//!                        (hold_requests), a copy kept (tapping_database)
 //!     database → client: frozen?, held `slow` ms per read
 //!  cut(): connections shut, new ones refused;  restore(): accepted again
 //! ```
@@ -35,7 +36,12 @@ struct Links {
     keep_sent: bool,
     sent: Arc<Mutex<Vec<u8>>>,
     streams: Arc<Mutex<Vec<TcpStream>>>,
+    hold: Arc<Mutex<Option<RequestFilter>>>,
+    held: Arc<AtomicU64>,
 }
+
+/// Which requests to the database [`Relay::hold_requests`] holds back.
+pub(crate) type RequestFilter = Arc<dyn Fn(&[u8]) -> bool + Send + Sync>;
 
 impl Relay {
     /// Starts a relay to the test database ([`database_uri`]'s host).
@@ -94,6 +100,24 @@ impl Relay {
         self.links.delay_ms.store(ms, Ordering::SeqCst);
     }
 
+    /// Holds back, on their connection, the requests for which `matches`
+    /// is true (judged on each read from the client, which holds a whole
+    /// command as the driver writes one), until [`Relay::release`]; other
+    /// connections go on.
+    pub fn hold_requests(&self, matches: impl Fn(&[u8]) -> bool + Send + Sync + 'static) {
+        *self.links.hold.lock().unwrap() = Some(Arc::new(matches));
+    }
+
+    /// Lets the requests held by [`Relay::hold_requests`] through.
+    pub fn release(&self) {
+        *self.links.hold.lock().unwrap() = None;
+    }
+
+    /// How many requests [`Relay::hold_requests`] has held back so far.
+    pub fn held(&self) -> u64 {
+        self.links.held.load(Ordering::SeqCst)
+    }
+
     /// A copy of every byte the clients have sent to the database (empty
     /// unless started with [`Relay::tapping_database`]).
     pub fn sent(&self) -> Vec<u8> {
@@ -129,6 +153,9 @@ impl Links {
             let mut buf = [0u8; 16384];
             while let Ok(n @ 1..) = from.read(&mut buf) {
                 links.hold(to_database);
+                if to_database {
+                    links.hold_if_matching(&buf[..n]);
+                }
                 if to_database && links.keep_sent {
                     links.sent.lock().unwrap().extend_from_slice(&buf[..n]);
                 }
@@ -147,6 +174,23 @@ impl Links {
             std::thread::sleep(Duration::from_millis(ms));
         }
         while self.frozen.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Links {
+    /// Waits while `request` matches the filter of [`Relay::hold_requests`].
+    fn hold_if_matching(&self, request: &[u8]) {
+        let matching = || {
+            let filter = self.hold.lock().unwrap().clone();
+            filter.is_some_and(|f| f(request))
+        };
+        if !matching() {
+            return;
+        }
+        self.held.fetch_add(1, Ordering::SeqCst);
+        while matching() {
             std::thread::sleep(Duration::from_millis(5));
         }
     }
@@ -187,4 +231,16 @@ pub fn bson_has_key(doc: &[u8], key: &str) -> bool {
     name.push(0);
     doc.windows(name.len() + 1)
         .any(|w| w[1..] == name[..] && matches!(w[0], 0x01..=0x13))
+}
+
+/// True when `request` (bytes to the database, as [`Relay::hold_requests`]
+/// judges them) holds a `getMore` on `collection`: the next batch of a
+/// cursor.
+pub fn is_get_more(request: &[u8], collection: &str) -> bool {
+    let mut named = b"\x02collection\x00".to_vec();
+    named.extend_from_slice(&(collection.len() as i32 + 1).to_le_bytes());
+    named.extend_from_slice(collection.as_bytes());
+    named.push(0);
+    let has = |p: &[u8]| request.windows(p.len()).any(|w| w == p);
+    has(b"\x12getMore\x00") && has(&named)
 }

@@ -13,6 +13,7 @@
 //!  signed.rs          : the query path over NSEC- and NSEC3-signed zones
 //!  tsig.rs            : queries signed (well or badly) with a TSIG key
 //!  hostile_data.rs    : random storable nodes for the real database
+//!  judged.rs          : how many inputs each target judged (the runner's floor)
 //! ```
 //!
 //! Each check panics on a violated property; the runner catches the panic,
@@ -21,6 +22,7 @@
 #![allow(dead_code)]
 
 pub mod hostile_data;
+pub mod judged;
 pub mod signed;
 pub mod tsig;
 
@@ -336,10 +338,12 @@ pub fn query_path(data: &[u8]) -> u64 {
 /// [`query_path`] on `rig`.
 pub fn check_query_path(rig: &Rig, data: &[u8]) -> u64 {
     let mut sig = 0u64;
+    let mut replied = false;
     for transport in [Transport::Udp, Transport::Tcp] {
         let plain = rig.answer(data, transport);
         if let Some(reply) = &plain {
             check_reply(data, reply, transport);
+            replied = true;
         }
         sig = sig
             .wrapping_mul(31)
@@ -364,6 +368,9 @@ pub fn check_query_path(rig: &Rig, data: &[u8]) -> u64 {
     let messages = rig.runtime.block_on(rig.plain.respond_tcp(data, peer()));
     for m in &messages {
         check_reply(data, m, Transport::Tcp);
+    }
+    if replied {
+        judged::count(judged::Judged::Reply);
     }
     sig.wrapping_add(messages.len() as u64)
 }
@@ -409,6 +416,7 @@ pub fn zonefile(data: &[u8]) -> u64 {
             "more items than lines: the parser does not advance"
         );
     }
+    judged::count(judged::Judged::ZoneFile);
     sig
 }
 
@@ -491,6 +499,7 @@ pub fn packet_key(data: &[u8]) -> u64 {
         return 0;
     }
     let (p2, must_share) = derive(p1, kind, arg);
+    judged::count(judged::Judged::PacketKey);
     with_rig(|rig| {
         let mut sig = u64::from(kind % 6);
         for tcp in [false, true] {

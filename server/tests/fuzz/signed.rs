@@ -140,6 +140,7 @@ fn check_dnssec(query: &[u8], reply: &[u8]) {
     if meta.truncation {
         return;
     }
+    super::judged::count(super::judged::Judged::Dnssec);
     let hexq = super::hex(query);
     if meta.response_code == ResponseCode::NXDomain {
         let proof =

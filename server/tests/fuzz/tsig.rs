@@ -138,6 +138,7 @@ pub fn tsig_query(data: &[u8]) -> u64 {
         // Signed replies carry the time: the plain and cached responders'
         // bytes may differ by a second, so each is checked on its own.
         let mut sig = u64::from(mode.min(6));
+        let mut checked = false;
         for transport in [Transport::Udp, Transport::Tcp] {
             let replies = [
                 rig.answer(&msg, transport),
@@ -146,6 +147,7 @@ pub fn tsig_query(data: &[u8]) -> u64 {
             for reply in replies.iter().flatten() {
                 check_reply(&msg, reply, transport);
                 check_verdict(&msg, reply, &expect);
+                checked = true;
             }
             sig = sig
                 .wrapping_mul(31)
@@ -153,6 +155,9 @@ pub fn tsig_query(data: &[u8]) -> u64 {
         }
         for m in rig.answer_tcp(&msg) {
             check_reply(&msg, &m, Transport::Tcp);
+        }
+        if checked {
+            super::judged::count(super::judged::Judged::Tsig);
         }
         sig
     })

@@ -8,7 +8,7 @@
 //!     KSK 50 s, signatures 60 s, TTLs 2 s; parent check at the server)
 //!  server ◄── unbound (trust anchor: ptest.'s KSK) ◄── a DO=1 query every 100 ms
 //!         ◄── writers: mongodns-import, nsupdate, API PATCH (writers.rs)
-//!  two serve processes, one SIGKILLed and restarted at random
+//!  two serve processes (leases of 6 s), one SIGKILLed and restarted at random
 //!  registry: child CDS ─► parent DS (parent.rs)
 //!  every key state change: writers paused, AXFR, dnssec-verify + ldns-verify-zone
 //!  then the policy's algorithm 13 ─► 15: algorithm rollover, same checks
@@ -61,6 +61,10 @@ impl Service {
         let child = Command::new(binary("mongodns-sign"))
             .args(["--mongodb-uri", uri, "--database", db, "serve"])
             .args(["--interval", "0.3", "--discover-every", "0.5"])
+            // Signatures fall due 20 s before they expire: a takeover after
+            // a kill must come well within that (the default, 30 s, would
+            // not; the service warns of it).
+            .args(["--lease", "6"])
             .env("MONGODNS_LOG", "info")
             .stdout(Stdio::null())
             .stderr(Stdio::from(log))
@@ -219,6 +223,15 @@ fn watch_states(
     }
 }
 
+/// Tells every thread of the run to stop when dropped (also on a panic).
+struct StopOnDrop<'a>(&'a Shared);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.stop.store(true, Ordering::SeqCst);
+    }
+}
+
 /// Kills one of the two services every 4–12 s and starts it again.
 fn kill_at_random(uri: &str, db: &str, log: &std::path::Path, shared: &Shared, kills: &Mutex<u64>) {
     let mut rng = Rng(seed("SIGNING_SERVICE_SEED"));
@@ -289,6 +302,9 @@ fn rollovers_under_writers_with_two_services_give_no_bogus_answer() {
     let log = db.dir.join("serve.log");
     let started = Instant::now();
     std::thread::scope(|s| {
+        // A failed check unwinds through here: the threads below must stop
+        // too, or the scope would wait for them for ever.
+        let _stop = StopOnDrop(&shared);
         s.spawn(|| kill_at_random(&uri, &db.name, &log, &shared, &kills));
         wait_for(
             "the child secured by its policy",

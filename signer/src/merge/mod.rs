@@ -42,7 +42,6 @@ use dns::dnssec::{bitmap_types, nsec3_hash, type_bitmap};
 use dns::encoding::{base32hex, from_base32hex};
 use dns::serial::soa_serial;
 use dns::{Name, RType};
-use futures::future::try_join_all;
 use std::collections::{BTreeMap, HashMap};
 
 mod settle;
@@ -211,12 +210,9 @@ impl MergeSigner {
             .filter(|a| !self.occluders.contains_key(*a))
             .cloned()
             .collect();
-        let found = try_join_all(
-            missing
-                .iter()
-                .map(|a| store.read_full_node(&self.zone, self.ver, a)),
-        )
-        .await?;
+        let found = store
+            .read_full_nodes(&self.zone, self.ver, &missing)
+            .await?;
         for (a, n) in missing.into_iter().zip(found) {
             let occludes =
                 n.is_some_and(|n| n.get(RType::NS).is_some() || n.get(RType::DNAME).is_some());
@@ -322,12 +318,8 @@ impl MergeSigner {
                 .extend(w.rrsets.iter().cloned());
         }
         let order: Vec<&NodeWrite> = grouped.values().collect();
-        let existing = try_join_all(
-            order
-                .iter()
-                .map(|w| store.read_full_node(&self.zone, self.ver, &w.name)),
-        )
-        .await?;
+        let names: Vec<Name> = order.iter().map(|w| w.name.clone()).collect();
+        let existing = store.read_full_nodes(&self.zone, self.ver, &names).await?;
         let mut stats = WriteStats::default();
         let mut entries = Vec::with_capacity(order.len());
         for (w, old) in order.iter().zip(existing) {
@@ -409,12 +401,7 @@ impl MergeSigner {
             .collect();
         names.sort();
         names.dedup();
-        let stored = try_join_all(
-            names
-                .iter()
-                .map(|n| store.read_full_node(&self.zone, self.ver, n)),
-        )
-        .await?;
+        let stored = store.read_full_nodes(&self.zone, self.ver, &names).await?;
         let mut entries = Vec::with_capacity(names.len());
         for (name, stored) in names.into_iter().zip(stored) {
             let node = stored.clone().unwrap_or_else(|| FullNode {
@@ -677,6 +664,63 @@ impl MergeSigner {
         }
     }
 
+    /// Reads again the chain records of `names` (owners another writer
+    /// changed since this copy was made: ordinary names, and NSEC3 owners
+    /// in an NSEC3 zone) and forgets what it knew of them as ancestors, so
+    /// that a signer kept between writes goes on from the zone as stored.
+    pub async fn reload(&mut self, store: &Store, names: &[Name]) -> Result<(), StoreError> {
+        for n in names {
+            self.occluders.remove(n);
+        }
+        match self.nsec3.is_some() {
+            false => {
+                let nodes = store.read_full_nodes(&self.zone, self.ver, names).await?;
+                for (name, node) in names.iter().zip(nodes) {
+                    let link =
+                        node.and_then(|n| Some((n.dk.clone()?, n.get(RType::NSEC)?.clone())));
+                    self.put_link(name.canonical_key(), name, link.map(|(_, r)| r));
+                }
+            }
+            true => {
+                let hashed: Vec<(String, &Name)> = names
+                    .iter()
+                    .filter(|n| n.parent().as_ref() == Some(&self.zone))
+                    .filter_map(|n| Some((nsec3_label(n)?, n)))
+                    .collect();
+                let ids: Vec<String> = hashed
+                    .iter()
+                    .map(|(b32, _)| {
+                        backend_mongo::dnssec_store::nsec3_node_id(&self.zone, self.ver, b32)
+                    })
+                    .collect();
+                let nodes = store.read_full_nodes_by_id(&ids).await?;
+                for ((b32, owner), node) in hashed.into_iter().zip(nodes) {
+                    let record = node.and_then(|n| n.get(RType::NSEC3).cloned());
+                    self.put_link(b32, owner, record);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets (or, for `None`, removes) the chain link at `key`.
+    fn put_link(&mut self, key: String, owner: &Name, record: Option<SignedRRset>) {
+        match record {
+            Some(record) => {
+                let owner = owner.clone();
+                self.chain.insert(key, Link { owner, record });
+            }
+            None => {
+                self.chain.remove(&key);
+            }
+        }
+    }
+
+    /// The version this signer signs.
+    pub fn ver(&self) -> i64 {
+        self.ver
+    }
+
     /// The owner names written since the last call (for the writer's
     /// change record: chain neighbours and NSEC3 owners included).
     pub fn take_touched(&mut self) -> Vec<Name> {
@@ -711,4 +755,13 @@ impl MergeSigner {
         .await?;
         Ok(serial)
     }
+}
+
+/// The chain key an NSEC3 owner's first label spells (base32hex of a
+/// hash), as [`MergeSigner`] keys its chain; `None` for other names.
+fn nsec3_label(owner: &Name) -> Option<String> {
+    let label = owner.labels().next()?;
+    let text = std::str::from_utf8(label).ok()?;
+    let raw = from_base32hex(text)?;
+    (!raw.is_empty()).then(|| base32hex(&raw))
 }

@@ -38,6 +38,9 @@ pub struct ServeOptions {
     pub interval: Duration,
     /// Time between two looks for zones newly secured or given a policy.
     pub discover_every: Duration,
+    /// Time-to-live of the leases it holds: another process takes a zone
+    /// over that long after this one stopped renewing (it died).
+    pub lease: Duration,
     /// Nodes whose signatures are due, re-signed per zone and look.
     pub refresh_batch: i64,
     /// Signing threads for whole re-signs (0: one per core).

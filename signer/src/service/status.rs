@@ -37,6 +37,8 @@ pub struct ZoneStatus {
     pub refreshed: u64,
     /// Node documents read by refreshes (only those due).
     pub refresh_reads: u64,
+    /// Node documents read by every pass (follow, whole and refresh).
+    pub nodes_read: u64,
     /// Key steps taken (created, moved, removed).
     pub key_steps: u64,
     /// False once the worker stopped (the zone gone or unsecured).
@@ -136,6 +138,11 @@ impl Status {
                 "mongodns_signer_refresh_nodes_read_total",
                 "node documents the refreshes read (only those with a signature due)",
                 |s| s.refresh_reads,
+            ),
+            (
+                "mongodns_signer_nodes_read_total",
+                "node documents read by every pass: following writers, whole passes, refreshes",
+                |s| s.nodes_read,
             ),
             (
                 "mongodns_signer_key_steps_total",

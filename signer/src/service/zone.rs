@@ -12,13 +12,14 @@ use super::keys::{apply_steps, stamp, ParentChecks};
 use super::{ServeOptions, Status};
 use crate::follow::Follower;
 use crate::keyroll::schedule;
-use crate::lease::{try_take, try_take_service, Lease, SERVICE_PASS};
+use crate::lease::{try_take_for, try_take_service, Lease, SERVICE_PASS};
 use crate::{NoProgress, Report, SecureOptions, SignError, Validity};
 use backend_mongo::bson::Bson;
 use backend_mongo::dnssec_store::DnssecConfig;
 use backend_mongo::lock::SERVICE_LEASE;
 use backend_mongo::policy::Policy;
 use backend_mongo::{Name, Store, ZoneInfo};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// How often the earliest expiration is read again for the status.
@@ -29,6 +30,9 @@ pub(super) struct Worker {
     store: Store,
     zone: Name,
     interval: Duration,
+    lease: Duration,
+    /// The policy's refresh margin was found shorter than a takeover.
+    margin_warned: AtomicBool,
     refresh_batch: i64,
     threads: usize,
     status: Status,
@@ -56,6 +60,8 @@ impl Worker {
             store,
             zone,
             interval: o.interval,
+            lease: o.lease,
+            margin_warned: AtomicBool::new(false),
             refresh_batch: o.refresh_batch,
             threads: o.threads,
             status,
@@ -112,13 +118,15 @@ impl Worker {
         self.status.update(&self.zone, |s| {
             s.policy = config.policy.as_ref().map(|p| p.name.clone());
         });
+        self.check_margin(config.policy.as_ref());
         if !config.secured {
             let policy = config.policy.clone().expect("checked above");
             return self.secure(&policy).await.map(|_| true);
         }
         // One pass under the signing lease, given up at its end so that
         // writers sign what they write themselves.
-        let Some(pass) = try_take(&self.store, &self.zone, SERVICE_PASS).await? else {
+        let Some(pass) = try_take_for(&self.store, &self.zone, SERVICE_PASS, self.lease).await?
+        else {
             return Ok(true);
         };
         let h = held.as_mut().expect("owned");
@@ -138,7 +146,7 @@ impl Worker {
             return Ok(true);
         }
         *held = None;
-        match try_take_service(&self.store, &self.zone).await? {
+        match try_take_service(&self.store, &self.zone, self.lease).await? {
             Some(service) => {
                 tracing::info!(zone = %self.zone, "this process now looks after the zone");
                 follower.reset();
@@ -284,6 +292,20 @@ impl Worker {
         Ok(())
     }
 
+    /// Warns (once) when the policy refreshes signatures so close to their
+    /// expiry that a takeover after this process died could come too late:
+    /// what falls due meanwhile waits up to one lease period.
+    fn check_margin(&self, policy: Option<&Policy>) {
+        let Some(p) = policy else { return };
+        let takeover = self.lease.as_secs() + self.interval.as_secs() + 1;
+        if p.rrsig_refresh < 2 * takeover && !self.margin_warned.swap(true, Ordering::Relaxed) {
+            tracing::warn!(zone = %self.zone, policy = %p.name, rrsig_refresh = p.rrsig_refresh,
+                lease = self.lease.as_secs(),
+                "the policy's --rrsig-refresh is under twice the takeover time (serve --lease): \
+                 signatures may expire while another process takes over from one that died");
+        }
+    }
+
     async fn current(&self) -> Result<ZoneInfo, SignError> {
         self.store
             .find_zone(&self.zone)
@@ -294,6 +316,7 @@ impl Worker {
     fn count(&self, r: &Report, refresh: bool) {
         self.status.update(&self.zone, |s| {
             s.signatures += r.stats.signed;
+            s.nodes_read += r.nodes;
             if refresh {
                 s.refreshed += r.stats.signed;
                 s.refresh_reads += r.nodes;

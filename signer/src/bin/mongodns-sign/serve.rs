@@ -18,6 +18,11 @@ pub(crate) struct ServeArgs {
     /// Seconds between two looks for zones newly secured or given a policy.
     #[arg(long, default_value_t = 10.0, env = "MONGODNS_SIGN_DISCOVER_EVERY")]
     discover_every: f64,
+    /// Seconds after which another `serve` process takes over the zones of
+    /// one that died (the time-to-live of its leases, renewed every third
+    /// of it). Keep it well below the policies' --rrsig-refresh.
+    #[arg(long, default_value_t = 30, env = "MONGODNS_SIGN_LEASE")]
+    lease: u64,
     /// Nodes with signatures due re-signed per zone and look.
     #[arg(long, default_value_t = 2000, env = "MONGODNS_SIGN_REFRESH_BATCH")]
     refresh_batch: i64,
@@ -48,6 +53,7 @@ pub(crate) async fn run(
     let options = ServeOptions {
         interval: Duration::from_secs_f64(a.interval.max(0.05)),
         discover_every: Duration::from_secs_f64(a.discover_every.max(0.1)),
+        lease: Duration::from_secs(a.lease.max(3)),
         refresh_batch: a.refresh_batch.max(1),
         threads,
     };
