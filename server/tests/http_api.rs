@@ -46,7 +46,7 @@ fn require_python_powerdns() {
         .is_ok_and(|s| s.success());
     assert!(
         found,
-        "python-powerdns is not installed: python3 -m pip install python-powerdns==2.1.0 (.ci/run does)"
+        "python-powerdns is not on python3's path: run scripts/test-deps and put .venv/bin first on PATH (scripts/test does both)"
     );
 }
 
