@@ -51,7 +51,7 @@ pub use name::{Name, NameError};
 pub use progress::{JobProgress, ProgressReporter};
 pub use rtype::RType;
 pub use schema::{ChangeRecord, Node, RRset, ZoneInfo};
-pub use store::{ReadFrom, Store, StoreError};
+pub use store::{ReadFrom, Store, StoreError, POINT_READS_MAX};
 pub use writer::{
     BaselineWriter, Collected, DeletedZone, EditSummary, NodeWrite, Switched, WriteMode,
     WriteStats, ZoneContent, ZoneEdit, ZoneSettings, ZoneWriter,

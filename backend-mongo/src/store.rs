@@ -5,8 +5,10 @@
 //!  build_info()      ── the same buildInfo ──► BuildInfo (reports)
 //!  Store::ensure_indexes()          idempotent, run by the server at start
 //!  find_zone(apex)   ── zones._id point lookup ──► Option<ZoneInfo>
+//!  served_zones_among(apexes) ── one zones find, _id $in ──► Vec<ZoneInfo>
+//!                       (FerretDB, ≤ 8 apexes: a find_zone each, together)
 //!  get_node(zone, n) ── nodes._id point lookup ──► Option<Node>
-//!                       (both with maxTimeMS when ReadFrom::max_time is set)
+//!                       (all three with maxTimeMS when ReadFrom::max_time is set)
 //!  served_zones, list_zones ── zones scans (maxTimeMS: listing_deadline)
 //!  zone_nodes(zone)  ── {zone, ver} scan, canonical order ──► Vec<Node> (AXFR)
 //!  change_seq()      ── meta._id "seq" ──► i64       (freshness polling)
@@ -29,6 +31,11 @@ use std::time::Duration;
 /// preload, the API's zone list) on a handle with a read deadline: a
 /// listing reads many documents, where a point read reads one.
 pub const LISTING_MIN_TIME: Duration = Duration::from_secs(30);
+
+/// Most candidate apexes [`Store::served_zones_among`] reads one by one
+/// on FerretDB (more are one `$in`): a name four labels below a zone's
+/// apex and the labels above it, in parallel index lookups.
+pub const POINT_READS_MAX: usize = 8;
 
 /// Oldest MongoDB server version mongodns supports.
 pub const MIN_SERVER_VERSION: (u32, u32) = (4, 4);
@@ -112,6 +119,9 @@ pub struct Store {
     /// Server-side deadline of the point reads (`maxTimeMS`), see
     /// [`ReadFrom::max_time`].
     pub(crate) read_deadline: Option<Duration>,
+    /// The server is FerretDB (its `buildInfo` says so), whose `_id` index
+    /// serves only exact equality: an `_id` `$in` is a scan there.
+    pub(crate) ferretdb: bool,
 }
 
 fn redact(uri: &str) -> String {
@@ -263,14 +273,17 @@ impl Store {
             if !version_at_least(&version, MIN_SERVER_VERSION) {
                 return Err(StoreError::TooOld(version));
             }
-            Ok(())
+            Ok(info.ferretdb.is_some())
         }
         .await;
-        if let Err(e) = checked {
-            // The caller usually exits next: stop the client's tasks now.
-            client.shutdown().immediate(true).await;
-            return Err(e);
-        }
+        let ferretdb = match checked {
+            Ok(ferretdb) => ferretdb,
+            Err(e) => {
+                // The caller usually exits next: stop the client's tasks now.
+                client.shutdown().immediate(true).await;
+                return Err(e);
+            }
+        };
         Ok(Store {
             zones: db.collection(ZONES),
             nodes: db.collection(NODES),
@@ -278,6 +291,7 @@ impl Store {
             changes: db.collection(CHANGES),
             db,
             read_deadline: read.max_time,
+            ferretdb,
         })
     }
 
@@ -361,21 +375,55 @@ impl Store {
         }
     }
 
-    /// The served zones among `apexes`, read all at once: the zone lookup
-    /// of a name asks for every candidate apex together. Point reads by
-    /// `_id`, [`crate::dnssec_store::READS_AT_ONCE`] in flight: an index
-    /// lookup each on MongoDB and on FerretDB alike (FerretDB would answer
-    /// an `_id` `$in` with a scan of every zone).
+    /// The served zones among `apexes`: the zone lookup of a name asks
+    /// for every candidate apex together. One round trip, however deep
+    /// the name, except for a few candidates on FerretDB:
+    ///
+    /// ```text
+    ///  MongoDB, or more than POINT_READS_MAX candidates
+    ///      ─► one find {_id: {$in: apexes}, ver: {$exists: true}}
+    ///  FerretDB, at most POINT_READS_MAX ─► one find_zone each, together
+    /// ```
+    ///
+    /// The `find` carries the point reads' deadline (`maxTimeMS`), a limit
+    /// of one document per candidate, all in the first batch (a name has
+    /// at most 128 candidates), and only the fields a [`ZoneInfo`] needs;
+    /// a document without `ver` (a zone being created, or deleted) is not
+    /// served. MongoDB answers it from the `_id` index. FerretDB uses that
+    /// index only for an exact `_id`, so there the `$in` is a scan of
+    /// `zones`, dearer than a few point reads and, from some hundreds of
+    /// zones, than one per label of a deep name (docs/reliability.md,
+    /// `bench/zone-lookups`): ordinary names keep their point reads there.
     pub async fn served_zones_among(&self, apexes: &[Name]) -> Result<Vec<ZoneInfo>, StoreError> {
+        if self.ferretdb && apexes.len() <= POINT_READS_MAX {
+            let reads = apexes.iter().map(|a| self.find_zone(a));
+            let found = futures::future::try_join_all(reads).await?;
+            return Ok(found.into_iter().flatten().collect());
+        }
+        self.served_zones_in(apexes).await
+    }
+
+    /// The served zones among `apexes`, by one `find` of them all (see
+    /// [`Store::served_zones_among`]).
+    pub async fn served_zones_in(&self, apexes: &[Name]) -> Result<Vec<ZoneInfo>, StoreError> {
+        if apexes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<String> = apexes.iter().map(Name::to_string).collect();
+        let most = u32::try_from(ids.len()).unwrap_or(u32::MAX);
+        let mut find = self
+            .zones
+            .find(doc! {"_id": {"$in": ids}, "ver": {"$exists": true}})
+            .projection(doc! {"_id": 1, "ver": 1, "gen": 1, "serial": 1})
+            .limit(i64::from(most))
+            .batch_size(most);
+        if let Some(d) = self.read_deadline {
+            find = find.max_time(d);
+        }
+        let mut cursor = find.await?;
         let mut out = Vec::new();
-        for chunk in apexes.chunks(crate::dnssec_store::READS_AT_ONCE) {
-            let reads = chunk.iter().map(|a| self.find_zone(a));
-            out.extend(
-                futures::future::try_join_all(reads)
-                    .await?
-                    .into_iter()
-                    .flatten(),
-            );
+        while let Some(d) = cursor.try_next().await? {
+            out.push(schema::zone_from_doc(&d)?);
         }
         Ok(out)
     }

@@ -4,6 +4,12 @@
 //! what was read is remembered per suffix; and the answers stay right
 //! (REFUSED in no zone, the deepest zone wins, a new zone is served and a
 //! deleted one is not, within the freshness bound).
+//!
+//! ```text
+//!  server ─► Relay (tapping) ─► database
+//!  per deep name: the `find` commands on `zones` the server sent (what
+//!  the database does), and `db_queries` (passes through the DbGate)
+//! ```
 
 use hickory_proto::op::ResponseCode;
 use mongodns_testkit::*;
@@ -23,7 +29,16 @@ fn zone_text(apex: &str, body: &str) -> String {
     format!("$ORIGIN {apex}\n$TTL 300\n@ IN SOA ns admin 1 3600 600 86400 60\n@ IN NS ns\nns IN A 192.0.2.53\n{body}")
 }
 
-fn start(tag: &str, extra: &[&str]) -> (TestZoneDb, ServerProcess, u16) {
+/// A server on a database of its own, reached through a relay that keeps
+/// a copy of every command (`tap`), and its control port.
+struct Served {
+    db: TestZoneDb,
+    server: ServerProcess,
+    control: u16,
+    tap: Relay,
+}
+
+fn start(tag: &str, extra: &[&str]) -> Served {
     let db = block_on(async {
         let db = TestZoneDb::new(tag).await;
         for (apex, body) in ZONES {
@@ -35,8 +50,30 @@ fn start(tag: &str, extra: &[&str]) -> (TestZoneDb, ServerProcess, u16) {
     let control: u16 = listen.rsplit(':').next().unwrap().parse().unwrap();
     let mut args = vec!["--control-listen", &listen, "--control-token", TOKEN];
     args.extend_from_slice(extra);
-    let server = ServerProcess::start(&db.name, &args);
-    (db, server, control)
+    let tap = Relay::tapping_database();
+    let server = ServerProcess::start_with_uri(&tap.uri(), &db.name, &args);
+    Served {
+        db,
+        server,
+        control,
+        tap,
+    }
+}
+
+/// The `find` commands on `zones` the server has sent so far: each is one
+/// round trip to the database, whatever the DbGate counted.
+fn zone_finds(tap: &Relay) -> usize {
+    sent_commands(&tap.sent(), "find", "zones").len()
+}
+
+/// What the deep names cost, per name.
+struct Cost {
+    /// Passes through the DbGate (`db_queries`), on average.
+    gate_passes: f64,
+    /// `find` commands on `zones`, for the costliest name.
+    zone_finds_most: usize,
+    /// `find` commands on `zones`, on average.
+    zone_finds: f64,
 }
 
 /// A name `labels` labels deep above `suffix`, every label random: the
@@ -66,8 +103,9 @@ fn ask(port: u16, name: &str) -> (ResponseCode, Option<String>) {
 }
 
 /// Asks 10 deep names under each suffix and checks each answer; returns
-/// the database reads they cost, per name.
-fn deep_reads(port: u16, control: u16, rng: &mut Rng) -> f64 {
+/// what they cost.
+fn deep_reads(s: &Served, rng: &mut Rng) -> Cost {
+    let (port, control) = (s.server.port, s.control);
     let cases = [
         ("nowhere.invalid.", ResponseCode::Refused, None),
         ("one.test.", ResponseCode::NXDomain, Some("one.test.")),
@@ -88,19 +126,50 @@ fn deep_reads(port: u16, control: u16, rng: &mut Rng) -> f64 {
         ),
     ];
     let before = stat(control, "db_queries");
-    let mut names = 0;
+    let (mut names, mut finds, mut most) = (0, 0, 0);
     for (suffix, rcode, soa) in cases {
         for _ in 0..10 {
             let name = deep_name(rng, 110, suffix);
+            // The command is copied before the relay passes it on, so
+            // every find of this name is in the copy once it is answered.
+            let finds_before = zone_finds(&s.tap);
             let (got, owner) = ask(port, &name);
+            let found = zone_finds(&s.tap) - finds_before;
             assert_eq!(got, rcode, "{name}");
             assert_eq!(owner.as_deref(), soa, "the zone answering {name}");
             names += 1;
+            finds += found;
+            most = most.max(found);
         }
     }
-    let reads = stat(control, "db_queries") - before;
-    println!("{names} names 110+ labels deep: {reads} database reads");
-    reads as f64 / names as f64
+    let passes = stat(control, "db_queries") - before;
+    let sent = sent_commands(&s.tap.sent(), "find", "zones");
+    let late = sent[sent.len() - finds..].iter();
+    let bare = late.filter(|d| !bson_has_key(d, "maxTimeMS")).count();
+    assert_eq!(bare, 0, "zone reads without a deadline (maxTimeMS)");
+    println!(
+        "{names} names 110+ labels deep: {passes} DbGate passes (db_queries), \
+         {finds} finds on zones ({most} for the costliest name)"
+    );
+    Cost {
+        gate_passes: passes as f64 / names as f64,
+        zone_finds_most: most,
+        zone_finds: finds as f64 / names as f64,
+    }
+}
+
+/// The zone lookup of a deep name is one read of `zones`, whatever its
+/// depth, and the whole name a few passes through the gate.
+fn assert_cheap(cost: &Cost) {
+    assert!(
+        cost.zone_finds_most <= 2,
+        "{} finds on zones for one deep name ({:.1} a name)",
+        cost.zone_finds_most,
+        cost.zone_finds
+    );
+    // One zone lookup, and a read or two of the zone's own levels.
+    let passes = cost.gate_passes;
+    assert!(passes <= 4.0, "{passes} DbGate passes per deep name");
 }
 
 /// The generator, from `$REGISTRY_BOUNDS_SEED` or the clock (printed).
@@ -120,8 +189,8 @@ fn assert_registry_incomplete(control: u16) {
 
 #[test]
 fn deep_names_cost_a_few_reads_when_the_registry_is_incomplete() {
-    let (db, server, control) = start("regdeep", &["--zone-preload-max", "2"]);
-    let port = server.port;
+    let served = start("regdeep", &["--zone-preload-max", "2"]);
+    let (port, control) = (served.server.port, served.control);
     let mut rng = seeded();
     // Answers from zones the preload did not load, the deepest zone first.
     let www = |name: &str| lines(&ask_udp(port, name, 1, None).answers);
@@ -134,28 +203,28 @@ fn deep_names_cost_a_few_reads_when_the_registry_is_incomplete() {
         www("www.deep.example."),
         ["www.deep.example. 300 A 192.0.2.3"]
     );
-    let per_name = deep_reads(port, control, &mut rng);
+    let cost = deep_reads(&served, &mut rng);
     assert_registry_incomplete(control);
-    // One zone lookup, and a read or two of the zone's own levels.
-    assert!(per_name <= 4.0, "{per_name} reads per deep name");
+    assert_cheap(&cost);
     // A name asked again costs nothing, a name one label below a known
     // suffix one read at most.
     let name = deep_name(&mut rng, 110, "nowhere.invalid.");
     assert_eq!(ask(port, &name).0, ResponseCode::Refused);
-    let before = stat(control, "db_queries");
+    let (before, finds_before) = (stat(control, "db_queries"), zone_finds(&served.tap));
     assert_eq!(ask(port, &name).0, ResponseCode::Refused);
     assert_eq!(ask(port, &format!("q.{name}")).0, ResponseCode::Refused);
     assert!(stat(control, "db_queries") - before <= 1);
-    drop(server);
-    block_on(db.drop_db());
+    assert!(zone_finds(&served.tap) - finds_before <= 1);
+    drop(served.server);
+    block_on(served.db.drop_db());
 }
 
 #[test]
 fn deep_names_cost_a_few_reads_right_after_a_purge() {
     // A long poll interval: the registry stays incomplete for a while
     // after the purge (it is loaded again after the next poll).
-    let (db, server, control) = start("regpurge", &["--freshness-ms", "60000"]);
-    let port = server.port;
+    let served = start("regpurge", &["--freshness-ms", "60000"]);
+    let control = served.control;
     let mut rng = seeded();
     time_until("the preload", || {
         stat(control, "zone_registry_complete") == 1
@@ -163,16 +232,16 @@ fn deep_names_cost_a_few_reads_right_after_a_purge() {
     let (status, body) = http_as(control, "POST", "/purge", Some(TOKEN));
     assert!(status.contains("200"), "{status} {body}");
     assert_registry_incomplete(control);
-    let per_name = deep_reads(port, control, &mut rng);
+    let cost = deep_reads(&served, &mut rng);
     assert_registry_incomplete(control);
-    assert!(per_name <= 4.0, "{per_name} reads per deep name");
-    drop(server);
-    block_on(db.drop_db());
+    assert_cheap(&cost);
+    drop(served.server);
+    block_on(served.db.drop_db());
 }
 
 #[test]
 fn zones_created_and_deleted_are_seen_while_the_registry_is_incomplete() {
-    let (db, server, _control) = start(
+    let Served { db, server, .. } = start(
         "regfresh",
         &["--zone-preload-max", "2", "--freshness-ms", "100"],
     );
