@@ -34,7 +34,6 @@ use mongodb::bson::{doc, Bson, DateTime, Document};
 use mongodb::options::IndexOptions;
 use mongodb::IndexModel;
 use std::fmt;
-use std::sync::Arc;
 
 /// Point reads in flight at once when many nodes are read.
 pub const READS_AT_ONCE: usize = 32;
@@ -552,29 +551,6 @@ impl Store {
         }
     }
 
-    /// Writes the zone's `dnssec` section (`None` removes it), under the
-    /// zone lock.
-    pub async fn set_dnssec_config(
-        &self,
-        zone: &Name,
-        config: Option<&DnssecConfig>,
-    ) -> Result<(), StoreError> {
-        let update = match Self::dnssec_field(config) {
-            Bson::Null => doc! {"$unset": {"dnssec": ""}},
-            sec => doc! {"$set": {"dnssec": sec}},
-        };
-        let lock = self
-            .lock(ZONE_LOCK, zone, "dnssec-config", LOCK_WAIT)
-            .await?;
-        let r = self
-            .zones
-            .update_one(doc! {"_id": zone.to_string()}, update)
-            .await
-            .map(|_| ())
-            .map_err(StoreError::from);
-        lock.release_with(r).await
-    }
-
     /// Every key of `zone`, oldest first.
     pub async fn zone_keys(&self, zone: &Name) -> Result<Vec<StoredKey>, StoreError> {
         let keys = self.db.collection::<Document>(KEYS);
@@ -1057,9 +1033,4 @@ fn min_expiry(update: &mut Document, sx: Option<i64>) {
     if let Some(sx) = sx {
         update.insert("$min", doc! {"sx": sx});
     }
-}
-
-/// Convenience for the server: the RRSIG RRset of `node` covering `rtype`.
-pub fn sigs_of(node: &Node, rtype: RType) -> Option<Arc<RRset>> {
-    node.rrsig(rtype).cloned()
 }

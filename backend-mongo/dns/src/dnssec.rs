@@ -7,7 +7,7 @@
 //!  Name + salt + iterations ──nsec3_hash──► 20 bytes (RFC 5155 §5)
 //!  [RType] ◄──type_bitmap / bitmap_types──► NSEC/NSEC3 bitmap field
 //!  TTL + rdata ──rrset_digest──► i64   (what a signature was made over)
-//!  RRSIG rdata ──rrsig_covered / rrsig_expiration / rrsig_key_tag──► fields
+//!  RRSIG rdata ──rrsig_expiration / rrsig_key_tag──► fields
 //! ```
 
 use crate::{Name, RType};
@@ -129,11 +129,6 @@ pub fn rrset_digest(ttl: u32, rdata: &[Box<[u8]>]) -> i64 {
     let mut b = [0u8; 8];
     b.copy_from_slice(&d.as_ref()[..8]);
     i64::from_be_bytes(b)
-}
-
-/// The type an RRSIG rdata covers.
-pub fn rrsig_covered(rd: &[u8]) -> Option<RType> {
-    (rd.len() >= 2).then(|| RType(u16::from_be_bytes([rd[0], rd[1]])))
 }
 
 /// The expiration time (seconds since the epoch, RFC 1982 wrap ignored) of

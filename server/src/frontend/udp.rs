@@ -143,13 +143,8 @@ fn report_buffer(what: &str, asked: usize, explicit: bool, granted: usize, limit
     }
 }
 
-/// Serves one UDP socket until the task is dropped (batches of 32).
-pub async fn serve_udp<H: Handler>(socket: UdpSocket, handler: Arc<H>) {
-    let misses = Arc::new(Semaphore::new(Semaphore::MAX_PERMITS));
-    serve_udp_limited(socket, handler, None, 32, misses).await
-}
-
-/// Like [`serve_udp`], with every reply (cache hits too) passed through the
+/// Serves one UDP socket until the task is dropped, with every reply (cache
+/// hits too) passed through the
 /// response rate limiter when there is one (`crate::rrl`), reading up to
 /// `batch` datagrams per system call (1: one at a time, the portable loop),
 /// and at most `misses`' permits of cache misses answered at once (more are

@@ -163,11 +163,6 @@ impl<B: Backend> Responder<B> {
         &self.backend
     }
 
-    /// The packet cache, if any.
-    pub fn packet_cache(&self) -> Option<&Arc<PacketCache>> {
-        self.cache.as_ref().map(|c| &c.packets)
-    }
-
     /// Answers from memory only, without waiting for anything: a plain
     /// question to a resident zone in one step (direct.rs), else a packet
     /// cache hit. Writes the reply into `out`; false when neither answers.

@@ -307,13 +307,6 @@ impl MessageWriter {
         self.counts[section as usize]
     }
 
-    /// Drops every record written so far, keeping the question.
-    pub fn clear_records(&mut self, question_end: usize) {
-        self.buf.truncate(question_end);
-        self.counts = [0; 3];
-        self.names.retain(|(off, _)| (*off as usize) < question_end);
-    }
-
     /// Completes the header (and OPT) and returns the message.
     pub fn finish(
         mut self,
