@@ -10,7 +10,7 @@
 //!        a slot of max_connections free? ── yes ──► served
 //!        none: the oldest connection without a whole request head, of the
 //!        prefix holding the most, is evicted (counted) and the newcomer
-//!        waits for its slot, at most EVICT_WAIT; no such connection (all
+//!        waits for its slot, at most header_timeout; no such connection (all
 //!        mid-request) ──► close at once (refused)
 //!     ─► hyper HTTP/1.1, one request per connection: the request's head
 //!        within header_timeout, the whole exchange within request_timeout;
@@ -70,10 +70,6 @@ pub struct HttpCounters {
     pub evictions: &'static AtomicU64,
 }
 
-/// How long a newcomer waits for the slot of the connection it evicted
-/// (that connection closes as soon as its task runs).
-const EVICT_WAIT: Duration = Duration::from_secs(1);
-
 /// Serves `router` on `listener` until the task is dropped.
 pub async fn serve_bounded(
     listener: TcpListener,
@@ -99,7 +95,10 @@ pub async fn serve_bounded(
         };
         let (slots, router) = (slots.clone(), router.clone());
         tokio::spawn(async move {
-            let Ok(slot) = slots.admit(peer.ip(), EVICT_WAIT).await else {
+            // A newcomer that evicted a connection waits for its slot (freed
+            // as soon as that connection's task runs), at most as long as
+            // its own request head may take.
+            let Ok(slot) = slots.admit(peer.ip(), limits.header_timeout).await else {
                 bump(counters.refused);
                 return; // dropping the stream closes it
             };

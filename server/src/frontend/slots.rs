@@ -8,8 +8,9 @@
 //!          Refuse ─► close
 //!          Evict(id) ─► that connection is told to close (its Slot's
 //!                       `evicted`), counted in the listener's evictions
-//!          then wait for a slot, at most permit_timeout (and only if fewer
-//!          than max_connections already wait) ── none ──► close
+//!          then wait for a slot, at most the wait given (DNS:
+//!          permit_timeout; HTTP: header_timeout), and only if fewer than
+//!          max_connections already wait ── none ──► close
 //!  DNS over TCP (Slots::new): every slot taken when one more comes: from
 //!  a prefix holding two or more while other prefixes hold slots too, it
 //!  is closed at once; else it waits while the oldest connection of the
