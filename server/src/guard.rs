@@ -4,7 +4,7 @@
 //! ```text
 //!  frontend (TCP slots, UDP miss tasks, worker restarts) ─┐
 //!  pipeline (zone transfers)                              ├─► GUARD ─► control: /stats, /metrics
-//!  control endpoint (connections, tokens)                 ┘
+//!  control endpoint, HTTP API (connections, tokens)       ┘
 //!  TCP connections holding a slot now ─► TCP_CONNECTIONS (a gauge)
 //!  DNS UPDATEs being applied now ─► UPDATES_IN_PROGRESS (a gauge)
 //! ```
@@ -47,7 +47,7 @@ guard_counters! {
     tcp_prefix_refusals,
     /// TCP connections cut because their unread replies passed the pending-bytes cap
     tcp_pending_cuts,
-    /// TCP connections told to close for a newcomer, every slot taken (the oldest of the prefix holding the most)
+    /// DNS TCP connections told to close for a newcomer, every slot taken (the oldest of the prefix holding the most; HTTP listeners count theirs in control_evictions and api_evictions)
     tcp_evictions,
     /// UDP cache misses refused (dropped) because every miss task slot was busy
     udp_miss_overflows,
@@ -77,6 +77,8 @@ guard_counters! {
     control_unauthorized,
     /// control accept errors (the endpoint backs off and continues)
     control_accept_errors,
+    /// control connections without a whole request head closed for a newcomer, every slot taken (the oldest of the prefix holding the most)
+    control_evictions,
     /// HTTP API connections refused at the connection cap
     api_refused,
     /// HTTP API requests refused for a missing or wrong X-API-Key
@@ -85,6 +87,8 @@ guard_counters! {
     api_throttled,
     /// HTTP API accept errors (the listener backs off and continues)
     api_accept_errors,
+    /// HTTP API connections without a whole request head closed for a newcomer, every slot taken (the oldest of the prefix holding the most)
+    api_evictions,
 }
 
 /// TCP connections holding a slot of a DNS listener now (a gauge, for

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //!  --api-listen ─► http::serve_bounded (64 connections, 16 per source
-//!     prefix; the request's head within 5 s, 30 s a request)
+//!     prefix, all taken: the oldest without its request head evicted,
+//!     api_evictions; the request's head within 5 s, 30 s a request)
 //!     ─► its source sent too many wrong keys lately? 429, unchecked
 //!        (throttle.rs)
 //!     ─► X-API-Key must match --api-key (401 otherwise)
@@ -105,6 +106,7 @@ pub async fn serve_api(listener: tokio::net::TcpListener, state: ApiState) {
     let counters = HttpCounters {
         refused: &GUARD.api_refused,
         accept_errors: &GUARD.api_accept_errors,
+        evictions: &GUARD.api_evictions,
     };
     serve_bounded(listener, router(state), limits, counters).await;
 }

@@ -4,8 +4,9 @@
 //! ```text
 //!  bind ─► not loopback? warn at start
 //!  http::serve_bounded: max_connections at once, a quarter of them per
-//!     source prefix (more closed at once, counted), accept errors counted
-//!     and backed off, the request's head within 2 s, 5 s a request
+//!     source prefix (more closed at once, counted), all taken: the oldest
+//!     without its request head evicted (control_evictions), accept errors
+//!     counted and backed off, the request's head within 2 s, 5 s a request
 //!     ─► route (axum):
 //!        GET /stats, /metrics, /health: open
 //!        POST /purge: `Authorization: Bearer TOKEN` must match control_token
@@ -95,6 +96,7 @@ pub async fn serve_control(listener: TcpListener, control: Arc<Control>, limits:
     let counters = HttpCounters {
         refused: &GUARD.control_refused,
         accept_errors: &GUARD.control_accept_errors,
+        evictions: &GUARD.control_evictions,
     };
     serve_bounded(listener, router(shared), http_limits, counters).await;
 }

@@ -1,22 +1,32 @@
-//! TCP admission: who gets one of the connection slots, and for how long
-//! an idle connection may keep it.
+//! TCP admission (DNS over TCP and the HTTP listeners): who gets one of
+//! the connection slots, and for how long an idle connection may keep it.
 //!
 //! ```text
 //!  accepted ─► source prefix (IPv4 /24, IPv6 /56) over its share? ── yes ──► close
 //!     ─► a slot free? ── yes ──► Slot (released on drop)
-//!     ─► else wait for one, at most permit_timeout (and only if fewer than
-//!        max_connections already wait) ── none ──► close
-//!  idle timeout: full while at most half the slots are taken, then
-//!  shrinking linearly to IDLE_FLOOR as the last slots fill (as NSD and Knot
-//!  do); connections already waiting are told (pressure) and recompute it
-//!  every slot taken when one more comes: from a prefix holding two or
-//!  more while other prefixes hold slots too, it is closed at once; else
-//!  it waits while the
-//!  oldest connection of the prefix holding the most slots (two at least)
-//!  is told to close (evicted): clients that keep connections busy with
-//!  queries they never read cannot shut newcomers out
+//!     ─► else evict.rs chooses (under the held map's lock):
+//!          Refuse ─► close
+//!          Evict(id) ─► that connection is told to close (its Slot's
+//!                       `evicted`), counted in the listener's evictions
+//!          then wait for a slot, at most the wait given (DNS:
+//!          permit_timeout; HTTP: header_timeout), and only if fewer than
+//!          max_connections already wait ── none ──► close
+//!  DNS over TCP (Slots::new): every slot taken when one more comes: from
+//!  a prefix holding two or more while other prefixes hold slots too, it
+//!  is closed at once; else it waits while the oldest connection of the
+//!  prefix holding the most slots (two at least) is evicted: clients that
+//!  keep connections busy with queries they never read cannot shut
+//!  newcomers out. Idle timeout: full while at most half the slots are
+//!  taken, then shrinking linearly to IDLE_FLOOR as the last slots fill
+//!  (as NSD and Knot do); connections already waiting are told (pressure)
+//!  and recompute it
+//!  HTTP (Slots::new_http): the oldest connection that has not sent its
+//!  whole request head (HeadMark), of the prefix holding the most, is
+//!  evicted; with none such (every slot mid-request) the newcomer is
+//!  closed at once
 //! ```
 
+use super::evict::{self, Choice, HeldView};
 use crate::guard::{bump, GUARD};
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
@@ -36,9 +46,27 @@ pub struct Slots {
     per_prefix: Mutex<HashMap<IpAddr, usize>>,
     waiting: AtomicUsize,
     pressure: Notify,
-    /// Held slots in the order they were given: (prefix, eviction notice).
-    held: Mutex<BTreeMap<u64, (IpAddr, Arc<Notify>)>>,
+    /// Held slots in the order they were given.
+    held: Mutex<BTreeMap<u64, Held>>,
     next: AtomicU64,
+    policy: Policy,
+    /// Bumped for each connection told to close for a newcomer.
+    evictions: &'static AtomicU64,
+}
+
+/// Whom a newcomer at a full listener may evict (evict.rs).
+#[derive(Clone, Copy, Debug)]
+enum Policy {
+    /// DNS over TCP: the oldest of the heaviest prefix.
+    Heaviest,
+    /// HTTP: the oldest without a whole request head, of the heaviest prefix.
+    Silent,
+}
+
+/// One held slot: what the choice sees, and how to tell it to close.
+struct Held {
+    view: HeldView,
+    notice: Arc<Notify>,
 }
 
 /// A held slot; dropping it frees the slot and the prefix's share.
@@ -54,6 +82,31 @@ impl Slot {
     /// Told when the connection must give its slot up to a newcomer.
     pub fn evicted(&self) -> &Notify {
         &self.evicted
+    }
+
+    /// A handle that marks this slot's request head as received (HTTP).
+    pub fn head_mark(&self) -> HeadMark {
+        HeadMark {
+            slots: self.slots.clone(),
+            id: self.id,
+        }
+    }
+}
+
+/// Marks an HTTP connection's request head as received: from then on it
+/// is never evicted (a request in flight runs to its end or its timeout).
+#[derive(Clone)]
+pub struct HeadMark {
+    slots: Arc<Slots>,
+    id: u64,
+}
+
+impl HeadMark {
+    /// The whole request head has arrived.
+    pub fn received(&self) {
+        if let Some(held) = self.slots.held_map().get_mut(&self.id) {
+            held.view.head_in = true;
+        }
     }
 }
 
@@ -86,8 +139,29 @@ pub fn source_prefix(ip: IpAddr) -> IpAddr {
 }
 
 impl Slots {
-    /// `max` slots, at most `max_per_prefix` (0: no cap) per source prefix.
+    /// DNS over TCP: `max` slots, at most `max_per_prefix` (0: no cap)
+    /// per source prefix; evictions counted in `tcp_evictions`.
     pub fn new(max: usize, max_per_prefix: usize) -> Arc<Slots> {
+        Self::with_policy(max, max_per_prefix, Policy::Heaviest, &GUARD.tcp_evictions)
+    }
+
+    /// An HTTP listener's slots: as [`Slots::new`], but only connections
+    /// whose request head has not arrived ([`HeadMark`]) are evicted,
+    /// counted in `evictions`.
+    pub fn new_http(
+        max: usize,
+        max_per_prefix: usize,
+        evictions: &'static AtomicU64,
+    ) -> Arc<Slots> {
+        Self::with_policy(max, max_per_prefix, Policy::Silent, evictions)
+    }
+
+    fn with_policy(
+        max: usize,
+        max_per_prefix: usize,
+        policy: Policy,
+        evictions: &'static AtomicU64,
+    ) -> Arc<Slots> {
         Arc::new(Slots {
             permits: Arc::new(Semaphore::new(max)),
             max,
@@ -97,6 +171,8 @@ impl Slots {
             pressure: Notify::new(),
             held: Mutex::new(BTreeMap::new()),
             next: AtomicU64::new(0),
+            policy,
+            evictions,
         })
     }
 
@@ -120,7 +196,12 @@ impl Slots {
                 }
                 let id = self.next.fetch_add(1, Ordering::Relaxed);
                 let evicted = Arc::new(Notify::new());
-                self.held_map().insert(id, (prefix, evicted.clone()));
+                let view = HeldView {
+                    prefix,
+                    head_in: false,
+                };
+                let notice = evicted.clone();
+                self.held_map().insert(id, Held { view, notice });
                 Ok(Slot {
                     slots: self.clone(),
                     prefix,
@@ -152,43 +233,32 @@ impl Slots {
         got.ok().and_then(Result::ok)
     }
 
-    fn held_map(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, (IpAddr, Arc<Notify>)>> {
+    fn held_map(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Held>> {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Every slot is taken and a connection from `newcomer` came: false
-    /// when its prefix holds two slots or more already and other prefixes
-    /// hold some too (it may not wait: the slots freed go to lighter
-    /// prefixes; a prefix alone still waits for idle ones to close).
-    /// Otherwise tells the oldest
-    /// connection of the prefix holding the most slots, if that prefix
-    /// holds two or more, to close, and true (it may wait).
+    /// when it may not wait (evict.rs refused it); otherwise the connection
+    /// chosen, if any, is told to close, and true.
     fn evict_for(&self, newcomer: IpAddr) -> bool {
         let mut held = self.held_map();
-        let mut counts: HashMap<IpAddr, usize> = HashMap::new();
-        for (prefix, _) in held.values() {
-            *counts.entry(*prefix).or_insert(0) += 1;
-        }
-        let own = counts.get(&newcomer).copied().unwrap_or(0);
-        if own >= 2 && counts.len() > 1 {
-            return false;
-        }
-        let Some((&heaviest, &n)) = counts.iter().max_by_key(|(_, n)| **n) else {
-            return true;
+        let views = held.iter().map(|(id, h)| (*id, &h.view));
+        let choice = match self.policy {
+            Policy::Heaviest => evict::heaviest(views, newcomer),
+            Policy::Silent => evict::silent(views),
         };
-        if n < 2 {
-            return true;
+        match choice {
+            Choice::Refuse => false,
+            Choice::Wait => true,
+            Choice::Evict(id) => {
+                // Out of the map at once: the next newcomer picks another.
+                if let Some(h) = held.remove(&id) {
+                    h.notice.notify_one();
+                    bump(self.evictions);
+                }
+                true
+            }
         }
-        let oldest = held
-            .iter()
-            .find(|(_, (p, _))| *p == heaviest)
-            .map(|(id, _)| *id);
-        // Out of the map at once: the next newcomer picks another.
-        if let Some((_, notice)) = oldest.and_then(|id| held.remove(&id)) {
-            notice.notify_one();
-            bump(&GUARD.tcp_evictions);
-        }
-        true
     }
 
     fn take_share(&self, prefix: IpAddr) -> bool {
