@@ -139,8 +139,3 @@ async fn serve_one(
 /// The address a request came from (a request extension).
 #[derive(Clone, Copy, Debug)]
 pub struct Peer(pub std::net::SocketAddr);
-
-/// Equal slices, compared in time that does not depend on where they differ.
-pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}

@@ -35,6 +35,7 @@ use crate::wire::read_name;
 use crate::wire::walk::{self, u16_at, Part, RecordAt};
 use backend_mongo::Name;
 use ring::hmac;
+use subtle::ConstantTimeEq;
 
 /// TSIG record type.
 pub const TYPE_TSIG: u16 = 250;
@@ -233,11 +234,6 @@ fn message_mac(key: &TsigKey, prior: Option<&[u8]>, p: &[u8], t: &TsigRecord) ->
     ctx.sign()
 }
 
-/// Equal slices, compared in time that does not depend on where they differ.
-fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 /// What a request's TSIG says.
 pub enum Verified {
     /// No TSIG: the access list decides.
@@ -317,7 +313,7 @@ pub fn verify_request(
     let expected = message_mac(key, None, packet, &t);
     // Constant-time comparison of the first MAC-size bytes (a truncated
     // MAC is the leading bytes of the full one, §5.2.2.1 rule 4).
-    if !same_bytes(&expected.as_ref()[..t.mac.len()], &t.mac) {
+    if !bool::from(expected.as_ref()[..t.mac.len()].ct_eq(&t.mac)) {
         return fail(BADSIG, None);
     }
     // The reply's MAC covers the request MAC as received (truncated).

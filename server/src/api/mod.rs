@@ -31,7 +31,7 @@ pub mod throttle;
 pub mod zones;
 
 use crate::guard::{bump, GUARD};
-use crate::http::{same_bytes, serve_bounded, HttpCounters, HttpLimits, Peer};
+use crate::http::{serve_bounded, HttpCounters, HttpLimits, Peer};
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
@@ -43,6 +43,7 @@ use json::{ApiError, ServerJson};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
+use subtle::ConstantTimeEq;
 use throttle::KeyThrottle;
 
 /// Connections the API serves at once; more are closed at once.
@@ -139,7 +140,7 @@ async fn require_key(State(state): State<ApiState>, request: Request, next: Next
         .get("x-api-key")
         .map(|v| v.as_bytes())
         .unwrap_or_default();
-    if same_bytes(given, state.key.as_bytes()) {
+    if bool::from(given.ct_eq(state.key.as_bytes())) {
         source.inspect(|ip| throttle.succeeded(*ip));
         return next.run(request).await;
     }

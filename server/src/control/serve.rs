@@ -19,7 +19,7 @@
 
 use super::Control;
 use crate::guard::{bump, GUARD};
-use crate::http::{same_bytes, serve_bounded, HttpCounters, HttpLimits};
+use crate::http::{serve_bounded, HttpCounters, HttpLimits};
 use axum::extract::{Query, State};
 use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
 use axum::http::{HeaderMap, StatusCode};
@@ -30,6 +30,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
+use subtle::ConstantTimeEq;
 use tokio::net::TcpListener;
 
 /// Who may purge, and how many connections are served at once.
@@ -180,7 +181,7 @@ fn authorize(headers: &HeaderMap, token: Option<&str>) -> Result<(), Refusal> {
         .and_then(|v| v.trim().strip_prefix("Bearer "))
         .map(str::trim);
     match given {
-        Some(g) if same_bytes(g.as_bytes(), token.as_bytes()) => Ok(()),
+        Some(g) if bool::from(g.as_bytes().ct_eq(token.as_bytes())) => Ok(()),
         _ => {
             bump(&GUARD.control_unauthorized);
             Err((

@@ -9,7 +9,8 @@
 //!        the algorithm's floor) ─► true
 //! ```
 
-use super::{find_tsig, message_mac, same_bytes, Found, TsigKey, MAX_FUDGE};
+use super::{find_tsig, message_mac, Found, TsigKey, MAX_FUDGE};
+use subtle::ConstantTimeEq;
 
 /// True when `reply` carries a valid TSIG by `key` answering the request
 /// whose MAC was `request_mac` (RFC 8945 §5.3, from the requester's side).
@@ -27,7 +28,7 @@ pub fn reply_is_signed(reply: &[u8], key: &TsigKey, request_mac: &[u8], now: u64
         return false;
     }
     let mac = message_mac(key, Some(request_mac), reply, &t);
-    same_bytes(&mac.as_ref()[..t.mac.len()], &t.mac)
+    bool::from(mac.as_ref()[..t.mac.len()].ct_eq(&t.mac))
 }
 
 #[cfg(test)]
