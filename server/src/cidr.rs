@@ -2,49 +2,33 @@
 //! may transfer zones, where a TSIG key may be used from.
 //!
 //! ```text
-//!  "192.0.2.0/24" ─► Cidr { addr, prefix } ─► contains(ip): the first
+//!  "192.0.2.0/24" ─► Cidr (an ipnet::IpNet) ─► contains(ip): the first
 //!  `prefix` bits agree (IPv4-mapped IPv6 compared as IPv4)
 //! ```
 
+use ipnet::IpNet;
 use std::net::IpAddr;
 use std::str::FromStr;
 
 /// An address block, `192.0.2.0/24` or `2001:db8::/32`; a bare address
 /// is a single host.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Cidr {
-    addr: IpAddr,
-    prefix: u8,
-}
+pub struct Cidr(IpNet);
 
 impl Cidr {
     /// Loopback, IPv4 and IPv6 (the in-process rigs' transfer default; the
     /// server's own default is nobody).
     pub fn loopback() -> Vec<Cidr> {
-        vec![
-            Cidr {
-                addr: IpAddr::from([127, 0, 0, 0]),
-                prefix: 8,
-            },
-            Cidr {
-                addr: IpAddr::from([0u16, 0, 0, 0, 0, 0, 0, 1]),
-                prefix: 128,
-            },
-        ]
+        ["127.0.0.0/8", "::1/128"].map(Cidr::known).to_vec()
     }
 
     /// Every address (for a transfer authorised by TSIG).
     pub fn everything() -> Vec<Cidr> {
-        vec![
-            Cidr {
-                addr: IpAddr::from([0, 0, 0, 0]),
-                prefix: 0,
-            },
-            Cidr {
-                addr: IpAddr::from([0u16; 8]),
-                prefix: 0,
-            },
-        ]
+        ["0.0.0.0/0", "::/0"].map(Cidr::known).to_vec()
+    }
+
+    fn known(text: &str) -> Cidr {
+        Cidr(text.parse().expect("a block written here"))
     }
 
     /// True if `ip` is inside the block (IPv4-mapped IPv6 counts as IPv4).
@@ -53,23 +37,7 @@ impl Cidr {
             IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
             v4 => v4,
         };
-        match (self.addr, ip) {
-            (IpAddr::V4(a), IpAddr::V4(b)) => prefix_eq(&a.octets(), &b.octets(), self.prefix),
-            (IpAddr::V6(a), IpAddr::V6(b)) => prefix_eq(&a.octets(), &b.octets(), self.prefix),
-            _ => false,
-        }
-    }
-}
-
-fn prefix_eq(a: &[u8], b: &[u8], prefix: u8) -> bool {
-    let full = usize::from(prefix / 8);
-    let rest = prefix % 8;
-    if a[..full] != b[..full] {
-        return false;
-    }
-    rest == 0 || {
-        let mask = 0xFFu8 << (8 - rest);
-        a[full] & mask == b[full] & mask
+        self.0.contains(&ip)
     }
 }
 
@@ -77,29 +45,28 @@ impl FromStr for Cidr {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Cidr, String> {
-        let (addr, prefix) = match text.split_once('/') {
-            Some((a, p)) => (a, Some(p)),
-            None => (text, None),
+        let Some((addr, prefix)) = text.split_once('/') else {
+            let host: IpAddr = text
+                .parse()
+                .map_err(|_| format!("{text}: not an IP address"))?;
+            return Ok(Cidr(IpNet::from(host)));
         };
         let addr: IpAddr = addr
             .parse()
             .map_err(|_| format!("{text}: not an IP address"))?;
         let max = if addr.is_ipv4() { 32 } else { 128 };
-        let prefix = match prefix {
-            Some(p) => p
-                .parse::<u8>()
-                .ok()
-                .filter(|&p| p <= max)
-                .ok_or_else(|| format!("{text}: prefix length must be 0..={max}"))?,
-            None => max,
-        };
-        Ok(Cidr { addr, prefix })
+        prefix
+            .parse::<u8>()
+            .ok()
+            .and_then(|p| IpNet::new(addr, p).ok())
+            .map(Cidr)
+            .ok_or_else(|| format!("{text}: prefix length must be 0..={max}"))
     }
 }
 
 impl std::fmt::Display for Cidr {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.addr, self.prefix)
+        write!(f, "{}", self.0)
     }
 }
 
