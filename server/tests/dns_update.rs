@@ -352,15 +352,7 @@ fn updates_keep_a_secured_zone_valid() {
     let (db, server) = served("upd_signed");
     let port = server.port;
     let zone: backend_mongo::Name = ZONE.parse().unwrap();
-    let options = signer::SecureOptions {
-        algorithm: 13,
-        csk: false,
-        nsec3: None,
-        cds: false,
-        validity: signer::Validity::default(),
-        threads: 2,
-        grace: Duration::ZERO,
-    };
+    let options = signer::SecureOptions::ecdsa(None);
     block_on(signer::secure_zone(
         &db.store,
         &zone,

@@ -54,15 +54,7 @@ fn ask_until(port: u16, qname: &str, qtype: u16, done: impl Fn(&Message) -> bool
 }
 
 fn secure_options(nsec3: Option<Nsec3Config>) -> SecureOptions {
-    SecureOptions {
-        algorithm: 13,
-        csk: false,
-        nsec3,
-        cds: false,
-        validity: Validity::default(),
-        threads: 2,
-        grace: Duration::ZERO,
-    }
+    SecureOptions::ecdsa(nsec3)
 }
 
 struct Fixture {

@@ -115,19 +115,11 @@ fn edits_are_answered_within_a_second() {
 }
 
 fn secure(db: &TestZoneDb, nsec3: bool) {
-    let options = SecureOptions {
-        algorithm: 13,
-        csk: false,
-        nsec3: nsec3.then(|| backend_mongo::dnssec::Nsec3Config {
-            iterations: 0,
-            salt: Vec::new(),
-            opt_out: false,
-        }),
-        cds: false,
-        validity: Validity::default(),
-        threads: 2,
-        grace: Duration::ZERO,
-    };
+    let options = SecureOptions::ecdsa(nsec3.then(|| backend_mongo::dnssec::Nsec3Config {
+        iterations: 0,
+        salt: Vec::new(),
+        opt_out: false,
+    }));
     let zone: Name = ZONE.parse().unwrap();
     block_on(signer::secure_zone(
         &db.store,

@@ -13,8 +13,10 @@
 //!       │        nothing written (a killed run's re-run?): the signed path
 //!       │        below once the lease is free, to repair its names' chain
 //!       ─► MergeSigner for the served version V (keys, chain read once)
-//!       ─► Store::begin_edit(V) [zone lock] records written, emptied names gone
-//!       ─► resign_names(written): signatures, chain relinked around them
+//!       ─► Store::begin_signed_edit(V) [zone lock] records of stored names
+//!          written, emptied names gone; names not stored left to the signer
+//!       ─► write_new(those): each inserted once, whole and signed, linked
+//!       ─► resign_names(the rest): signatures, chain relinked around them
 //!       ─► sign_soa(served serial) ─► note_signed ─► publish [unlock]
 //!       ─► lease released
 //! ```
@@ -28,6 +30,7 @@ use crate::merge::MergeSigner;
 use crate::{handoff, kept_signer, lease, SignError};
 use backend_mongo::dns::edit::{ChangeSet, RecordEdit};
 use backend_mongo::{EditSummary, Name, Store, StoreError, ZoneEdit};
+use std::collections::BTreeSet;
 
 /// How many times a version switched under the edit is tolerated.
 const ATTEMPTS: usize = 3;
@@ -165,7 +168,7 @@ async fn signed_edit(store: &Store, change: &ChangeSet) -> Result<EditSummary, S
             },
         };
         let ready = t.elapsed();
-        let edit = match store.begin_edit(change, Some(served.ver)).await {
+        let edit = match store.begin_signed_edit(change, served.ver).await {
             Err(StoreError::Conflict(why)) => {
                 last = Some(why);
                 continue;
@@ -176,7 +179,8 @@ async fn signed_edit(store: &Store, change: &ChangeSet) -> Result<EditSummary, S
         tracing::debug!(%zone, edits = change.edits.len(), signer_ready = ?ready,
             published = ?t.elapsed(), "signed edit");
         if let (Some(signer), Some(gen)) = (signer, summary.gen) {
-            kept_signer::keep(store, zone, signer, made, served.gen, gen);
+            let ours = summary.intent_gen.into_iter().chain([gen]).collect();
+            kept_signer::keep(store, zone, signer, made, served.gen, ours);
         }
         return Ok(summary);
     }
@@ -198,13 +202,17 @@ async fn sign_and_publish(
     // run may have written them unsigned (a re-run then finds nothing to
     // change, and signing them is a no-op when all is well).
     signer.keep_images(edit.take_images());
-    let mut names = edit.names().to_vec();
+    let new_nodes = edit.take_new_nodes();
+    let new: BTreeSet<&Name> = new_nodes.iter().map(|w| &w.name).collect();
+    let mut names: Vec<Name> = edit.names().to_vec();
     names.extend(
         change
             .edits
             .iter()
             .flat_map(|e| e.name().ancestors().take_while(|a| a != zone)),
     );
+    names.retain(|n| !new.contains(n));
+    signer.write_new(store, &new_nodes).await?;
     signer.resign_names(store, &names).await?;
     if signer.needs_full_resign() {
         // A delegation or DNAME added or removed above existing names:

@@ -49,8 +49,9 @@ struct Kept {
     signer: MergeSigner,
     /// The generation its chain copy was read or brought up to date at.
     since: i64,
-    /// The generation its own edit published (its record is skipped).
-    ours: i64,
+    /// The generations of its own edit's change records (its intent and
+    /// its publish, ascending): skipped, what they list is in the copy.
+    ours: Vec<i64>,
     keys: KeysSeen,
     config: DnssecConfig,
 }
@@ -108,23 +109,9 @@ pub(crate) async fn take(
     {
         return Ok(None);
     }
-    // Its own record is left out: it may list more names than a record
-    // holds ("all"), and what it wrote is in the copy already.
-    let (before, after) = match k.ours > k.since && k.ours <= served.gen {
-        true => (k.ours - 1, k.ours),
-        false => (k.since, k.since),
-    };
-    let (Some(first), Some(second)) = (
-        records_since(store, zone, k.since, before).await?,
-        records_since(store, zone, after, served.gen).await?,
-    ) else {
+    let Some(mut names) = names_written_since(store, zone, &k, served.gen).await? else {
         return Ok(None);
     };
-    let mut names: Vec<Name> = first
-        .into_iter()
-        .chain(second)
-        .flat_map(|(_, r)| r.names.unwrap_or_default())
-        .collect();
     names.sort();
     names.dedup();
     if names.len() > MAX_RELOAD {
@@ -138,6 +125,34 @@ pub(crate) async fn take(
         .entry(key(store, zone))
         .or_insert(0) += 1;
     Ok(Some(k.signer))
+}
+
+/// The names other writers changed between the kept signer's generation
+/// and `to`, from their change records; `None` when the records do not
+/// account for every generation. Its own records are left out: they may
+/// list more names than a record holds ("all"), and what its edit wrote is
+/// in the copy already.
+async fn names_written_since(
+    store: &Store,
+    zone: &Name,
+    k: &Kept,
+    to: i64,
+) -> Result<Option<Vec<Name>>, SignError> {
+    let mut names = Vec::new();
+    let mut from = k.since;
+    let own = k.ours.iter().filter(|g| **g > k.since && **g <= to);
+    for next in own.map(|g| g - 1).chain([to]) {
+        let Some(records) = records_since(store, zone, from, next).await? else {
+            return Ok(None);
+        };
+        names.extend(
+            records
+                .into_iter()
+                .flat_map(|(_, r)| r.names.unwrap_or_default()),
+        );
+        from = next + 1;
+    }
+    Ok(Some(names))
 }
 
 /// The keys and settings a signer is made with, read before it is made
@@ -156,7 +171,8 @@ pub(crate) async fn made_with(store: &Store, zone: &Name) -> Result<MadeWith, Si
 }
 
 /// Puts `signer` back after an edit that read the zone at generation
-/// `since` and published `ours`; `made` is what it was made with (read
+/// `since` and wrote the change records `ours` (its intent, its publish);
+/// `made` is what it was made with (read
 /// before it was made, so a key step meanwhile never passes for the
 /// signer's own). Not kept when a whole re-sign is due.
 pub(crate) fn keep(
@@ -165,8 +181,9 @@ pub(crate) fn keep(
     signer: MergeSigner,
     made: MadeWith,
     since: i64,
-    ours: i64,
+    mut ours: Vec<i64>,
 ) {
+    ours.sort_unstable();
     if signer.needs_full_resign() {
         return;
     }

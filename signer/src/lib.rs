@@ -219,6 +219,23 @@ pub struct SecureOptions {
     pub grace: Duration,
 }
 
+impl SecureOptions {
+    /// ECDSA P-256 (algorithm 13) with a KSK and a ZSK, `nsec3` or NSEC,
+    /// no CDS, the default validity, two signing threads, the old version
+    /// dropped at the switch (no grace period).
+    pub fn ecdsa(nsec3: Option<Nsec3Config>) -> Self {
+        SecureOptions {
+            algorithm: 13,
+            csk: false,
+            nsec3,
+            cds: false,
+            validity: Validity::default(),
+            threads: 2,
+            grace: Duration::ZERO,
+        }
+    }
+}
+
 fn now() -> u32 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)

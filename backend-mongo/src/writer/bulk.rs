@@ -3,11 +3,14 @@
 //!
 //! ```text
 //!  insert_nodes(docs) ─► one unordered insert ─► indexes of duplicates
+//!  insert_batches(docs), insert_new_full_nodes(signed nodes) ─► insert_nodes
+//!     in commands of INSERT_BATCH
 //!  duplicates ─► merge_update (upsert: $set ttl, $addToSet rd) ─► run_updates
 //!  run_updates ─► commands of ≤ MAX_UPDATES_PER_COMMAND, one at a time
 //! ```
 
 use super::NodeWrite;
+use crate::dnssec_store::FullNode;
 use crate::schema::{self, node_id};
 use crate::store::{Store, StoreError};
 use crate::Name;
@@ -29,6 +32,9 @@ pub(crate) const DUPLICATE_KEY: i32 = 11000;
 /// in 60 ms, 100 never. Each statement costs FerretDB ~1 ms anyway, so
 /// small serialized commands lose nothing; on MongoDB they are harmless.
 pub const MAX_UPDATES_PER_COMMAND: usize = 16;
+
+/// Node documents per insert command.
+const INSERT_BATCH: usize = 1000;
 
 /// One `update` command in flight per process (see [`MAX_UPDATES_PER_COMMAND`]).
 pub(crate) static UPDATE_GATE: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
@@ -127,5 +133,45 @@ impl Store {
             }
         }
         Ok(())
+    }
+}
+
+impl Store {
+    /// Inserts `docs` in unordered commands of [`INSERT_BATCH`]; returns
+    /// the indexes (into `docs`) of those that existed already.
+    pub(crate) async fn insert_batches(
+        &self,
+        mut docs: Vec<Document>,
+    ) -> Result<Vec<usize>, StoreError> {
+        let mut dups = Vec::new();
+        let mut at = 0;
+        while !docs.is_empty() {
+            let rest = docs.split_off(docs.len().min(INSERT_BATCH));
+            let n = docs.len();
+            dups.extend(
+                insert_nodes(&self.db, docs)
+                    .await?
+                    .into_iter()
+                    .map(|i| at + i),
+            );
+            at += n;
+            docs = rest;
+        }
+        Ok(dups)
+    }
+
+    /// Inserts `nodes`, none of which was stored when read, whole (records,
+    /// signatures, chain record, denial key, earliest expiration) into
+    /// version `ver` of `zone`, in unordered commands of [`INSERT_BATCH`].
+    /// Returns the indexes (into `nodes`) of those another writer inserted
+    /// meanwhile: they were not written.
+    pub async fn insert_new_full_nodes(
+        &self,
+        zone: &Name,
+        ver: i64,
+        nodes: &[FullNode],
+    ) -> Result<Vec<usize>, StoreError> {
+        let docs = nodes.iter().map(|n| n.to_doc(zone, ver)).collect();
+        self.insert_batches(docs).await
     }
 }

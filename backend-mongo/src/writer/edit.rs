@@ -9,6 +9,9 @@
 //!     ─► an intent change record: the names the writes may touch (a writer
 //!        killed before its publish leaves it for signers and servers)
 //!     ─► names gaining data: missing ancestors upserted as empty non-terminals
+//!     ─► begin_signed_edit: names not stored are not written but handed to
+//!        the signer (ZoneEdit::take_new_nodes), which inserts each whole,
+//!        signed, once
 //!     ─► per name: $pullAll, then $set / $unset / $addToSet of its RRsets
 //!        (a set emptied by a $pullAll is unset only while it is still empty)
 //!     ─► names left empty: deleted unless names exist below them (then
@@ -27,8 +30,7 @@
 //! hands the names to the signer (`mongodns-sign` signs them, or the
 //! caller does, holding the signing lease).
 
-use super::bulk::insert_nodes;
-use super::{NodeImages, WriteMode, ZoneWriter, LOCK_WAIT};
+use super::{NodeImages, NodeWrite, WriteMode, ZoneWriter, LOCK_WAIT};
 use crate::dnssec_store::FullNode;
 use crate::lock::{Held, ZONE_LOCK};
 use crate::schema::{self, node_id, RRset, ZoneInfo};
@@ -41,10 +43,6 @@ use dns::edit::{
 use dns::journal::{record_changes, JournalEntry, JournalRecord};
 use mongodb::bson::{doc, Bson, Document};
 use std::collections::BTreeMap;
-
-/// Node documents per insert command (new names and their empty
-/// non-terminals).
-const INSERT_BATCH: usize = 1000;
 
 /// What [`Store::edit_zone`] did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,6 +60,10 @@ pub struct EditSummary {
     pub ver: i64,
     /// The prerequisite that failed, if one did: then nothing was written.
     pub unmet: Option<Unmet>,
+    /// The generation of the change record written before anything else,
+    /// listing the names the change-set may touch (none when it wrote
+    /// nothing).
+    pub intent_gen: Option<i64>,
 }
 
 /// A change-set written and not yet published, holding the zone lock
@@ -86,6 +88,11 @@ pub struct ZoneEdit {
     soa_before: Option<JournalRecord>,
     /// A signer signed the change-set ([`ZoneEdit::note_signed`]).
     signed: bool,
+    /// The names the change-set adds that were not stored, left for the
+    /// signer to write whole ([`Store::begin_signed_edit`]).
+    new_nodes: Vec<NodeWrite>,
+    /// The generation of the intent change record.
+    intent_gen: Option<i64>,
 }
 
 impl ZoneEdit {
@@ -118,6 +125,16 @@ impl ZoneEdit {
     /// One outcome per edit, in the order given.
     pub fn outcomes(&self) -> &[Edited] {
         &self.outcomes
+    }
+
+    /// The names the change-set adds that were not stored when read, with
+    /// their records, left unwritten for the caller to write signed
+    /// ([`Store::begin_signed_edit`]); from now on they count as written
+    /// (listed in the change record). Empty for [`Store::begin_edit`].
+    pub fn take_new_nodes(&mut self) -> Vec<NodeWrite> {
+        let new = std::mem::take(&mut self.new_nodes);
+        self.written.extend(new.iter().map(|w| w.name.clone()));
+        new
     }
 
     /// The caller signed what was written: `names` are the owners its
@@ -239,6 +256,7 @@ impl ZoneEdit {
             names,
             ver: self.served.ver,
             unmet: self.unmet.take(),
+            intent_gen: self.intent_gen,
         }
     }
 }
@@ -274,6 +292,8 @@ fn touched_names(zone: &Name, changed: &[&Pending]) -> Vec<Name> {
 struct Pending {
     existed: bool,
     edit: NodeEdit,
+    /// The node as read (secured zones: its before-image).
+    stored: Option<FullNode>,
 }
 
 impl Store {
@@ -306,6 +326,27 @@ impl Store {
         change: &ChangeSet,
         expect_ver: Option<i64>,
     ) -> Result<ZoneEdit, StoreError> {
+        self.begin(change, expect_ver, false).await
+    }
+
+    /// [`Store::begin_edit`] for a signer holding the signing lease of
+    /// version `ver`, served: names the change-set adds that were not
+    /// stored are not written but left to it ([`ZoneEdit::take_new_nodes`]),
+    /// to be written once, whole and signed.
+    pub async fn begin_signed_edit(
+        &self,
+        change: &ChangeSet,
+        ver: i64,
+    ) -> Result<ZoneEdit, StoreError> {
+        self.begin(change, Some(ver), true).await
+    }
+
+    async fn begin(
+        &self,
+        change: &ChangeSet,
+        expect_ver: Option<i64>,
+        defer_new: bool,
+    ) -> Result<ZoneEdit, StoreError> {
         let zone = &change.zone;
         if let Some(n) = change.outside_zone() {
             return Err(StoreError::Conflict(format!(
@@ -313,7 +354,7 @@ impl Store {
             )));
         }
         let lock = self.lock(ZONE_LOCK, zone, "edit", LOCK_WAIT).await?;
-        match self.edit_locked(change, expect_ver).await {
+        match self.edit_locked(change, expect_ver, defer_new).await {
             Ok(mut edit) => {
                 edit.lock = Some(lock);
                 Ok(edit)
@@ -333,6 +374,7 @@ impl Store {
         &self,
         change: &ChangeSet,
         expect_ver: Option<i64>,
+        defer_new: bool,
     ) -> Result<ZoneEdit, StoreError> {
         let zone = &change.zone;
         let mut edit = self.open_served_version(zone, expect_ver).await?;
@@ -365,13 +407,14 @@ impl Store {
             .collect();
         let touched = touched_names(zone, &changed);
         if !changed.is_empty() {
-            self.take_generation_with(zone, Some(&touched), false)
-                .await?;
+            let gen = self.take_generation_with(zone, Some(&touched), false);
+            edit.intent_gen = Some(gen.await?);
         }
         if edit.secured {
             let edited = changed.iter().map(|p| p.edit.name().clone());
             let imaged: Vec<Name> = touched.iter().cloned().chain(edited).collect();
             let mut images = NodeImages::new(zone, ver, edit.served.gen);
+            images.note_read(changed.iter().map(|p| (p.edit.name(), p.stored.as_ref())));
             images.capture_names(self, &imaged).await?;
             edit.images = Some(images);
             edit.soa_before = self.apex_soa_record(zone, ver).await?;
@@ -379,7 +422,20 @@ impl Store {
             edit.changes = Some(journal_changes(&changed));
         }
         let t_images = t.elapsed();
-        edit.written = self.write_changed(zone, ver, &changed).await?;
+        let defer = defer_new && edit.secured;
+        let (new, now): (Vec<&Pending>, Vec<&Pending>) = changed
+            .iter()
+            .partition(|p| defer && !p.existed && !p.edit.is_empty());
+        edit.new_nodes = new
+            .iter()
+            .map(|p| NodeWrite {
+                name: p.edit.name().clone(),
+                rrsets: p.edit.after().to_vec(),
+            })
+            .collect();
+        edit.written = self.add_ancestors(zone, ver, &new).await?;
+        edit.written
+            .extend(self.write_changed(zone, ver, &now).await?);
         tracing::debug!(%zone, names = changed.len(), read = ?t_read, imaged = ?t_images,
             written = ?t.elapsed(), "change-set written");
         Ok(edit)
@@ -433,6 +489,8 @@ impl Store {
             images: None,
             soa_before: None,
             signed: false,
+            new_nodes: Vec::new(),
+            intent_gen: None,
         })
     }
 
@@ -485,26 +543,6 @@ impl Store {
             .collect())
     }
 
-    /// Inserts `docs` in unordered commands of [`INSERT_BATCH`]; returns
-    /// the indexes (into `docs`) of those that existed already.
-    async fn insert_batches(&self, mut docs: Vec<Document>) -> Result<Vec<usize>, StoreError> {
-        let mut dups = Vec::new();
-        let mut at = 0;
-        while !docs.is_empty() {
-            let rest = docs.split_off(docs.len().min(INSERT_BATCH));
-            let n = docs.len();
-            dups.extend(
-                insert_nodes(&self.db, docs)
-                    .await?
-                    .into_iter()
-                    .map(|i| at + i),
-            );
-            at += n;
-            docs = rest;
-        }
-        Ok(dups)
-    }
-
     /// Reads the names the prerequisites are about and checks them.
     async fn check_prerequisites(
         &self,
@@ -543,10 +581,17 @@ impl Store {
                 let stored = stored.remove(e.name()).flatten();
                 let existed = stored.is_some();
                 let rrsets: Vec<RRset> = stored
-                    .map(|n| n.rrsets.into_iter().map(|s| s.rrset).collect())
-                    .unwrap_or_default();
+                    .iter()
+                    .flat_map(|n| n.rrsets.iter().map(|s| s.rrset.clone()))
+                    .collect();
                 let edit = NodeEdit::new(zone, e.name(), rrsets, secured);
-                names.insert(e.name().clone(), Pending { existed, edit });
+                let stored = stored.filter(|_| secured);
+                let pending = Pending {
+                    existed,
+                    edit,
+                    stored,
+                };
+                names.insert(e.name().clone(), pending);
             }
             let p = names.get_mut(e.name()).expect("inserted above");
             outcomes.push(p.edit.apply(e));

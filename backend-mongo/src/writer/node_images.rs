@@ -7,6 +7,8 @@
 //!  capture_names / capture_changes ─► each node not seen yet: one point
 //!     read by _id (ordinary and NSEC3 nodes), kept as the before-image
 //!     (more than MAX_IMAGED_NODES: overflow, no diff)
+//!  note_read / note_absent ─► what the writer itself read under the zone
+//!     lock, kept as the before-image without a second read
 //!  ...the writer writes...
 //!  diff ─► each imaged node read again ─► node_records(before) vs (after):
 //!     every record but the apex SOA, each RRset's signatures as RRSIGs
@@ -100,6 +102,36 @@ impl NodeImages {
             }
             NodeChange::Expiry { name, .. } => node_id(zone, ver, name),
         }
+    }
+
+    /// Takes nodes as the writer read them (`None`: not stored) as the
+    /// before-images of those not imaged yet: a writer's own reads under
+    /// the zone lock, so that they are not read a second time.
+    pub fn note_read<'a>(
+        &mut self,
+        nodes: impl IntoIterator<Item = (&'a Name, Option<&'a FullNode>)>,
+    ) {
+        for (name, node) in nodes {
+            if self.overflow {
+                return;
+            }
+            let id = node_id(&self.zone, self.ver, name);
+            if self.before.contains_key(&id) {
+                continue;
+            }
+            if self.before.len() >= MAX_IMAGED_NODES {
+                self.overflow = true;
+                self.before.clear();
+                return;
+            }
+            self.before.insert(id, node.cloned());
+        }
+    }
+
+    /// Takes the ordinary nodes `names`, not stored when read, as absent
+    /// before the change (see [`NodeImages::note_read`]).
+    pub fn note_absent<'a>(&mut self, names: impl IntoIterator<Item = &'a Name>) {
+        self.note_read(names.into_iter().map(|n| (n, None)));
     }
 
     async fn capture_ids(&mut self, store: &Store, ids: Vec<String>) -> Result<(), StoreError> {

@@ -80,6 +80,30 @@ fn same_node(stored: Option<&FullNode>, node: &FullNode) -> bool {
     })
 }
 
+/// How many times new names another writer inserted meanwhile are merged
+/// again before the batch gives up.
+const RACED_ROUNDS: usize = 3;
+
+/// Adds the records of `add` to its set in `node` (created when missing),
+/// the TTL taken from `add`.
+fn merge_rrset(node: &mut FullNode, add: &RRset) {
+    match node.rrsets.iter_mut().find(|r| r.rrset.rtype == add.rtype) {
+        Some(r) => {
+            for rd in &add.rdata {
+                if !r.rrset.rdata.iter().any(|x| x[..] == rd[..]) {
+                    r.rrset.rdata.push(rd.clone());
+                }
+            }
+            r.rrset.ttl = add.ttl;
+        }
+        None => node.rrsets.push(SignedRRset {
+            rrset: add.clone(),
+            sigs: Vec::new(),
+            sd: None,
+        }),
+    }
+}
+
 /// Signs merge writes into a secured zone (see the module documentation).
 pub struct MergeSigner {
     zone: Name,
@@ -317,17 +341,67 @@ impl MergeSigner {
                 .rrsets
                 .extend(w.rrsets.iter().cloned());
         }
-        let order: Vec<&NodeWrite> = grouped.values().collect();
+        let order: Vec<NodeWrite> = grouped.into_values().collect();
         let names: Vec<Name> = order.iter().map(|w| w.name.clone()).collect();
         let existing = store.read_full_nodes(&self.zone, self.ver, &names).await?;
         let mut stats = WriteStats::default();
+        for old in &existing {
+            match old {
+                Some(_) => stats.merged += 1,
+                None => stats.inserted += 1,
+            }
+        }
+        let entries = self.merged_entries(&order, existing, true);
+        self.settle_merging_raced(store, entries).await?;
+        Ok(stats)
+    }
+
+    /// Signs and writes names that a record edit adds and that were not
+    /// stored when it read them (under the zone lock): each is inserted
+    /// whole, signed and in the chain, with no read. One that another
+    /// writer inserted meanwhile is merged as [`MergeSigner::write_batch`]
+    /// merges. A delegation or DNAME among them with names below sets
+    /// [`MergeSigner::needs_full_resign`].
+    pub async fn write_new(
+        &mut self,
+        store: &Store,
+        nodes: &[NodeWrite],
+    ) -> Result<Settled, SignError> {
+        let mut order: Vec<NodeWrite> = nodes
+            .iter()
+            .filter(|w| w.name.is_subdomain_of(&self.zone))
+            .cloned()
+            .collect();
+        order.sort_by(|a, b| a.name.cmp(&b.name));
+        order.dedup_by(|a, b| a.name == b.name);
+        for w in &order {
+            let cut = w.name != self.zone
+                && w.rrsets
+                    .iter()
+                    .any(|r| matches!(r.rtype, RType::NS | RType::DNAME));
+            if cut && self.may_have_names_below(&w.name) {
+                self.full_resign = true;
+            }
+            self.occluders.insert(w.name.clone(), cut);
+        }
+        let absent = vec![None; order.len()];
+        let entries = self.merged_entries(&order, absent, false);
+        self.settle_merging_raced(store, entries).await
+    }
+
+    /// Each write merged into the node stored under its name (`existing`,
+    /// the same order): new records added to their sets, TTLs taken from
+    /// the write, signer-owned sets left out. With `cuts`, a delegation or
+    /// DNAME added at a name that had neither sets
+    /// [`MergeSigner::needs_full_resign`].
+    fn merged_entries(
+        &mut self,
+        order: &[NodeWrite],
+        existing: Vec<Option<FullNode>>,
+        cuts: bool,
+    ) -> Vec<Entry> {
         let mut entries = Vec::with_capacity(order.len());
         for (w, old) in order.iter().zip(existing) {
-            if old.is_some() {
-                stats.merged += 1;
-            } else {
-                stats.inserted += 1;
-            }
             let mut node = old.clone().unwrap_or_else(|| FullNode {
                 name: w.name.clone(),
                 rrsets: Vec::new(),
@@ -341,34 +415,13 @@ impl MergeSigner {
                     .any(|r| matches!(r.rtype, RType::NS | RType::DNAME))
                 && !had(RType::NS, &node)
                 && !had(RType::DNAME, &node);
-            if adds_cut {
+            if cuts && adds_cut {
                 // Names below may exist and now be occluded.
                 self.full_resign = true;
                 self.occluders.insert(w.name.clone(), true);
             }
-            for add in &w.rrsets {
-                if signer_owned(add.rtype) {
-                    continue;
-                }
-                match node.rrsets.iter_mut().find(|r| r.rrset.rtype == add.rtype) {
-                    Some(r) => {
-                        for rd in &add.rdata {
-                            if !r.rrset.rdata.iter().any(|x| x[..] == rd[..]) {
-                                r.rrset.rdata.push(rd.clone());
-                            }
-                        }
-                        r.rrset.ttl = add.ttl;
-                    }
-                    None => node.rrsets.push(SignedRRset {
-                        rrset: RRset {
-                            rtype: add.rtype,
-                            ttl: add.ttl,
-                            rdata: add.rdata.clone(),
-                        },
-                        sigs: Vec::new(),
-                        sd: None,
-                    }),
-                }
+            for add in w.rrsets.iter().filter(|a| !signer_owned(a.rtype)) {
+                merge_rrset(&mut node, add);
             }
             entries.push(Entry {
                 stored: old,
@@ -376,8 +429,37 @@ impl MergeSigner {
                 exists: true,
             });
         }
-        self.settle(store, entries).await?;
-        Ok(stats)
+        entries
+    }
+
+    /// Settles `entries`, then merges the new names another writer
+    /// inserted between their read and their insert into what it stored
+    /// (read again).
+    async fn settle_merging_raced(
+        &mut self,
+        store: &Store,
+        entries: Vec<Entry>,
+    ) -> Result<Settled, SignError> {
+        let (mut settled, mut raced) = self.settle(store, entries).await?;
+        for _ in 0..RACED_ROUNDS {
+            if raced.is_empty() {
+                return Ok(settled);
+            }
+            let names: Vec<Name> = raced.iter().map(|w| w.name.clone()).collect();
+            let existing = store.read_full_nodes(&self.zone, self.ver, &names).await?;
+            let entries = self.merged_entries(&raced, existing, true);
+            let (more, again) = self.settle(store, entries).await?;
+            settled.written += more.written;
+            settled.signed += more.signed;
+            raced = again;
+        }
+        match raced.first() {
+            None => Ok(settled),
+            Some(w) => Err(SignError::Store(StoreError::Conflict(format!(
+                "{}: inserted and deleted by other writers while it was signed",
+                w.name
+            )))),
+        }
     }
 
     /// Brings the signatures and chain around `names` up to date with what
@@ -433,7 +515,10 @@ impl MergeSigner {
                 node,
             });
         }
-        self.settle(store, entries).await
+        let (settled, raced) = self.settle(store, entries).await?;
+        // Names not stored are never inserted here.
+        debug_assert!(raced.is_empty());
+        Ok(settled)
     }
 
     /// False only when the chain shows no name below `name` (NSEC: the

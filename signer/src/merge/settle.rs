@@ -9,16 +9,18 @@
 //!   ─► link_members      new members after their predecessor; bitmaps refreshed
 //!   ─► carry_neighbours  relinked neighbours that are in the batch carry their record
 //!   ─► sign              RRsets whose digest changed, chain records, outside neighbours
-//!   ─► write             1: the batch's nodes and NSEC3 nodes (never recreating a
-//!                        node another writer deleted); 2: neighbours, then what
-//!                        left the chain
+//!   ─► write             1: new nodes inserted whole (one another writer inserted
+//!                        meanwhile is handed back, to be merged), the batch's
+//!                        changed nodes and NSEC3 nodes (never recreating a node
+//!                        another writer deleted); 2: neighbours, then what left
+//!                        the chain
 //! ```
 
 use super::{same_node, Entry, Link, MergeSigner, Settled};
 use crate::plan;
 use crate::SignError;
 use backend_mongo::dnssec_store::{changed_owners, FullNode, NodeChange, SignedRRset};
-use backend_mongo::{RRset, Store};
+use backend_mongo::{NodeWrite, RRset, Store};
 use dns::dnssec::rrset_digest;
 use dns::{Name, RType};
 use std::collections::BTreeMap;
@@ -84,7 +86,7 @@ impl MergeSigner {
         &mut self,
         store: &Store,
         entries: Vec<Entry>,
-    ) -> Result<Settled, SignError> {
+    ) -> Result<(Settled, Vec<NodeWrite>), SignError> {
         let mut batch = self.classify(store, entries).await?;
         let mut work = ChainWork::default();
         self.unlink_leaving(&mut batch, &mut work);
@@ -373,9 +375,11 @@ impl MergeSigner {
         outside
     }
 
-    /// Write 1: the batch's changed nodes and NSEC3 nodes (never recreating
-    /// a node another writer deleted); write 2: neighbours, then what
-    /// leaves the chain.
+    /// Write 1: the batch's nodes not stored when read, inserted whole;
+    /// its changed nodes and NSEC3 nodes (never recreating a node another
+    /// writer deleted); write 2: neighbours, then what leaves the chain.
+    /// Also returns the records of the new nodes another writer inserted
+    /// between the read and the insert (not written: to be merged).
     async fn write(
         &mut self,
         store: &Store,
@@ -383,12 +387,17 @@ impl MergeSigner {
         stored: &[Option<FullNode>],
         exists: &[bool],
         leaving: Vec<(String, Name)>,
-    ) -> Result<Settled, SignError> {
+    ) -> Result<(Settled, Vec<NodeWrite>), SignError> {
         let (all, split, split_nsec3) = (&signed.all, signed.nodes, signed.nsec3);
         let mut first: Vec<NodeChange> = Vec::with_capacity(split_nsec3);
+        let mut new: Vec<FullNode> = Vec::new();
         for (i, n) in all[..split].iter().enumerate() {
-            if exists[i] && !same_node(stored[i].as_ref(), n) {
-                first.push(NodeChange::PutRRsets(n.clone()));
+            match &stored[i] {
+                None if exists[i] => new.push(n.clone()),
+                Some(s) if exists[i] && !same_node(Some(s), n) => {
+                    first.push(NodeChange::PutRRsets(n.clone()))
+                }
+                _ => {}
             }
         }
         for (i, n) in all[split..split_nsec3].iter().enumerate() {
@@ -404,14 +413,38 @@ impl MergeSigner {
         for (key, owner) in leaving {
             second.extend(self.leaving_changes(key, owner, &stored[..split]));
         }
+        let raced = self.insert(store, &new).await?;
         self.apply(store, &first).await?;
         self.apply(store, &second).await?;
+        let inserted = new.len() - raced.len();
+        self.touched.extend(new.iter().map(|n| n.name.clone()));
         self.touched.extend(changed_owners(&self.zone, &first));
         self.touched.extend(changed_owners(&self.zone, &second));
-        Ok(Settled {
-            written: (first.len() + second.len()) as u64,
+        let settled = Settled {
+            written: (inserted + first.len() + second.len()) as u64,
             signed: signed.signatures,
-        })
+        };
+        Ok((settled, raced))
+    }
+
+    /// Inserts `new` whole, imaging each as absent first when images are
+    /// kept; returns the records of those another writer inserted
+    /// meanwhile (their signer-owned sets left out).
+    async fn insert(
+        &mut self,
+        store: &Store,
+        new: &[FullNode],
+    ) -> Result<Vec<NodeWrite>, SignError> {
+        if new.is_empty() {
+            return Ok(Vec::new());
+        }
+        if let Some(images) = self.images.as_mut() {
+            images.note_absent(new.iter().map(|n| &n.name));
+        }
+        let raced = store
+            .insert_new_full_nodes(&self.zone, self.ver, new)
+            .await?;
+        Ok(raced.into_iter().map(|i| records_of(&new[i])).collect())
     }
 
     /// What the name `owner` (chain key `key`) leaving the chain writes:
@@ -440,6 +473,20 @@ impl MergeSigner {
                 dk: None,
             },
         ]
+    }
+}
+
+/// The records of `node` as a write to merge: its signer-owned sets left
+/// out.
+fn records_of(node: &FullNode) -> NodeWrite {
+    NodeWrite {
+        name: node.name.clone(),
+        rrsets: node
+            .rrsets
+            .iter()
+            .filter(|r| !plan::signer_owned(r.rrset.rtype))
+            .map(|r| r.rrset.clone())
+            .collect(),
     }
 }
 

@@ -1,0 +1,215 @@
+//! What a signed record edit sends to the database, counted at the wire:
+//! a name it adds is inserted once, whole and signed (its records, their
+//! RRSIG, its NSEC and the NSEC's RRSIG in one document), never written
+//! unsigned first and never updated after; it is read at most twice (the
+//! edit's own read under the zone lock, and the journal's after-image).
+//! The zone verifies after it, and the next edit takes the kept signer up
+//! without reading the first edit's names again.
+//!
+//! ```text
+//!  import, secure-zone ─► Store through a tapping Relay
+//!  ─► signer::edit::edit_zone(30 new names) ─► the commands sent:
+//!     insert / update / find on nodes, per new name's document id
+//!  ─► a second edit, of names away from the first's ─► no find of the
+//!     first edit's names
+//!  ─► AXFR ─► dnssec-verify + ldns-verify-zone
+//! ```
+
+use backend_mongo::dns::edit::RecordEdit;
+use backend_mongo::{Name, RType, Store};
+use mongodns_testkit::*;
+use signer::SecureOptions;
+use std::time::Duration;
+
+const ZONE: &str = "writes.test.";
+
+const NEW: usize = 30;
+
+fn zone_text() -> String {
+    let mut text = format!(
+        "$ORIGIN {ZONE}\n$TTL 300\n@ IN SOA ns hostmaster 1 7200 900 1209600 60\n\
+         @ IN NS ns\nns IN A 192.0.2.53\n"
+    );
+    for i in 0..20 {
+        text.push_str(&format!("old{i} IN A 192.0.2.{i}\n"));
+    }
+    text
+}
+
+fn secure(db: &TestZoneDb) {
+    let zone: Name = ZONE.parse().unwrap();
+    let options = SecureOptions::ecdsa(None);
+    block_on(signer::secure_zone(
+        &db.store,
+        &zone,
+        &options,
+        &signer::NoProgress,
+    ))
+    .expect("secure-zone");
+}
+
+fn adds(prefix: &str) -> Vec<RecordEdit> {
+    (0..NEW)
+        .map(|i| {
+            let name: Name = format!("{prefix}{i}.{ZONE}").parse().unwrap();
+            RecordEdit::add(
+                name,
+                RType::A,
+                300,
+                vec![vec![198, 51, 100, i as u8].into()],
+            )
+        })
+        .collect()
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// How many of `commands` name `id` (a node document's `_id`).
+fn naming(commands: &[Vec<u8>], id: &str) -> usize {
+    commands
+        .iter()
+        .filter(|c| contains(c, id.as_bytes()))
+        .count()
+}
+
+#[test]
+fn a_signed_edit_inserts_each_new_name_once_whole_and_signed() {
+    let db = block_on(async {
+        let db = TestZoneDb::new("signed_edit_writes").await;
+        db.import(ZONE, &zone_text(), true).await;
+        db
+    });
+    secure(&db);
+    let zone: Name = ZONE.parse().unwrap();
+    let tap = Relay::tapping_database();
+    let store = block_on(Store::connect(
+        &tap.uri(),
+        &db.name,
+        Duration::from_secs(10),
+    ))
+    .expect("a store through the relay");
+    let ver = block_on(store.find_zone(&zone)).unwrap().unwrap().ver;
+    let first =
+        block_on(signer::edit::edit_zone(&store, &zone, &adds("new"))).expect("the signed edit");
+    assert!(first.gen.is_some(), "the edit published");
+
+    let sent = tap.sent();
+    let inserts = sent_commands(&sent, "insert", "nodes");
+    let updates = sent_commands(&sent, "update", "nodes");
+    let finds = sent_commands(&sent, "find", "nodes");
+    for i in 0..NEW {
+        let id = format!("{ZONE} {ver} new{i}.{ZONE}");
+        let inserted: Vec<&Vec<u8>> = inserts
+            .iter()
+            .filter(|c| contains(c, id.as_bytes()))
+            .collect();
+        assert_eq!(inserted.len(), 1, "{id}: inserted once");
+        for key in ["sigs", "NSEC", "dk", "sx"] {
+            assert!(
+                bson_has_key(inserted[0], key),
+                "{id}: inserted signed and linked (no {key:?} in its insert)"
+            );
+        }
+        assert_eq!(
+            naming(&updates, &id),
+            0,
+            "{id}: never updated after its insert"
+        );
+        let reads = naming(&finds, &id);
+        assert!(reads <= 2, "{id}: read {reads} times, at most twice");
+    }
+
+    // The next edit takes the kept signer up: the first edit's own change
+    // records (its intent and its publish) are not read back name by name.
+    // Its names sort before the first edit's, after the apex (their one
+    // outside predecessor): none of the first edit's is a neighbour.
+    let before = tap.sent().len();
+    block_on(signer::edit::edit_zone(&store, &zone, &adds("aaa"))).expect("a second edit");
+    let later = tap.sent()[before..].to_vec();
+    let finds = sent_commands(&later, "find", "nodes");
+    for i in 0..NEW {
+        let id = format!("{ZONE} {ver} new{i}.{ZONE}");
+        assert_eq!(naming(&finds, &id), 0, "{id}: read again by the next edit");
+    }
+    assert_eq!(signer::kept_signer::taken_in(&store, &zone), 1);
+
+    let server = ServerProcess::start(&db.name, &["--axfr-allow", "127.0.0.1/32"]);
+    let text = axfr_text(server.port, ZONE);
+    verify_signed_zone(&db.dir, ZONE, &text);
+    for prefix in ["new", "aaa"] {
+        for i in 0..NEW {
+            let owner = format!("{prefix}{i}.{ZONE}");
+            let has = |rtype: &str| {
+                text.lines().any(|l| {
+                    let f: Vec<&str> = l.split_whitespace().collect();
+                    f.first() == Some(&owner.as_str()) && f.get(3) == Some(&rtype)
+                })
+            };
+            assert!(
+                has("A") && has("RRSIG") && has("NSEC"),
+                "{owner}: served signed"
+            );
+        }
+    }
+}
+
+/// A name the signer was told is new, which another writer inserted in
+/// the meantime (unsigned, with a record of its own): the insert finds it
+/// there, and the signer merges into what is stored instead, so both
+/// writers' records are kept, signed, and the zone verifies.
+#[test]
+fn a_new_name_another_writer_inserted_meanwhile_is_merged_not_lost() {
+    let db = block_on(async {
+        let db = TestZoneDb::new("signed_edit_raced").await;
+        db.import(ZONE, &zone_text(), true).await;
+        db
+    });
+    secure(&db);
+    let zone: Name = ZONE.parse().unwrap();
+    let raced: Name = format!("raced.{ZONE}").parse().unwrap();
+    let a = |last: u8| {
+        RecordEdit::add(
+            raced.clone(),
+            RType::A,
+            300,
+            vec![vec![192, 0, 2, last].into()],
+        )
+    };
+    let node = block_on(async {
+        let served = db.store.find_zone(&zone).await.unwrap().unwrap();
+        let mut signer = signer::merge::MergeSigner::new(&db.store, &zone, served.ver)
+            .await
+            .unwrap()
+            .expect("the zone is secured");
+        // The other writer: an unsigned edit, after the signer read the zone.
+        db.store.edit_zone(&zone, &[a(99)]).await.unwrap();
+        let ours = backend_mongo::NodeWrite {
+            name: raced.clone(),
+            rrsets: vec![backend_mongo::RRset::of(RType::A, 300, &[&[192, 0, 2, 1]])],
+        };
+        let settled = signer.write_new(&db.store, &[ours]).await.unwrap();
+        assert!(
+            settled.written >= 1,
+            "the raced name was written: {settled:?}"
+        );
+        let served = db.store.find_zone(&zone).await.unwrap().unwrap();
+        signer.sign_soa(&db.store, served.serial).await.unwrap();
+        let read = db
+            .store
+            .read_full_nodes(&zone, served.ver, std::slice::from_ref(&raced))
+            .await;
+        read.unwrap().remove(0).expect("the raced name is stored")
+    });
+    let a_set = node.get(RType::A).expect("its A records");
+    assert_eq!(
+        a_set.rrset.rdata.len(),
+        2,
+        "both writers' records kept: {a_set:?}"
+    );
+    assert!(!a_set.sigs.is_empty(), "its A records signed");
+    assert!(node.get(RType::NSEC).is_some(), "in the chain");
+    let server = ServerProcess::start(&db.name, &["--axfr-allow", "127.0.0.1/32"]);
+    verify_signed_zone(&db.dir, ZONE, &axfr_text(server.port, ZONE));
+}
