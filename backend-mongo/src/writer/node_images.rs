@@ -10,7 +10,9 @@
 //!  note_read / note_absent ─► what the writer itself read under the zone
 //!     lock, kept as the before-image without a second read
 //!  ...the writer writes...
-//!  diff ─► each imaged node read again ─► node_records(before) vs (after):
+//!  note_inserted ─► nodes the writer inserted whole: their after-image
+//!  diff ─► each imaged node read again (not those inserted whole and not
+//!     changed since) ─► node_records(before) vs (after):
 //!     every record but the apex SOA, each RRset's signatures as RRSIGs
 //!     with its TTL (as AXFR sends them) ─► (removed, added)
 //! ```
@@ -41,6 +43,9 @@ pub struct NodeImages {
     ver: i64,
     base_gen: i64,
     before: BTreeMap<String, Option<FullNode>>,
+    /// Nodes the writer inserted whole and has not changed since: their
+    /// after-image, known without a read.
+    inserted: BTreeMap<String, FullNode>,
     overflow: bool,
 }
 
@@ -53,6 +58,7 @@ impl NodeImages {
             ver,
             base_gen,
             before: BTreeMap::new(),
+            inserted: BTreeMap::new(),
             overflow: false,
         }
     }
@@ -85,7 +91,10 @@ impl NodeImages {
         store: &Store,
         changes: &[NodeChange],
     ) -> Result<(), StoreError> {
-        let ids = changes.iter().map(|c| self.id_of(c)).collect();
+        let ids: Vec<String> = changes.iter().map(|c| self.id_of(c)).collect();
+        for id in &ids {
+            self.inserted.remove(id);
+        }
         self.capture_ids(store, ids).await
     }
 
@@ -128,6 +137,20 @@ impl NodeImages {
         }
     }
 
+    /// Keeps `nodes`, just inserted whole by the writer, as their own
+    /// after-images: [`NodeImages::diff`] does not read them back unless a
+    /// later change of this writer names them ([`NodeImages::capture_changes`]).
+    /// Sound while nobody else writes them before the publish: only a merge
+    /// can, and a live merge makes the journal entry inexact anyway.
+    pub fn note_inserted(&mut self, nodes: &[FullNode]) {
+        for n in nodes {
+            let id = node_id(&self.zone, self.ver, &n.name);
+            if self.before.contains_key(&id) {
+                self.inserted.insert(id, n.clone());
+            }
+        }
+    }
+
     /// Takes the ordinary nodes `names`, not stored when read, as absent
     /// before the change (see [`NodeImages::note_read`]).
     pub fn note_absent<'a>(&mut self, names: impl IntoIterator<Item = &'a Name>) {
@@ -163,10 +186,23 @@ impl NodeImages {
         if self.overflow {
             return Ok(None);
         }
-        let ids: Vec<String> = self.before.keys().cloned().collect();
-        let after = store.read_full_nodes_by_id(&ids).await?;
+        let ids: Vec<String> = self
+            .before
+            .keys()
+            .filter(|id| !self.inserted.contains_key(*id))
+            .cloned()
+            .collect();
+        let mut read: BTreeMap<String, Option<FullNode>> = ids
+            .iter()
+            .cloned()
+            .zip(store.read_full_nodes_by_id(&ids).await?)
+            .collect();
         let (mut removed, mut added) = (Vec::new(), Vec::new());
-        for (before, after) in self.before.values().zip(after) {
+        for (id, before) in &self.before {
+            let after = match self.inserted.get(id) {
+                Some(n) => Some(n.clone()),
+                None => read.remove(id).flatten(),
+            };
             let old = node_records(&self.zone, before.as_ref());
             let new = node_records(&self.zone, after.as_ref());
             removed.extend(old.difference(&new).cloned());

@@ -428,7 +428,8 @@ impl MergeSigner {
     }
 
     /// Inserts `new` whole, imaging each as absent first when images are
-    /// kept; returns the records of those another writer inserted
+    /// kept (and, once in, as its own after-image); returns the records of
+    /// those another writer inserted
     /// meanwhile (their signer-owned sets left out).
     async fn insert(
         &mut self,
@@ -444,6 +445,13 @@ impl MergeSigner {
         let raced = store
             .insert_new_full_nodes(&self.zone, self.ver, new)
             .await?;
+        if let Some(images) = self.images.as_mut() {
+            let written: Vec<FullNode> = (0..new.len())
+                .filter(|i| !raced.contains(i))
+                .map(|i| new[i].clone())
+                .collect();
+            images.note_inserted(&written);
+        }
         Ok(raced.into_iter().map(|i| records_of(&new[i])).collect())
     }
 
