@@ -237,3 +237,31 @@ fn the_journal_of_a_signed_edit_holds_a_new_name_changed_after_its_insert() {
     );
     verify_signed_zone(&db.dir, ZONE, &axfr_text(port, ZONE));
 }
+
+/// A signed edit of more names than half a change record holds: each name
+/// is noted twice (written, then signed), yet the record lists the names
+/// (once each), so that servers drop only those from their caches instead
+/// of the whole zone ("all").
+#[test]
+fn a_signed_edit_of_thousands_of_names_lists_them_in_its_change_record() {
+    let db = secured_db("signed_edit_record");
+    let zone: Name = ZONE.parse().unwrap();
+    let many = backend_mongo::schema::MAX_CHANGED_NAMES / 2 + 100;
+    let edits: Vec<RecordEdit> = (0..many)
+        .map(|i| {
+            let name: Name = format!("bulk{i}.{ZONE}").parse().unwrap();
+            RecordEdit::add(name, RType::A, 300, vec![vec![198, 51, 100, 7].into()])
+        })
+        .collect();
+    let summary = block_on(signer::edit::edit_zone(&db.store, &zone, &edits)).expect("the edit");
+    let gen = summary.gen.expect("published");
+    let records = block_on(db.store.change_records(gen, gen)).unwrap();
+    let names = records[&gen]
+        .names
+        .as_ref()
+        .expect("names listed, not \"all\"");
+    for e in &edits {
+        assert!(names.contains(e.name()), "{} listed", e.name());
+    }
+    assert!(names.len() < 2 * many, "each name once: {}", names.len());
+}

@@ -510,10 +510,16 @@ impl ZoneWriter {
     }
 
     /// Remembers names written (stored already) for the next change record.
+    /// A name noted twice (an edited name, then signed) counts once: only
+    /// more distinct names than a record holds make it say "all".
     fn note_changed<'a>(&self, names: impl Iterator<Item = &'a Name>) {
         let mut changed = self.changed.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(list) = changed.as_mut() {
             list.extend(names.cloned());
+            if list.len() > schema::MAX_CHANGED_NAMES {
+                list.sort_unstable();
+                list.dedup();
+            }
             if list.len() > schema::MAX_CHANGED_NAMES {
                 *changed = None;
             }
