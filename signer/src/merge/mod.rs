@@ -9,8 +9,12 @@
 //!                          sign what changed; new chain members get their
 //!                          NSEC/NSEC3 (next = the predecessor's old next),
 //!                          the predecessor's record points to them
-//!      ─► write 1: each node whole (records + sigs + its NSEC), NSEC3 nodes
+//!      ─► write 1: each node whole (records + sigs + its NSEC), NSEC3 nodes;
+//!         a node not stored is inserted (one another writer inserted
+//!         meanwhile is read again and merged)
 //!      ─► write 2: predecessors outside the batch
+//!  write_new(nodes)        a record edit's names not stored when it read
+//!                          them under the zone lock: as write_batch, no read
 //!  sign_soa(served serial) the SOA with serial + 1, signed, before finish
 //!
 //!  resign_names(names)     `resign --follow` for writers that do not sign:
