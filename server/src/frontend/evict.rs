@@ -2,9 +2,10 @@
 //! taken: pure choices over the held slots (oldest first), for slots.rs.
 //!
 //! ```text
-//!  DNS over TCP (heaviest): newcomer's prefix holds ≥ 2 and others hold
-//!     some ─► Refuse; else the prefix holding the most (≥ 2) ─► its oldest
-//!     connection (Evict), none that heavy ─► Wait
+//!  DNS over TCP (heaviest): newcomer's prefix holds ≥ 2, others hold some,
+//!     and it holds more than an even share (held / prefixes, its own
+//!     counted) ─► Refuse; else the prefix holding the most (≥ 2) ─► its
+//!     oldest connection (Evict), none that heavy ─► Wait
 //!  HTTP (silent): among connections that have not sent a whole request
 //!     head, those of the prefix holding the most slots (ties: the prefix
 //!     with the oldest such connection) ─► its oldest (Evict); none ─► Refuse
@@ -40,7 +41,7 @@ pub fn heaviest<'a>(held: impl Iterator<Item = (u64, &'a HeldView)>, newcomer: I
     let held: Vec<(u64, &HeldView)> = held.collect();
     let counts = counts(held.iter().map(|(_, h)| h.prefix));
     let own = counts.get(&newcomer).copied().unwrap_or(0);
-    if own >= 2 && counts.len() > 1 {
+    if own >= 2 && counts.len() > 1 && own * counts.len() > held.len() {
         return Choice::Refuse;
     }
     let Some((&heavy, &n)) = counts.iter().max_by_key(|(_, n)| **n) else {
@@ -134,8 +135,20 @@ mod tests {
             view(a, false),
         ]);
         let pick = |n: &str| heaviest(held.iter().map(|(k, v)| (*k, v)), n.parse().unwrap());
-        assert_eq!(pick(b), Choice::Refuse);
+        // b holds 2 of 5, under an even share (2.5): it waits, a gives up
+        // its oldest; a holds 3, over it: refused.
+        assert_eq!(pick(b), Choice::Evict(1));
+        assert_eq!(pick(a), Choice::Refuse);
         assert_eq!(pick("203.0.113.0"), Choice::Evict(1));
+        // Two of a light prefix's connections still closing do not make
+        // it heavy: it waits while the heaviest gives up its oldest.
+        let c = "203.0.113.0";
+        let mut views = vec![view(c, false), view(c, false)];
+        views.extend([a, b, a, b, a, b, a].map(|p| view(p, false)));
+        let held = map(&views);
+        let pick = |n: &str| heaviest(held.iter().map(|(k, v)| (*k, v)), n.parse().unwrap());
+        assert_eq!(pick(c), Choice::Evict(2));
+        assert_eq!(pick(a), Choice::Refuse);
         let single = map(&[view(a, false)]);
         let one = heaviest(single.iter().map(|(k, v)| (*k, v)), b.parse().unwrap());
         assert_eq!(one, Choice::Wait);
