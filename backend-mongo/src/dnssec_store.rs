@@ -445,7 +445,7 @@ impl Store {
             )
             .build();
         self.nodes.create_index(by_dk).await?;
-        // Signature refresh reads only the nodes due (`Store::due_nodes`).
+        // Signature refresh reads only the nodes due (`Store::due_node_ids`).
         let by_sx = IndexModel::builder()
             .keys(doc! {"zone": 1, "ver": 1, "sx": 1})
             .options(

@@ -4,7 +4,8 @@
 //!
 //! ```text
 //!  signed_zones ── zones {dnssec.secured or dnssec.policy} ──► apexes
-//!  due_nodes ── nodes {zone, ver, sx < T} limit N (index zone_ver_sx) ──► FullNode
+//!  due_node_ids ── nodes {zone, ver, sx < T} limit N (index zone_ver_sx) ──► _ids
+//!  nodes_still_due ── nodes {_id in ids, ver, sx < T} (the _id index) ──► FullNode
 //!  earliest_expiry ── the same index, sorted, limit 1 ──► seconds
 //!  replace_key ── keys {_id} replaced whole (state, since, ds_seen, roll)
 //!  set_dnssec_fields ── zones.dnssec.<field> set, under the zone lock
@@ -36,21 +37,50 @@ impl Store {
         Ok(out)
     }
 
-    /// Up to `limit` nodes of version `ver` of `zone` holding a signature
-    /// that expires before `before` (seconds since the epoch), earliest
-    /// first: only what is due is read.
-    pub async fn due_nodes(
+    /// The `_id`s of up to `limit` nodes of version `ver` of `zone` holding
+    /// a signature that expires before `before` (seconds since the epoch),
+    /// earliest first: only what is due is read. A refresh asks this
+    /// before it takes the signing lease (on a database without the
+    /// expiry index it is a scan of the collection).
+    pub async fn due_node_ids(
         &self,
         zone: &Name,
         ver: i64,
         before: i64,
         limit: i64,
-    ) -> Result<Vec<FullNode>, StoreError> {
+    ) -> Result<Vec<String>, StoreError> {
         let mut cursor = self
             .nodes
             .find(doc! {"zone": zone.to_string(), "ver": ver, "sx": {"$lt": before}})
             .sort(doc! {"zone": 1, "ver": 1, "sx": 1})
+            .projection(doc! {"_id": 1})
             .limit(limit)
+            .await?;
+        let mut out = Vec::new();
+        while let Some(d) = cursor.try_next().await? {
+            if let Ok(id) = d.get_str("_id") {
+                out.push(id.to_string());
+            }
+        }
+        Ok(out)
+    }
+
+    /// The nodes of version `ver` among `ids` that still hold a signature
+    /// expiring before `before`, read whole by `_id` (under the signing
+    /// lease, after [`Store::due_node_ids`]): a node signed again meanwhile
+    /// is left out.
+    pub async fn nodes_still_due(
+        &self,
+        ids: &[String],
+        ver: i64,
+        before: i64,
+    ) -> Result<Vec<FullNode>, StoreError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut cursor = self
+            .nodes
+            .find(doc! {"_id": {"$in": ids}, "ver": ver, "sx": {"$lt": before}})
             .await?;
         let mut out = Vec::new();
         while let Some(d) = cursor.try_next().await? {

@@ -22,7 +22,7 @@
 
 use crate::catchup::records_since;
 use crate::merge::MergeSigner;
-use crate::plan::KeySet;
+use crate::plan::{KeySet, SignOptions};
 use crate::refresh::refresh_due;
 use crate::{resign_version, NoProgress, PlanStats, Progress, Report, SignError, Validity};
 use backend_mongo::{Name, Store, StoreError, ZoneInfo};
@@ -110,23 +110,45 @@ impl<'a> Follower<'a> {
         self.ours.clear();
     }
 
-    /// Re-signs what falls due in up to `limit` nodes of the served
-    /// version (read through the expiry index), then moves the serial,
-    /// signed, and publishes the names written. Nothing is written when
-    /// nothing is due.
+    /// The `_id`s of up to `limit` nodes of the served version with a
+    /// signature due (the expiry index): asked before a pass takes the
+    /// signing lease, so that writers never wait behind the look-up.
+    pub(crate) async fn due(
+        &self,
+        served: &ZoneInfo,
+        limit: i64,
+    ) -> Result<Vec<String>, SignError> {
+        let options = self.refresh_options().await?;
+        let horizon = i64::from(options.refresh_before);
+        Ok(self
+            .store
+            .due_node_ids(self.zone, served.ver, horizon, limit)
+            .await?)
+    }
+
+    async fn refresh_options(&self) -> Result<SignOptions, SignError> {
+        let config = self.store.dnssec_config(self.zone).await?;
+        let validity = Validity::of(&config);
+        Ok(crate::sign_options(
+            config.nsec3.clone(),
+            &validity,
+            1,
+            false,
+        ))
+    }
+
+    /// Re-signs what falls due in the nodes `due` (from [`Follower::due`])
+    /// still due in the served version, read again under the lease, then
+    /// moves the serial, signed, and publishes the names written. Nothing
+    /// is written when nothing is due.
     pub(crate) async fn refresh(
         &mut self,
         served: &ZoneInfo,
-        limit: i64,
+        due: &[String],
     ) -> Result<Report, SignError> {
-        let config = self.store.dnssec_config(self.zone).await?;
-        let validity = Validity::of(&config);
-        let options = crate::sign_options(config.nsec3.clone(), &validity, 1, false);
+        let options = self.refresh_options().await?;
         let horizon = i64::from(options.refresh_before);
-        let due = self
-            .store
-            .due_nodes(self.zone, served.ver, horizon, limit)
-            .await?;
+        let due = self.store.nodes_still_due(due, served.ver, horizon).await?;
         let mut report = Report {
             serial: served.serial,
             ver: served.ver,

@@ -2,7 +2,8 @@
 //! falls due are read, through the `zone_ver_sx` index, never the zone.
 //!
 //! ```text
-//!  due_nodes(zone, ver, now + refresh, limit) ─► per node, per RRset:
+//!  due_node_ids(zone, ver, now + refresh, limit), before the lease
+//!  ─► nodes_still_due(ids), under it ─► per node, per RRset:
 //!     a signature due and the content as signed (digest) ─► signed again
 //!     (the policy's validity, jitter per RRset)
 //!     content changed since it was signed ─► left to the change records'
@@ -32,7 +33,7 @@ pub struct Refreshed {
 }
 
 /// Re-signs what falls due in `nodes` of version `ver` of `zone` (read by
-/// [`Store::due_nodes`]; signatures expiring before
+/// [`Store::nodes_still_due`]; signatures expiring before
 /// `options.refresh_before`) and stores it with each node's exact `sx`.
 pub async fn refresh_due(
     store: &Store,

@@ -3,9 +3,10 @@
 //! ```text
 //!  run: loop { look(); sleep(interval) }
 //!  look: find_zone ─► service lease (held for good; standby while another
-//!     `serve` holds it) ─► signing lease for this pass (skipped while a
-//!     writer or one-shot signer holds it) ─► secure / mark / follow / key
-//!     steps / refresh (mod.rs) ─► signing lease given up ─► status
+//!     `serve` holds it) ─► the _ids of nodes due (no lease) ─► signing
+//!     lease for this pass (skipped while a writer or one-shot signer
+//!     holds it) ─► secure / mark / follow / key steps / refresh of those
+//!     still due ─► signing lease given up ─► earliest expiry ─► status
 //! ```
 
 use super::keys::{apply_steps, stamp, ParentChecks};
@@ -123,16 +124,35 @@ impl Worker {
             let policy = config.policy.clone().expect("checked above");
             return self.secure(&policy).await.map(|_| true);
         }
-        // One pass under the signing lease, given up at its end so that
-        // writers sign what they write themselves.
+        // What is due is looked up first, outside the lease (a scan where
+        // the database has no expiry index); then one pass under the
+        // signing lease, given up at its end so that writers sign what
+        // they write themselves.
+        let due = follower.due(&served, self.refresh_batch).await?;
         let Some(pass) = try_take_for(&self.store, &self.zone, SERVICE_PASS, self.lease).await?
         else {
             return Ok(true);
         };
         let h = held.as_mut().expect("owned");
-        let r = self.work(h, follower, &served, &config).await;
-        pass.release_with(r).await?;
+        let r = self.work(h, follower, &served, &config, &due).await;
+        let published = pass.release_with(r).await?;
+        self.read_expiry(h, published).await?;
         Ok(true)
+    }
+
+    /// The earliest expiration, for the status: read after a refresh
+    /// published and every [`EXPIRY_EVERY`], outside the lease.
+    async fn read_expiry(&self, h: &mut Held, published: bool) -> Result<(), SignError> {
+        if published || h.expiry_read.is_none_or(|t| t.elapsed() > EXPIRY_EVERY) {
+            let Some(served) = self.store.find_zone(&self.zone).await? else {
+                return Ok(());
+            };
+            let soonest = self.store.earliest_expiry(&self.zone, served.ver).await?;
+            self.status
+                .update(&self.zone, |s| s.earliest_expiry = soonest);
+            h.expiry_read = Some(Instant::now());
+        }
+        Ok(())
     }
 
     /// Holds the service lease of the zone, or takes it; false on standby
@@ -198,14 +218,16 @@ impl Worker {
         Ok(())
     }
 
-    /// Under the lease: mark, follow, key steps, refresh.
+    /// Under the lease: mark, follow, key steps, refresh of the nodes
+    /// `due`; true when the refresh published.
     async fn work(
         &self,
         h: &mut Held,
         follower: &mut Follower<'_>,
         served: &ZoneInfo,
         config: &DnssecConfig,
-    ) -> Result<(), SignError> {
+        due: &[String],
+    ) -> Result<bool, SignError> {
         if !config.marked {
             let (r, _) = follower.full_with(true).await?;
             self.count(&r, false);
@@ -234,19 +256,13 @@ impl Worker {
         }
         let served = self.current().await?;
         let t = Instant::now();
-        let r = follower.refresh(&served, self.refresh_batch).await?;
+        let r = follower.refresh(&served, due).await?;
         self.count(&r, true);
         if r.nodes > 0 {
             tracing::info!(zone = %self.zone, nodes_read = r.nodes, signatures = r.stats.signed,
                 secs = t.elapsed().as_secs_f64(), "signatures refreshed");
         }
-        if r.published_gen.is_some() || h.expiry_read.is_none_or(|t| t.elapsed() > EXPIRY_EVERY) {
-            let soonest = self.store.earliest_expiry(&self.zone, served.ver).await?;
-            self.status
-                .update(&self.zone, |s| s.earliest_expiry = soonest);
-            h.expiry_read = Some(Instant::now());
-        }
-        Ok(())
+        Ok(r.published_gen.is_some())
     }
 
     /// The policy's key steps due now; a re-sign and the keys stamped

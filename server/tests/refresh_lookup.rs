@@ -1,0 +1,130 @@
+//! The signing service looks up the nodes whose signatures are due before
+//! it takes the signing lease: while that look-up is held up at the
+//! database (on FerretDB it is a scan of the collection), the lease stays
+//! free, and a record edit into the zone takes it at once and signs what it
+//! writes. A real database behind a relay, the real `mongodns-sign serve`.
+//!
+//! ```text
+//!  secured zone under a policy ─► serve through a Relay holding every
+//!  find on nodes by `sx` ─► held: the signing lease is free; an edit
+//!  adds a name, signed ─► released: the zone is refreshed and verifies
+//! ```
+
+use backend_mongo::dns::edit::RecordEdit;
+use backend_mongo::lock::SIGN_LEASE;
+use backend_mongo::{Name, RType};
+use mongodns_testkit::*;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const ZONE: &str = "due.test.";
+
+const ZONE_TEXT: &str = "$ORIGIN due.test.\n$TTL 300\n\
+@ IN SOA ns.due.test. hostmaster.due.test. 1 7200 900 1209600 60\n\
+@ IN NS ns.due.test.\n\
+ns IN A 192.0.2.53\n\
+www IN A 192.0.2.1\n";
+
+/// A `serve` process, killed when dropped.
+struct Service(Child);
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// True for a `find` on `nodes` whose request names `sx`: the look-up of
+/// what is due (and of the earliest expiration).
+fn finds_by_expiry(request: &[u8]) -> bool {
+    let find = b"\x02find\x00\x06\x00\x00\x00nodes\x00";
+    request.windows(find.len()).any(|w| w == find) && bson_has_key(request, "sx")
+}
+
+/// Waits (at most `secs`) until `done` holds.
+fn wait_for(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !done() {
+        assert!(Instant::now() < deadline, "{what}: not within {secs} s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_writer_takes_the_lease_while_the_due_nodes_are_looked_up() {
+    let db = block_on(async {
+        let db = TestZoneDb::new("refresh_lookup").await;
+        db.import(ZONE, ZONE_TEXT, false).await;
+        db
+    });
+    let policy = [
+        "add-policy",
+        "brief",
+        "--rrsig-lifetime",
+        "60",
+        "--rrsig-refresh",
+        "30",
+        "--rrsig-jitter",
+        "1",
+        "--zsk-lifetime",
+        "0",
+        "--dnskey-ttl",
+        "1",
+        "--zone-max-ttl",
+        "1",
+    ];
+    run_tool(&db.name, "mongodns-sign", &policy);
+    run_tool(
+        &db.name,
+        "mongodns-sign",
+        &["set-policy", ZONE, "--policy", "brief"],
+    );
+    run_tool(&db.name, "mongodns-sign", &["secure-zone", ZONE]);
+
+    let relay = Relay::to_database();
+    relay.hold_requests(finds_by_expiry);
+    let _service = Service(
+        Command::new(binary("mongodns-sign"))
+            .args(["--mongodb-uri", &relay.uri(), "--database", &db.name])
+            .args(["serve", "--interval", "0.2", "--discover-every", "0.2"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("mongodns-sign serve starts"),
+    );
+    wait_for("the service looks up what is due", 60, || relay.held() > 0);
+
+    let zone: Name = ZONE.parse().unwrap();
+    let holder = block_on(db.store.lock_holder(SIGN_LEASE, &zone)).unwrap();
+    assert!(
+        holder.is_none(),
+        "the signing lease is held while the due nodes are looked up: {holder:?}"
+    );
+    let new: Name = format!("new.{ZONE}").parse().unwrap();
+    let add = RecordEdit::add(new.clone(), RType::A, 300, vec![vec![192, 0, 2, 7].into()]);
+    block_on(signer::edit::edit_zone(&db.store, &zone, &[add])).expect("the edit succeeds");
+    let node = block_on(async {
+        let served = db.store.find_zone(&zone).await.unwrap().unwrap();
+        let read = db.store.read_full_nodes(&zone, served.ver, &[new]).await;
+        read.unwrap().remove(0).expect("the new name is stored")
+    });
+    let a = node.get(RType::A).expect("its A record");
+    assert!(
+        !a.sigs.is_empty(),
+        "the edit signed what it wrote (the lease was free)"
+    );
+
+    // Let the look-up through: the service's pass runs, and the zone verifies.
+    relay.release();
+    wait_for("the service's first pass", 60, || {
+        block_on(db.store.dnssec_config(&zone))
+            .unwrap()
+            .seen_gen
+            .is_some()
+    });
+    let server = ServerProcess::start(&db.name, &["--axfr-allow", "127.0.0.1/32"]);
+    verify_signed_zone(&db.dir, ZONE, &axfr_text(server.port, ZONE));
+    drop(server);
+    block_on(db.drop_db());
+}
