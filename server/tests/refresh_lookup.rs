@@ -2,12 +2,15 @@
 //! it takes the signing lease: while that look-up is held up at the
 //! database (on FerretDB it is a scan of the collection), the lease stays
 //! free, and a record edit into the zone takes it at once and signs what it
-//! writes. A real database behind a relay, the real `mongodns-sign serve`.
+//! writes. One look-up feeds several passes of `--refresh-batch` nodes. A
+//! real database behind a relay, the real `mongodns-sign serve`.
 //!
 //! ```text
 //!  secured zone under a policy ─► serve through a Relay holding every
 //!  find on nodes by `sx` ─► held: the signing lease is free; an edit
 //!  adds a name, signed ─► released: the zone is refreshed and verifies
+//!  every signature due at once, --refresh-batch 4 ─► finds by _id (passes)
+//!  outnumber the look-ups by expiry
 //! ```
 
 use backend_mongo::dns::edit::RecordEdit;
@@ -51,11 +54,16 @@ fn wait_for(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
     }
 }
 
-#[test]
-fn a_writer_takes_the_lease_while_the_due_nodes_are_looked_up() {
+/// A zone of `extra` names besides [`ZONE_TEXT`]'s, secured under a
+/// policy of 60-s signatures refreshed with `refresh` seconds left.
+fn secured(tag: &str, extra: usize, refresh: &str) -> TestZoneDb {
     let db = block_on(async {
-        let db = TestZoneDb::new("refresh_lookup").await;
-        db.import(ZONE, ZONE_TEXT, false).await;
+        let db = TestZoneDb::new(tag).await;
+        let mut text = ZONE_TEXT.to_string();
+        for i in 0..extra {
+            text.push_str(&format!("h{i} IN A 192.0.2.{}\n", i % 250 + 1));
+        }
+        db.import(ZONE, &text, false).await;
         db
     });
     let policy = [
@@ -64,7 +72,7 @@ fn a_writer_takes_the_lease_while_the_due_nodes_are_looked_up() {
         "--rrsig-lifetime",
         "60",
         "--rrsig-refresh",
-        "30",
+        refresh,
         "--rrsig-jitter",
         "1",
         "--zsk-lifetime",
@@ -75,24 +83,32 @@ fn a_writer_takes_the_lease_while_the_due_nodes_are_looked_up() {
         "1",
     ];
     run_tool(&db.name, "mongodns-sign", &policy);
-    run_tool(
-        &db.name,
-        "mongodns-sign",
-        &["set-policy", ZONE, "--policy", "brief"],
-    );
+    let set = ["set-policy", ZONE, "--policy", "brief"];
+    run_tool(&db.name, "mongodns-sign", &set);
     run_tool(&db.name, "mongodns-sign", &["secure-zone", ZONE]);
+    db
+}
 
-    let relay = Relay::to_database();
-    relay.hold_requests(finds_by_expiry);
-    let _service = Service(
+/// `mongodns-sign serve` on `db` through `relay`, with `args`.
+fn serve(db: &TestZoneDb, relay: &Relay, args: &[&str]) -> Service {
+    Service(
         Command::new(binary("mongodns-sign"))
             .args(["--mongodb-uri", &relay.uri(), "--database", &db.name])
-            .args(["serve", "--interval", "0.2", "--discover-every", "0.2"])
+            .args(["serve", "--discover-every", "0.2"])
+            .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("mongodns-sign serve starts"),
-    );
+    )
+}
+
+#[test]
+fn a_writer_takes_the_lease_while_the_due_nodes_are_looked_up() {
+    let db = secured("refresh_lookup", 0, "30");
+    let relay = Relay::to_database();
+    relay.hold_requests(finds_by_expiry);
+    let _service = serve(&db, &relay, &["--interval", "0.2"]);
     wait_for("the service looks up what is due", 60, || relay.held() > 0);
 
     let zone: Name = ZONE.parse().unwrap();
@@ -126,5 +142,41 @@ fn a_writer_takes_the_lease_while_the_due_nodes_are_looked_up() {
     let server = ServerProcess::start(&db.name, &["--axfr-allow", "127.0.0.1/32"]);
     verify_signed_zone(&db.dir, ZONE, &axfr_text(server.port, ZONE));
     drop(server);
+    block_on(db.drop_db());
+}
+
+#[test]
+fn one_look_up_of_what_is_due_feeds_several_passes() {
+    // Every signature falls due two to three seconds after it is made.
+    let db = secured("refresh_passes", 40, "57");
+    let relay = Relay::tapping_database();
+    // Looks 5 s apart: every node is due again at each.
+    let args = ["--interval", "5", "--refresh-batch", "4"];
+    let _service = serve(&db, &relay, &args);
+    let count = || {
+        let finds = sent_commands(&relay.sent(), "find", "nodes");
+        let by_expiry = |f: &&Vec<u8>| bson_has_key(f, "sx");
+        let look_ups = finds
+            .iter()
+            .filter(by_expiry)
+            .filter(|f| bson_has_key(f, "$lt") && !bson_has_key(f, "$in"))
+            .count();
+        let passes = finds
+            .iter()
+            .filter(by_expiry)
+            .filter(|f| bson_has_key(f, "$in"))
+            .count();
+        (look_ups, passes)
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while count().1 < 20 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (look_ups, passes) = count();
+    eprintln!("{look_ups} look-ups of what is due fed {passes} refresh passes of 4 nodes");
+    assert!(
+        passes >= 20 && passes >= 3 * look_ups,
+        "{look_ups} look-ups by expiry for {passes} passes: one look-up a pass"
+    );
     block_on(db.drop_db());
 }

@@ -63,15 +63,20 @@ fn free_port() -> u16 {
         .port()
 }
 
-#[test]
-fn signatures_never_near_expiry_under_the_service_and_show_zone_warns_without_it() {
+/// A test database holding example.net., and its apex.
+fn example_net_db(tag: &str) -> (TestDb, backend_mongo::Name) {
     let db = block_on(async {
-        let db = TestDb::new("sign_service").await;
+        let db = TestDb::new(tag).await;
         let (zone, nodes) = example_net();
         db.write_zone(&zone, &nodes).await;
         db
     });
-    let zone: backend_mongo::Name = "example.net.".parse().unwrap();
+    (db, "example.net.".parse().unwrap())
+}
+
+#[test]
+fn signatures_never_near_expiry_under_the_service_and_show_zone_warns_without_it() {
+    let (db, zone) = example_net_db("sign_service");
     sign(
         &db.name,
         &[
@@ -180,5 +185,68 @@ fn signatures_never_near_expiry_under_the_service_and_show_zone_warns_without_it
         "dnssec-verify: {}",
         String::from_utf8_lossy(&o.stderr)
     );
+    block_on(db.drop_db());
+}
+
+/// `serve` on `db` with `args`, its log in the test directory.
+fn start_service(db: &TestDb, log: &str, args: &[&str]) -> Service {
+    Service(
+        Command::new(env!("CARGO_BIN_EXE_mongodns-sign"))
+            .args(["--mongodb-uri", &database_uri(), "--database", &db.name])
+            .args(["serve", "--interval", "0.2", "--discover-every", "0.2"])
+            .args(args)
+            .env("MONGODNS_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(
+                std::fs::File::create(db.dir.join(log)).unwrap(),
+            ))
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// Waits (at most `secs`) until the zone's service lease is held by the
+/// process `pid`.
+fn wait_for_holder(db: &TestDb, zone: &backend_mongo::Name, pid: u32, secs: u64) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let mark = format!(":{pid}:");
+    loop {
+        let holder = block_on(
+            db.store
+                .lock_holder(backend_mongo::lock::SERVICE_LEASE, zone),
+        );
+        if holder
+            .unwrap()
+            .is_some_and(|(h, _)| h.owner.contains(&mark))
+        {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "process {pid} did not take the zone within {secs} s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_service_stopped_by_sigterm_hands_its_zones_over_at_once() {
+    let (db, zone) = example_net_db("sign_service_stop");
+    sign(&db.name, &["secure-zone", "example.net"]);
+    // Leases of ten minutes: a takeover after a crash would wait that long.
+    let mut first = start_service(&db, "first.log", &["--lease", "600"]);
+    wait_for_holder(&db, &zone, first.0.id(), 60);
+    let second = start_service(&db, "second.log", &["--lease", "600"]);
+    let term = Command::new("kill")
+        .args(["-TERM", &first.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let status = first.0.wait().unwrap();
+    assert!(
+        status.success(),
+        "the stopped service exits cleanly: {status:?}"
+    );
+    wait_for_holder(&db, &zone, second.0.id(), 60);
     block_on(db.drop_db());
 }

@@ -16,6 +16,8 @@
 //!     ├─ policy ─► key steps (keys.rs) ─► re-sign ─► keys stamped
 //!     └─ signatures due (sx index) ─► refreshed, serial moved, published
 //!  status (status.rs) ─► /metrics and /health on --control-listen (http.rs)
+//!  stop (SIGTERM, SIGINT) ─► each worker ends its look, gives its zone's
+//!     service lease up (another process takes the zone at once) ─► return
 //! ```
 
 mod http;
@@ -30,6 +32,7 @@ use crate::SignError;
 use backend_mongo::{Name, Store};
 use std::collections::HashSet;
 use std::time::Duration;
+use tokio::sync::watch;
 
 /// How the service runs.
 #[derive(Clone, Debug)]
@@ -41,18 +44,29 @@ pub struct ServeOptions {
     /// Time-to-live of the leases it holds: another process takes a zone
     /// over that long after this one stopped renewing (it died).
     pub lease: Duration,
-    /// Nodes whose signatures are due, re-signed per zone and look.
+    /// Nodes whose signatures are due, re-signed per pass (one signing
+    /// lease held).
     pub refresh_batch: i64,
+    /// Passes one look-up of what is due feeds (where the look-up is a
+    /// scan, FerretDB, it is made once for them all).
+    pub refresh_passes: i64,
     /// Signing threads for whole re-signs (0: one per core).
     pub threads: usize,
 }
 
-/// Runs the service until the process ends: finds the zones to keep
-/// signed and starts a worker for each. Database faults are reported in
-/// the status and retried; it returns only when the zone list cannot be
-/// read at start.
-pub async fn serve(store: &Store, options: ServeOptions, status: Status) -> Result<(), SignError> {
+/// Runs the service until `stop` turns true: finds the zones to keep
+/// signed and starts a worker for each; on stop, every worker ends its
+/// look and gives its leases up, then it returns. Database faults are
+/// reported in the status and retried; it fails only when the zone list
+/// cannot be read at start.
+pub async fn serve(
+    store: &Store,
+    options: ServeOptions,
+    status: Status,
+    stop: watch::Receiver<bool>,
+) -> Result<(), SignError> {
     let mut watched: HashSet<Name> = HashSet::new();
+    let mut workers = tokio::task::JoinSet::new();
     let mut first = true;
     loop {
         match store.signed_zones().await {
@@ -64,7 +78,7 @@ pub async fn serve(store: &Store, options: ServeOptions, status: Status) -> Resu
                         status.update(&zone, |s| s.watched = true);
                         let worker =
                             zone::Worker::new(store.clone(), zone, &options, status.clone());
-                        tokio::spawn(worker.run());
+                        workers.spawn(worker.run(stop.clone()));
                     }
                 }
                 watched.retain(|z| status.is_watched(z));
@@ -73,6 +87,20 @@ pub async fn serve(store: &Store, options: ServeOptions, status: Status) -> Resu
             Err(e) => tracing::warn!(error = %e, "cannot list the signed zones; retrying"),
         }
         first = false;
-        tokio::time::sleep(options.discover_every).await;
+        if stopped_within(&stop, options.discover_every).await {
+            break;
+        }
     }
+    while workers.join_next().await.is_some() {}
+    Ok(())
+}
+
+/// Waits `period`; true, at once, when `stop` is or turns true.
+async fn stopped_within(stop: &watch::Receiver<bool>, period: Duration) -> bool {
+    let mut stop = stop.clone();
+    let stopped = tokio::select! {
+        () = tokio::time::sleep(period) => false,
+        r = stop.wait_for(|s| *s) => r.is_ok(),
+    };
+    stopped || *stop.borrow()
 }

@@ -3,10 +3,11 @@
 //! ```text
 //!  run: loop { look(); sleep(interval) }
 //!  look: find_zone ─► service lease (held for good; standby while another
-//!     `serve` holds it) ─► the _ids of nodes due (no lease) ─► signing
-//!     lease for this pass (skipped while a writer or one-shot signer
-//!     holds it) ─► secure / mark / follow / key steps / refresh of those
-//!     still due ─► signing lease given up ─► earliest expiry ─► status
+//!     `serve` holds it) ─► the _ids of nodes due, --refresh-passes
+//!     batches (no lease) ─► per batch, a pass under the signing lease
+//!     (skipped while a writer or one-shot signer holds it): the first
+//!     secures / marks / follows / takes key steps, each refreshes its
+//!     nodes still due ─► lease given up ─► earliest expiry ─► status
 //! ```
 
 use super::keys::{apply_steps, stamp, ParentChecks};
@@ -22,6 +23,7 @@ use backend_mongo::policy::Policy;
 use backend_mongo::{Name, Store, ZoneInfo};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::watch;
 
 /// How often the earliest expiration is read again for the status.
 const EXPIRY_EVERY: Duration = Duration::from_secs(30);
@@ -35,6 +37,7 @@ pub(super) struct Worker {
     /// The policy's refresh margin was found shorter than a takeover.
     margin_warned: AtomicBool,
     refresh_batch: i64,
+    refresh_passes: i64,
     threads: usize,
     status: Status,
 }
@@ -64,13 +67,15 @@ impl Worker {
             lease: o.lease,
             margin_warned: AtomicBool::new(false),
             refresh_batch: o.refresh_batch,
+            refresh_passes: o.refresh_passes,
             threads: o.threads,
             status,
         }
     }
 
-    /// Looks at the zone every interval until it is gone or unsecured.
-    pub(super) async fn run(self) {
+    /// Looks at the zone every interval until it is gone or unsecured, or
+    /// `stop` turns true; then gives its service lease up.
+    pub(super) async fn run(self, stop: watch::Receiver<bool>) {
         let validity = Validity::default();
         let mut follower = Follower::new(&self.store, &self.zone, &validity, self.threads);
         let mut held: Option<Held> = None;
@@ -88,7 +93,9 @@ impl Worker {
                     }
                 }
             }
-            tokio::time::sleep(self.interval).await;
+            if super::stopped_within(&stop, self.interval).await {
+                break;
+            }
         }
         if let Some(h) = held {
             let _ = h.service.release_with(Ok(())).await;
@@ -97,7 +104,7 @@ impl Worker {
             s.watched = false;
             s.signing = false;
         });
-        tracing::info!(zone = %self.zone, "no longer signed: stopped watching");
+        tracing::info!(zone = %self.zone, "stopped watching the zone");
     }
 
     /// One look; false when the zone is gone or no longer to be signed.
@@ -125,17 +132,35 @@ impl Worker {
             return self.secure(&policy).await.map(|_| true);
         }
         // What is due is looked up first, outside the lease (a scan where
-        // the database has no expiry index); then one pass under the
-        // signing lease, given up at its end so that writers sign what
-        // they write themselves.
-        let due = follower.due(&served, self.refresh_batch).await?;
+        // the database has no expiry index), enough for several passes.
+        // Each pass holds the signing lease and gives it up at its end, so
+        // that writers sign what they write themselves; the first also
+        // marks, follows the writers and takes the key steps.
+        let due = follower
+            .due(&served, self.refresh_batch * self.refresh_passes)
+            .await?;
+        let mut batches = due.chunks(self.refresh_batch.max(1) as usize);
+        let h = held.as_mut().expect("owned");
+        let mut published = false;
+        let first = batches.next().unwrap_or_default();
         let Some(pass) = try_take_for(&self.store, &self.zone, SERVICE_PASS, self.lease).await?
         else {
             return Ok(true);
         };
-        let h = held.as_mut().expect("owned");
-        let r = self.work(h, follower, &served, &config, &due).await;
-        let published = pass.release_with(r).await?;
+        let r = self.work(h, follower, &served, &config, first).await;
+        published |= pass.release_with(r).await?;
+        for batch in batches {
+            if h.service.is_lost() {
+                break;
+            }
+            let Some(pass) =
+                try_take_for(&self.store, &self.zone, SERVICE_PASS, self.lease).await?
+            else {
+                break;
+            };
+            let r = self.refresh(follower, batch).await;
+            published |= pass.release_with(r).await?;
+        }
         self.read_expiry(h, published).await?;
         Ok(true)
     }
@@ -254,6 +279,16 @@ impl Worker {
         if let Some(policy) = &config.policy {
             self.key_steps(h, follower, config, policy).await?;
         }
+        self.refresh(follower, due).await
+    }
+
+    /// Under the lease: the nodes `due` still due in the served version
+    /// signed again; true when that published.
+    async fn refresh(
+        &self,
+        follower: &mut Follower<'_>,
+        due: &[String],
+    ) -> Result<bool, SignError> {
         let served = self.current().await?;
         let t = Instant::now();
         let r = follower.refresh(&served, due).await?;

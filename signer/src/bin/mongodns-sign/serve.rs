@@ -23,9 +23,14 @@ pub(crate) struct ServeArgs {
     /// of it). Keep it well below the policies' --rrsig-refresh.
     #[arg(long, default_value_t = 30, env = "MONGODNS_SIGN_LEASE")]
     lease: u64,
-    /// Nodes with signatures due re-signed per zone and look.
+    /// Nodes with signatures due re-signed per pass under the signing
+    /// lease (writers get in between passes).
     #[arg(long, default_value_t = 2000, env = "MONGODNS_SIGN_REFRESH_BATCH")]
     refresh_batch: i64,
+    /// Passes one look-up of what is due feeds: on a database without the
+    /// expiry index (FerretDB) each look-up is a scan of the collection.
+    #[arg(long, default_value_t = 16, env = "MONGODNS_SIGN_REFRESH_PASSES")]
+    refresh_passes: i64,
     /// Address of the control endpoint (/metrics, /health), e.g. 127.0.0.1:8054.
     #[arg(long, env = "MONGODNS_SIGN_CONTROL_LISTEN")]
     control_listen: Option<String>,
@@ -55,8 +60,30 @@ pub(crate) async fn run(
         discover_every: Duration::from_secs_f64(a.discover_every.max(0.1)),
         lease: Duration::from_secs(a.lease.max(3)),
         refresh_batch: a.refresh_batch.max(1),
+        refresh_passes: a.refresh_passes.max(1),
         threads,
     };
+    let (stopping, stop) = tokio::sync::watch::channel(false);
+    let signals = stop_signals()?;
+    tokio::spawn(async move {
+        signals.await;
+        eprintln!("stopping: each zone's look ends and its lease is given up");
+        let _ = stopping.send(true);
+    });
     eprintln!("signing service started");
-    serve(store, options, status).await
+    serve(store, options, status, stop).await
+}
+
+/// Resolves at the first SIGTERM or SIGINT.
+fn stop_signals() -> Result<impl std::future::Future<Output = ()>, SignError> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let to_io = |e: std::io::Error| SignError::Usage(format!("cannot watch signals: {e}"));
+    let mut term = signal(SignalKind::terminate()).map_err(to_io)?;
+    let mut int = signal(SignalKind::interrupt()).map_err(to_io)?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+    })
 }
