@@ -397,6 +397,17 @@ pub enum NodeChange {
     PutRRsets(FullNode),
     /// Deletes the NSEC3 node with this base32hex hash.
     DeleteNsec3(String),
+    /// A refresh of an ordinary node, in one update: the signatures (and
+    /// digests) of the RRsets it signed again, and the node's exact `sx`
+    /// (it read the whole node; `None` when no signature is left).
+    Refreshed {
+        /// Owner name.
+        name: Name,
+        /// Each RRset signed again.
+        sets: Vec<Resigned>,
+        /// The earliest expiration of the node's signatures.
+        sx: Option<i64>,
+    },
     /// Sets a node's `sx` (earliest signature expiration) to the exact
     /// value, after a refresh read the whole node; `b32` for an NSEC3 node.
     Expiry {
@@ -409,6 +420,10 @@ pub enum NodeChange {
     },
 }
 
+/// An RRset signed again by a refresh: its type, RRSIG rdata and the
+/// digest of the content signed.
+pub type Resigned = (RType, Vec<Box<[u8]>>, i64);
+
 /// The owner names whose documents `changes` write, sorted and without
 /// duplicates (an NSEC3 node's is its hashed owner), for change records.
 pub fn changed_owners(zone: &Name, changes: &[NodeChange]) -> Vec<Name> {
@@ -418,6 +433,7 @@ pub fn changed_owners(zone: &Name, changes: &[NodeChange]) -> Vec<Name> {
             NodeChange::Sign { name, .. }
             | NodeChange::Own { name, .. }
             | NodeChange::DenialKey { name, .. }
+            | NodeChange::Refreshed { name, .. }
             | NodeChange::Expiry {
                 name, b32: None, ..
             } => Some(name.clone()),
@@ -840,6 +856,28 @@ impl Store {
                 }
                 NodeChange::DeleteNsec3(b32) => {
                     deletes.push(doc! {"q": {"_id": nsec3_node_id(zone, ver, b32)}, "limit": 1});
+                }
+                NodeChange::Refreshed { name, sets, sx } => {
+                    let mut set = Document::new();
+                    for (rtype, sigs, sd) in sets {
+                        let key = rtype.mnemonic();
+                        let sigs: Vec<Bson> = sigs.iter().map(|r| binary(r)).collect();
+                        set.insert(format!("rrsets.{key}.sigs"), sigs);
+                        set.insert(format!("rrsets.{key}.sd"), *sd);
+                    }
+                    let mut u = Document::new();
+                    match sx {
+                        Some(sx) => {
+                            set.insert("sx", *sx);
+                        }
+                        None => {
+                            u.insert("$unset", doc! {"sx": ""});
+                        }
+                    }
+                    if !set.is_empty() {
+                        u.insert("$set", set);
+                    }
+                    updates.push(doc! {"q": {"_id": node_id(zone, ver, name)}, "u": u});
                 }
                 NodeChange::Expiry { name, b32, sx } => {
                     let id = match b32 {

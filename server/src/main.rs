@@ -112,6 +112,7 @@ async fn run(cli: Cli, resolved: Resolved, log: LogHandle, workers: usize) -> Re
     let config = pipeline_config(&args)?;
     let caches = Caches::start(&args, &store);
     start_notify(&args, &config, &store, &caches.registry)?;
+    mongodns_server::update::warm::warm_signers(&store, &config.tsig_keys);
     let serving = Serving {
         cli,
         resolved,

@@ -678,3 +678,58 @@ fn an_update_waiting_for_the_zone_lock_does_not_hold_udp_back() {
     drop(server);
     block_on(db.drop_db());
 }
+
+/// How many whole chain reads (every node's NSEC or NSEC3, by denial key)
+/// `sent` holds.
+fn chain_reads(sent: &[u8]) -> usize {
+    sent_commands(sent, "find", "nodes")
+        .iter()
+        .filter(|f| bson_has_key(f, "rrsets.NSEC3") && bson_has_key(f, "dk"))
+        .count()
+}
+
+#[test]
+fn a_server_taking_updates_reads_a_secured_zones_chain_at_start_not_at_the_first_update() {
+    let db = block_on(async {
+        let db = TestZoneDb::new("upd_warm").await;
+        db.import(ZONE, ZONE_TEXT, true).await;
+        let zone: backend_mongo::Name = ZONE.parse().unwrap();
+        let options = signer::SecureOptions::ecdsa(None);
+        signer::secure_zone(&db.store, &zone, &options, &signer::NoProgress)
+            .await
+            .expect("secure-zone");
+        db
+    });
+    let tap = Relay::tapping_database();
+    let args = key_args();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let log = db.dir.join("server.log");
+    let server = ServerProcess::start_logging(&tap.uri(), &db.name, &args, &log);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("signer ready for updates")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the signer of the zone the update key names was not made ready at start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(chain_reads(&tap.sent()), 1, "the chain read once, at start");
+    let (ok, out) = nsupdate(
+        server.port,
+        true,
+        &["update add warm.upd.test. 300 A 192.0.2.9"],
+    );
+    assert!(ok, "nsupdate: {out}");
+    answered_after(server.port, "warm.upd.test.", 1, ResponseCode::NoError, 1);
+    assert_eq!(
+        chain_reads(&tap.sent()),
+        1,
+        "the first UPDATE took up the signer made at start, its chain not read again"
+    );
+    verify_signed_zone(&db.dir, ZONE, &axfr_text(server.port, ZONE));
+    drop(server);
+    block_on(db.drop_db());
+}

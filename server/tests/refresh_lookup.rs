@@ -180,3 +180,35 @@ fn one_look_up_of_what_is_due_feeds_several_passes() {
     );
     block_on(db.drop_db());
 }
+
+#[test]
+fn nothing_due_no_look_up() {
+    // Signatures of 60 s refreshed with 10 s left: none due for 50 s.
+    let db = secured("refresh_none_due", 10, "10");
+    let relay = Relay::tapping_database();
+    let _service = serve(&db, &relay, &["--interval", "0.2"]);
+    let count = || {
+        let sent = relay.sent();
+        let looks = sent_commands(&sent, "find", "zones")
+            .iter()
+            .filter(|f| !bson_has_key(f, "$or"))
+            .count();
+        let look_ups = sent_commands(&sent, "find", "nodes")
+            .iter()
+            .filter(|f| bson_has_key(f, "sx") && bson_has_key(f, "$lt"))
+            .count();
+        (looks, look_ups)
+    };
+    let deadline = Instant::now() + Duration::from_secs(40);
+    while count().0 < 60 {
+        assert!(Instant::now() < deadline, "60 zone reads within 40 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (looks, look_ups) = count();
+    eprintln!("{looks} zone reads (looks), {look_ups} look-ups of what is due");
+    assert!(
+        look_ups <= 2,
+        "{look_ups} look-ups of due nodes ({looks} zone reads) while nothing was due"
+    );
+    block_on(db.drop_db());
+}

@@ -112,14 +112,21 @@ impl<'a> Follower<'a> {
 
     /// The `_id`s of up to `limit` nodes of the served version with a
     /// signature due (the expiry index): asked before a pass takes the
-    /// signing lease, so that writers never wait behind the look-up.
+    /// signing lease, so that writers never wait behind the look-up. Not
+    /// asked when `earliest`, the zone's earliest expiration as last read,
+    /// is not due yet: no signature made since can fall due before it
+    /// (a new one lasts more than the refresh window and the jitter).
     pub(crate) async fn due(
         &self,
         served: &ZoneInfo,
         limit: i64,
+        earliest: Option<i64>,
     ) -> Result<Vec<String>, SignError> {
         let options = self.refresh_options().await?;
         let horizon = i64::from(options.refresh_before);
+        if earliest.is_some_and(|e| e >= horizon) {
+            return Ok(Vec::new());
+        }
         Ok(self
             .store
             .due_node_ids(self.zone, served.ver, horizon, limit)

@@ -8,6 +8,8 @@
 //!       │            reloaded (point reads) ─► the kept signer
 //!       │         ─ otherwise ─► None: a new one (the chain read whole)
 //!       └─► after its publish: keep(zone, signer, since, ours)
+//!  warm(zone), ahead of the first edit (a server taking UPDATEs, at
+//!       start): served gen read, then the chain ─► kept with since = gen
 //! ```
 //!
 //! Only a holder of the zone's signing lease edits, so a kept signer is
@@ -198,4 +200,42 @@ pub(crate) fn keep(
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .insert(key(store, zone), k);
+}
+
+/// Makes a signer for `zone` ahead of its first record edit and keeps it,
+/// so that edit takes it up instead of reading the whole chain: for a
+/// server that accepts DNS UPDATE, at start. Read without the signing
+/// lease: what other writers change meanwhile is in their change records,
+/// which [`take`] reads from the generation served before the chain.
+/// `None` when the zone is not served or not secured, or a signer is kept
+/// already; otherwise the links of the chain read.
+pub async fn warm(store: &Store, zone: &Name) -> Result<Option<usize>, SignError> {
+    let present = |store: &Store| {
+        kept()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(&key(store, zone))
+    };
+    if present(store) {
+        return Ok(None);
+    }
+    let Some(served) = store.find_zone(zone).await? else {
+        return Ok(None);
+    };
+    let made = made_with(store, zone).await?;
+    let Some(signer) = MergeSigner::new(store, zone, served.ver).await? else {
+        return Ok(None);
+    };
+    let links = signer.chain_len();
+    let k = Kept {
+        signer,
+        since: served.gen,
+        ours: Vec::new(),
+        keys: made.keys,
+        config: made.config,
+    };
+    // An edit that kept its own meanwhile is newer: it stays.
+    let mut map = kept().lock().unwrap_or_else(|e| e.into_inner());
+    map.entry(key(store, zone)).or_insert(k);
+    Ok(Some(links))
 }

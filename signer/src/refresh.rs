@@ -8,7 +8,8 @@
 //!     (the policy's validity, jitter per RRset)
 //!     content changed since it was signed ─► left to the change records'
 //!     signer (follow), which also fixes the chain
-//!  ─► Sign / PutNsec3 changes + the node's exact sx ─► apply_changes
+//!  ─► one update a node: the RRsets signed again + its exact sx
+//!     (Refreshed; an NSEC3 node written whole, PutNsec3) ─► apply_changes
 //! ```
 //!
 //! The caller (the signing service's follower) then moves the SOA serial,
@@ -17,7 +18,7 @@
 
 use crate::plan::{KeySet, SignOptions};
 use crate::SignError;
-use backend_mongo::dnssec_store::{earliest_of, FullNode, NodeChange};
+use backend_mongo::dnssec_store::{FullNode, NodeChange, Resigned};
 use backend_mongo::{Name, RType, Store};
 use dns::dnssec::{rrset_digest, rrsig_expiration};
 
@@ -46,21 +47,30 @@ pub async fn refresh_due(
     let mut out = Refreshed::default();
     let mut changes = Vec::new();
     for node in &mut nodes {
-        let signed = refresh_node(node, keys, options);
+        let sets = refresh_node(node, keys, options);
+        let signed: u64 = sets.iter().map(|(_, sigs, _)| sigs.len() as u64).sum();
         out.signed += signed;
         if signed > 0 {
             out.names.push(node.name.clone());
-            if node.nsec3 {
+        }
+        if node.nsec3 {
+            // Written whole, its exact sx with it.
+            if signed > 0 {
                 changes.push(NodeChange::PutNsec3(node.clone()));
             } else {
-                changes.extend(sign_changes(node));
+                changes.push(NodeChange::Expiry {
+                    name: node.name.clone(),
+                    b32: node.dk.clone(),
+                    sx: node.earliest_expiration(),
+                });
             }
+        } else {
+            changes.push(NodeChange::Refreshed {
+                name: node.name.clone(),
+                sets,
+                sx: node.earliest_expiration(),
+            });
         }
-        changes.push(NodeChange::Expiry {
-            name: node.name.clone(),
-            b32: node.nsec3.then(|| node.dk.clone()).flatten(),
-            sx: node.earliest_expiration(),
-        });
     }
     store.apply_changes(zone, ver, &changes).await?;
     out.nodes = nodes;
@@ -68,10 +78,10 @@ pub async fn refresh_due(
 }
 
 /// Signs again, in place, each RRset of `node` with a signature due whose
-/// content is the one signed; the count of signatures made.
-fn refresh_node(node: &mut FullNode, keys: &KeySet, options: &SignOptions) -> u64 {
+/// content is the one signed; those RRsets' types, signatures and digests.
+fn refresh_node(node: &mut FullNode, keys: &KeySet, options: &SignOptions) -> Vec<Resigned> {
     let horizon = options.refresh_before;
-    let mut made = 0;
+    let mut out = Vec::new();
     for set in &mut node.rrsets {
         let due = set
             .sigs
@@ -102,22 +112,7 @@ fn refresh_node(node: &mut FullNode, keys: &KeySet, options: &SignOptions) -> u6
                 .into_boxed_slice()
             })
             .collect();
-        made += set.sigs.len() as u64;
+        out.push((t, set.sigs.clone(), digest));
     }
-    made
-}
-
-/// The signatures of an ordinary node, one change per signed RRset.
-fn sign_changes(node: &FullNode) -> impl Iterator<Item = NodeChange> + '_ {
-    node.rrsets
-        .iter()
-        .filter(|s| !s.sigs.is_empty() && earliest_of(&s.sigs).is_some())
-        .filter_map(|s| {
-            Some(NodeChange::Sign {
-                name: node.name.clone(),
-                rtype: s.rrset.rtype,
-                sigs: s.sigs.clone(),
-                sd: s.sd?,
-            })
-        })
+    out
 }

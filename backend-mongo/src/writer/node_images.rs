@@ -103,7 +103,8 @@ impl NodeImages {
         match change {
             NodeChange::Sign { name, .. }
             | NodeChange::Own { name, .. }
-            | NodeChange::DenialKey { name, .. } => node_id(zone, ver, name),
+            | NodeChange::DenialKey { name, .. }
+            | NodeChange::Refreshed { name, .. } => node_id(zone, ver, name),
             NodeChange::PutRRsets(n) => node_id(zone, ver, &n.name),
             NodeChange::PutNsec3(n) => n.id(zone, ver),
             NodeChange::DeleteNsec3(b32) | NodeChange::Expiry { b32: Some(b32), .. } => {

@@ -21,6 +21,8 @@
 //!     NXRRSET, YXRRSET), signed in it when the zone is secured
 //!  reply: header + zone section, TSIG-signed ─► NOERROR
 //!  a storage fault ─► SERVFAIL
+//!  at start (warm.rs): the signers of the secured zones update keys name,
+//!     chains read in the background, for the first UPDATE to take up
 //! ```
 //!
 //! Nothing here knows MongoDB beyond calling the writer: the store is the
@@ -28,6 +30,7 @@
 
 pub mod message;
 pub mod replay;
+pub mod warm;
 
 pub use message::{is_update, parse_update, UpdateRequest};
 pub use replay::Replays;

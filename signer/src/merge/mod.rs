@@ -84,6 +84,17 @@ fn same_node(stored: Option<&FullNode>, node: &FullNode) -> bool {
     })
 }
 
+/// True for the types that make their owner a cut below the apex: what
+/// lies below a delegation or a DNAME is not authoritative data.
+fn cuts_below(t: RType) -> bool {
+    matches!(t, RType::NS | RType::DNAME)
+}
+
+/// True when `node` is a delegation or DNAME owner (below the apex).
+fn is_cut(node: &FullNode) -> bool {
+    node.rrsets.iter().any(|r| cuts_below(r.rrset.rtype))
+}
+
 /// How many times new names another writer inserted meanwhile are merged
 /// again before the batch gives up.
 const RACED_ROUNDS: usize = 3;
@@ -218,6 +229,11 @@ impl MergeSigner {
         })
     }
 
+    /// True when `w` writes a delegation or DNAME below the apex.
+    fn writes_cut(&self, w: &NodeWrite) -> bool {
+        w.name != self.zone && w.rrsets.iter().any(|r| cuts_below(r.rtype))
+    }
+
     /// True when a write changed what is authoritative below existing names
     /// (a delegation or DNAME added): re-sign the zone after the import.
     pub fn needs_full_resign(&self) -> bool {
@@ -242,8 +258,7 @@ impl MergeSigner {
             .read_full_nodes(&self.zone, self.ver, &missing)
             .await?;
         for (a, n) in missing.into_iter().zip(found) {
-            let occludes =
-                n.is_some_and(|n| n.get(RType::NS).is_some() || n.get(RType::DNAME).is_some());
+            let occludes = n.as_ref().is_some_and(is_cut);
             self.occluders.insert(a, occludes);
         }
         Ok(ancestors.iter().any(|a| self.occluders[a]))
@@ -379,10 +394,7 @@ impl MergeSigner {
         order.sort_by(|a, b| a.name.cmp(&b.name));
         order.dedup_by(|a, b| a.name == b.name);
         for w in &order {
-            let cut = w.name != self.zone
-                && w.rrsets
-                    .iter()
-                    .any(|r| matches!(r.rtype, RType::NS | RType::DNAME));
+            let cut = self.writes_cut(w);
             if cut && self.may_have_names_below(&w.name) {
                 self.full_resign = true;
             }
@@ -412,13 +424,7 @@ impl MergeSigner {
                 dk: None,
                 nsec3: false,
             });
-            let had = |t: RType, n: &FullNode| n.get(t).is_some();
-            let adds_cut = w.name != self.zone
-                && w.rrsets
-                    .iter()
-                    .any(|r| matches!(r.rtype, RType::NS | RType::DNAME))
-                && !had(RType::NS, &node)
-                && !had(RType::DNAME, &node);
+            let adds_cut = self.writes_cut(w) && !is_cut(&node);
             if cuts && adds_cut {
                 // Names below may exist and now be occluded.
                 self.full_resign = true;
@@ -497,14 +503,14 @@ impl MergeSigner {
                 nsec3: false,
             });
             if name != self.zone {
-                let cut_now = node.get(RType::NS).is_some() || node.get(RType::DNAME).is_some();
+                let cut_now = is_cut(&node);
                 let key = self.chain_key(&name);
                 // Known from the chain's bitmap, or from an earlier look
                 // (an opt-out delegation has no NSEC3 record).
                 let cut_before = self.occluders.get(&name) == Some(&true)
                     || self.chain.get(&key).is_some_and(|l| {
                         let types = self.bitmap_of(&l.record.rrset.rdata[0]);
-                        types.contains(&RType::NS) || types.contains(&RType::DNAME)
+                        types.into_iter().any(cuts_below)
                     });
                 if cut_now != cut_before && self.may_have_names_below(&name) {
                     // What is authoritative below it changed.
@@ -803,6 +809,11 @@ impl MergeSigner {
                 self.chain.remove(&key);
             }
         }
+    }
+
+    /// The links of its chain copy (names in the NSEC or NSEC3 chain).
+    pub fn chain_len(&self) -> usize {
+        self.chain.len()
     }
 
     /// The version this signer signs.

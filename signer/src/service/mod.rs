@@ -16,8 +16,9 @@
 //!     ├─ policy ─► key steps (keys.rs) ─► re-sign ─► keys stamped
 //!     └─ signatures due (sx index) ─► refreshed, serial moved, published
 //!  status (status.rs) ─► /metrics and /health on --control-listen (http.rs)
-//!  stop (SIGTERM, SIGINT) ─► each worker ends its look, gives its zone's
-//!     service lease up (another process takes the zone at once) ─► return
+//!  stop (SIGTERM, SIGINT) ─► each worker ends its look after the current
+//!     pass, gives its zone's service lease up (another process takes the
+//!     zone at once) ─► return
 //! ```
 
 mod http;

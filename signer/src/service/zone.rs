@@ -4,10 +4,11 @@
 //!  run: loop { look(); sleep(interval) }
 //!  look: find_zone ─► service lease (held for good; standby while another
 //!     `serve` holds it) ─► the _ids of nodes due, --refresh-passes
-//!     batches (no lease) ─► per batch, a pass under the signing lease
-//!     (skipped while a writer or one-shot signer holds it): the first
-//!     secures / marks / follows / takes key steps, each refreshes its
-//!     nodes still due ─► lease given up ─► earliest expiry ─► status
+//!     batches (no lease; none while the earliest expiry is not due)
+//!     ─► per batch, a pass under the signing lease (skipped while a
+//!     writer or one-shot signer holds it): the first secures / marks /
+//!     follows / takes key steps, each refreshes its nodes still due
+//!     ─► lease given up ─► earliest expiry ─► status
 //! ```
 
 use super::keys::{apply_steps, stamp, ParentChecks};
@@ -25,8 +26,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::watch;
 
-/// How often the earliest expiration is read again for the status.
-const EXPIRY_EVERY: Duration = Duration::from_secs(30);
+/// How often, at most, the earliest expiration is read again (for the
+/// status, and to know when to look for due nodes): a quarter of the
+/// zone's refresh window when that is shorter.
+const EXPIRY_EVERY: Duration = Duration::from_secs(300);
 
 /// The worker of one zone.
 pub(super) struct Worker {
@@ -49,6 +52,9 @@ struct Held {
     seen: Option<i64>,
     checks: ParentChecks,
     expiry_read: Option<Instant>,
+    /// The earliest expiration as last read, with its version: no
+    /// look-up of due nodes in that version before it falls due.
+    earliest: Option<(i64, i64)>,
 }
 
 /// Seconds since the epoch.
@@ -80,7 +86,7 @@ impl Worker {
         let mut follower = Follower::new(&self.store, &self.zone, &validity, self.threads);
         let mut held: Option<Held> = None;
         loop {
-            match self.look(&mut held, &mut follower).await {
+            match self.look(&mut held, &mut follower, &stop).await {
                 Ok(true) => {}
                 Ok(false) => break,
                 Err(e) => {
@@ -108,10 +114,12 @@ impl Worker {
     }
 
     /// One look; false when the zone is gone or no longer to be signed.
+    /// `stop` ends it between two passes.
     async fn look(
         &self,
         held: &mut Option<Held>,
         follower: &mut Follower<'_>,
+        stop: &watch::Receiver<bool>,
     ) -> Result<bool, SignError> {
         let Some(served) = self.store.find_zone(&self.zone).await? else {
             return Ok(false);
@@ -136,11 +144,13 @@ impl Worker {
         // Each pass holds the signing lease and gives it up at its end, so
         // that writers sign what they write themselves; the first also
         // marks, follows the writers and takes the key steps.
+        let h = held.as_mut().expect("owned");
+        let limit = self.refresh_batch * self.refresh_passes;
+        let earliest = h.earliest.filter(|(v, _)| *v == served.ver);
         let due = follower
-            .due(&served, self.refresh_batch * self.refresh_passes)
+            .due(&served, limit, earliest.map(|(_, e)| e))
             .await?;
         let mut batches = due.chunks(self.refresh_batch.max(1) as usize);
-        let h = held.as_mut().expect("owned");
         let mut published = false;
         let first = batches.next().unwrap_or_default();
         let Some(pass) = try_take_for(&self.store, &self.zone, SERVICE_PASS, self.lease).await?
@@ -150,7 +160,7 @@ impl Worker {
         let r = self.work(h, follower, &served, &config, first).await;
         published |= pass.release_with(r).await?;
         for batch in batches {
-            if h.service.is_lost() {
+            if h.service.is_lost() || *stop.borrow() {
                 break;
             }
             let Some(pass) =
@@ -161,14 +171,22 @@ impl Worker {
             let r = self.refresh(follower, batch).await;
             published |= pass.release_with(r).await?;
         }
-        self.read_expiry(h, published).await?;
+        let every = EXPIRY_EVERY.min(Validity::of(&config).refresh / 4);
+        self.read_expiry(h, published || !due.is_empty(), every)
+            .await?;
         Ok(true)
     }
 
-    /// The earliest expiration, for the status: read after a refresh
-    /// published and every [`EXPIRY_EVERY`], outside the lease.
-    async fn read_expiry(&self, h: &mut Held, published: bool) -> Result<(), SignError> {
-        if published || h.expiry_read.is_none_or(|t| t.elapsed() > EXPIRY_EVERY) {
+    /// The earliest expiration, for the status and the next look-up of
+    /// due nodes: read after a pass that found or wrote signatures, and
+    /// every `every`, outside the lease.
+    async fn read_expiry(
+        &self,
+        h: &mut Held,
+        changed: bool,
+        every: Duration,
+    ) -> Result<(), SignError> {
+        if changed || h.expiry_read.is_none_or(|t| t.elapsed() > every) {
             let Some(served) = self.store.find_zone(&self.zone).await? else {
                 return Ok(());
             };
@@ -176,6 +194,7 @@ impl Worker {
             self.status
                 .update(&self.zone, |s| s.earliest_expiry = soonest);
             h.expiry_read = Some(Instant::now());
+            h.earliest = soonest.map(|e| (served.ver, e));
         }
         Ok(())
     }
@@ -200,6 +219,7 @@ impl Worker {
                     seen: None,
                     checks: ParentChecks::default(),
                     expiry_read: None,
+                    earliest: None,
                 });
                 self.status.update(&self.zone, |s| {
                     s.signing = true;

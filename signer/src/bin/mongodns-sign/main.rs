@@ -200,6 +200,8 @@ struct KeyArgs {
 struct Bar {
     bar: ProgressBar,
     job: ProgressReporter,
+    /// `--follow` has reported its first pass.
+    followed: std::sync::atomic::AtomicBool,
 }
 
 impl signer::Progress for Bar {
@@ -216,7 +218,12 @@ impl signer::Progress for Bar {
     fn resigned(&self, zone: &Name, report: &signer::Report, elapsed: Duration) {
         // `--follow`: the job's count is signatures made since it started.
         self.job.add_done(report.stats.signed);
-        if report.written > 0 {
+        // The first pass is always reported: from then on what others
+        // write is signed from their change records.
+        let first = !self
+            .followed
+            .swap(true, std::sync::atomic::Ordering::Relaxed);
+        if report.written > 0 || first {
             eprintln!(
                 "resigned {zone}: {} signatures made, {} changes written, serial {}, {} nodes read, {:.2} s",
                 report.stats.signed,
@@ -249,7 +256,11 @@ impl Bar {
             &zone.to_string(),
             Duration::from_secs(1),
         );
-        Bar { bar, job }
+        Bar {
+            bar,
+            job,
+            followed: std::sync::atomic::AtomicBool::new(false),
+        }
     }
 
     /// Clears the bar and records the job's final state.
