@@ -579,6 +579,19 @@ fn secured_example_net(tag: &str, nsec3: bool) -> (Db, Name) {
     (db, "example.net.".parse().unwrap())
 }
 
+/// Kills the process of this id when dropped: a failed test leaves no
+/// follower running.
+struct Reaper(u32);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-KILL", &self.0.to_string()])
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
+}
+
 /// What `child` writes to stderr, gathered as it comes by a thread (join
 /// it for the rest once the child is gone).
 type Gathered = std::sync::Arc<std::sync::Mutex<String>>;
@@ -623,6 +636,7 @@ fn follow_keeps_the_zone_valid(tag: &str, nsec3: bool) {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    let _reaper = Reaper(follower.id());
     let (log, reader) = follow_log(&mut follower);
     // Its first (full) pass ends before anything is written: a write during
     // it may be published by that pass before the follower signs it.
