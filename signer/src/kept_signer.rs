@@ -9,7 +9,8 @@
 //!       │         ─ otherwise ─► None: a new one (the chain read whole)
 //!       └─► after its publish: keep(zone, signer, since, ours)
 //!  warm(zone), ahead of the first edit (a server taking UPDATEs, at
-//!       start): served gen read, then the chain ─► kept with since = gen
+//!       start): served gen read, then the chain ─► kept with since = gen;
+//!       an edit that comes meanwhile waits at the zone's gate for it
 //! ```
 //!
 //! Only a holder of the zone's signing lease edits, so a kept signer is
@@ -25,7 +26,7 @@ use crate::SignError;
 use backend_mongo::dnssec_store::{DnssecConfig, KeyState, StoredKey};
 use backend_mongo::{bson::DateTime, Name, Store, ZoneInfo};
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// How many edits of this process took a kept signer up for `zone` of
 /// `store`'s database.
@@ -98,6 +99,10 @@ pub(crate) async fn take(
     zone: &Name,
     served: &ZoneInfo,
 ) -> Result<Option<MergeSigner>, SignError> {
+    // A warm-up under way: wait for its signer rather than read the chain
+    // a second time.
+    let warming = warming_gate(store, zone);
+    drop(warming.lock().await);
     let taken = kept()
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -210,6 +215,35 @@ pub(crate) fn keep(
 /// `None` when the zone is not served or not secured, or a signer is kept
 /// already; otherwise the links of the chain read.
 pub async fn warm(store: &Store, zone: &Name) -> Result<Option<usize>, SignError> {
+    // Closed before the first await: an edit that comes meanwhile waits
+    // for this signer instead of reading the chain a second time.
+    let Some(held) = warming(store, zone) else {
+        return Ok(None);
+    };
+    let r = warm_held(store, zone).await;
+    drop(held);
+    r
+}
+
+/// A zone's gate (see [`warming_gate`]).
+type Gate = Arc<tokio::sync::Mutex<()>>;
+
+/// The gate an edit of `zone` passes before it takes a kept signer up:
+/// held while that zone's signer is being made ahead ([`warming`]).
+fn warming_gate(store: &Store, zone: &Name) -> Gate {
+    static GATES: OnceLock<Mutex<HashMap<(String, Name), Gate>>> = OnceLock::new();
+    let gates = GATES.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut gates = gates.lock().unwrap_or_else(|e| e.into_inner());
+    gates.entry(key(store, zone)).or_default().clone()
+}
+
+/// Closes `zone`'s gate at once (no await) until the returned guard is
+/// dropped; `None` when it is closed already.
+fn warming(store: &Store, zone: &Name) -> Option<tokio::sync::OwnedMutexGuard<()>> {
+    warming_gate(store, zone).try_lock_owned().ok()
+}
+
+async fn warm_held(store: &Store, zone: &Name) -> Result<Option<usize>, SignError> {
     let present = |store: &Store| {
         kept()
             .lock()

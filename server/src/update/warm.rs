@@ -8,8 +8,8 @@
 //!     it up │ not served, not secured ─► nothing │ a fault ─► logged
 //! ```
 //!
-//! An UPDATE that comes before its zone's signer is ready reads the chain
-//! itself, as it would without this.
+//! An UPDATE that comes while its zone's chain is read waits for that
+//! signer (`kept_signer`'s gate) rather than reading the chain again.
 
 use crate::tsig::TsigKey;
 use backend_mongo::{Name, Store};
