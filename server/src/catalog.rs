@@ -24,7 +24,8 @@
 //! Several servers keeping one catalog do the same edits; the first wins
 //! and the others find nothing left to do.
 
-use crate::cache::{Counters, ZoneRegistry};
+use crate::cache::Counters;
+use crate::zones::ZoneRegistry;
 use backend_mongo::{Name, Store};
 use signer::catalog::CatalogSync;
 use signer::SignError;

@@ -29,10 +29,11 @@ mod serve;
 pub use metrics::{Metric, MetricKind};
 pub use serve::{serve_control, ControlLimits};
 
-use crate::cache::{Counters, PacketCache, RecordCache, ZoneRegistry};
+use crate::cache::{Counters, PacketCache, RecordCache};
 use crate::observe::QueryMetrics;
 use crate::querylog::QueryLog;
 use crate::resident::Residency;
+use crate::zones::ZoneRegistry;
 use backend_mongo::{JobProgress, Name, Store};
 use std::sync::Arc;
 use std::time::Duration;

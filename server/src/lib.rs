@@ -7,6 +7,9 @@
 //!          resident::ResidentZones (whole zones in memory, off by default)
 //!                                            ▼
 //!                cache::RecordCache ─► backend::Backend ─► backend_mongo::Store
+//!                      ▲
+//!                zones::ZoneRegistry (which zones, at which generation;
+//!                                     polled from the store)
 //! ```
 #![warn(missing_docs, unreachable_pub)]
 
@@ -32,3 +35,4 @@ pub mod tsig;
 pub mod update;
 pub mod wire;
 pub mod write_task;
+pub mod zones;

@@ -18,7 +18,7 @@
 use backend_mongo::{ReadFrom, Store};
 use mongodns_server::api::ApiState;
 use mongodns_server::backend::Backend;
-use mongodns_server::cache::{Counters, PacketCache, RecordCache, RecordCacheConfig, ZoneRegistry};
+use mongodns_server::cache::{Counters, PacketCache, RecordCache, RecordCacheConfig};
 use mongodns_server::catalog::keep_catalog;
 use mongodns_server::config::{canonical_read_preference, Cli, Config, LogFormat, Resolved};
 use mongodns_server::control::{serve_control, Control, ControlLimits};
@@ -31,6 +31,7 @@ use mongodns_server::pipeline::{PipelineConfig, ReplyCache, Responder};
 use mongodns_server::querylog::{Destination, QueryLog, QueryLogConfig};
 use mongodns_server::resident::{Busy, LoadPacing, Residency, ResidentConfig, ResidentZones};
 use mongodns_server::rrl::{Rrl, RrlConfig};
+use mongodns_server::zones::ZoneRegistry;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

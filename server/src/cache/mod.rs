@@ -6,32 +6,27 @@
 //!                 ▼
 //!             pipeline ─► RecordCache (zones, nodes, denial intervals) ──miss──► Store
 //!                               ▲
-//!  ZoneRegistry ◄─ poll meta.seq / zones{gen > last} every interval
+//!  zones::ZoneRegistry ◄─ poll meta.seq / zones{gen > last} every interval
 //!  (a zone's generation moves ─► its cached replies and nodes are void,
 //!   but those of names the change did not touch)
 //! ```
 //!
 //! Files: `packet.rs` (whole replies), `record.rs` (the record cache),
-//! `denial.rs` (NSEC/NSEC3 intervals), `zones.rs` (the registry and its
-//! poller), `narrowing.rs` (which names a polled change touched), `name_scope.rs`
-//! (which cached replies outlive a change), `sharded.rs` (the sharded LRU under both caches),
-//! `single_flight.rs` (one detached read per key), `gate.rs` (the database
-//! concurrency gate).
+//! `denial.rs` (NSEC/NSEC3 intervals), `sharded.rs` (the sharded LRU under
+//! both caches), `single_flight.rs` (one detached read per key), `gate.rs`
+//! (the database concurrency gate). Which zones are served, and how their
+//! changes reach the caches, is `crate::zones`.
 
 pub mod denial;
 pub mod gate;
-pub mod name_scope;
-pub mod narrowing;
 pub mod packet;
 pub mod record;
 pub mod sharded;
 mod single_flight;
-pub mod zones;
 
 pub use gate::DbGate;
 pub use packet::{Dependency, NameReach, PacketCache, PacketKey};
 pub use record::{RecordCache, RecordCacheConfig};
-pub use zones::ZoneRegistry;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;

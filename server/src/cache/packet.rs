@@ -10,7 +10,7 @@
 //! ```
 
 use super::sharded::{ShardedLru, Weigh};
-use super::zones::{ZoneRegistry, ZoneState};
+use crate::zones::{ZoneRegistry, ZoneState};
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;

@@ -26,9 +26,9 @@ use super::denial::{At, Cached, DenialCache};
 use super::gate::DbGate;
 use super::sharded::{ShardedLru, Weigh};
 use super::single_flight::Flights;
-use super::zones::{Known, NodePurge, ZoneRegistry};
 use super::Counters;
 use crate::backend::{deepest, Backend, CachedNode};
+use crate::zones::{Known, NodePurge, ZoneRegistry};
 use backend_mongo::{Name, Node, StoreError, ZoneInfo};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -794,8 +794,8 @@ mod tests {
     }
 
     /// A poll that found every generation accounted for.
-    const NO_HOLES: crate::cache::narrowing::Narrowing<'static> =
-        crate::cache::narrowing::Narrowing::AroundHoles {
+    const NO_HOLES: crate::zones::narrowing::Narrowing<'static> =
+        crate::zones::narrowing::Narrowing::AroundHoles {
             holes: &[],
             wait: true,
             read_from: 0,

@@ -1,7 +1,7 @@
 //! NOTIFY out (RFC 1996): telling secondaries that a zone changed.
 //!
 //! ```text
-//!  registry poll (cache/zones.rs) sees a zone's serial move (any writer:
+//!  registry poll (zones/poll.rs) sees a zone's serial move (any writer:
 //!  import, record edit, signer) or a zone appear ─► Notifier::zone_changed
 //!     ─► schedule.rs: one slot per zone, the latest serial kept
 //!        no round running ─► a task: round now
@@ -33,8 +33,8 @@ pub use exchange::{deliver, Delivery, Sending};
 pub use message::{judge_reply, notify_message, Judged, SoaHint, OPCODE_NOTIFY};
 pub use target::{check_syntax, parse_target, Target, DEFAULT_PORT};
 
-use crate::cache::ZoneRegistry;
 use crate::tsig::TsigKey;
+use crate::zones::ZoneRegistry;
 use backend_mongo::{Store, ZoneInfo};
 use std::sync::Arc;
 use std::time::Duration;

@@ -119,7 +119,7 @@ impl<B: Backend> Responder<B> {
 /// of no type that could carry additional records (NS, MX, SRV: a target
 /// added later would belong in the reply). Such
 /// a reply outlives changes of its zone that do not touch its name
-/// (`cache/name_scope.rs`).
+/// (`zones/name_scope.rs`).
 fn is_plain_positive(answer: &answer::Answer, key: &PacketKey, first_zone: &ZoneInfo) -> bool {
     let qname = &key.as_bytes()[7..];
     let found = &answer.found;

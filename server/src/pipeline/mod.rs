@@ -34,11 +34,12 @@ pub mod transfer;
 mod udp_ixfr;
 
 use crate::backend::Backend;
-use crate::cache::{Counters, PacketCache, PacketKey, ZoneRegistry};
+use crate::cache::{Counters, PacketCache, PacketKey};
 use crate::handler::{Handler, TcpPeer, TcpReply, Transport};
 use crate::ratelog::RateLimited;
 use crate::tsig;
 use crate::wire::{parse_query, Query, Rcode, CLASS_ANY, CLASS_IN};
+use crate::zones::ZoneRegistry;
 use backend_mongo::{RType, StoreError, ZoneInfo};
 use cached::Cached;
 use failure::{FailureRecheck, FAULT_LOG_PERIOD};

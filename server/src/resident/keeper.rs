@@ -36,7 +36,7 @@ use super::copy::{ZoneCopy, ZoneData};
 use super::pacing::{self, LoadPacing};
 use super::status::{Residence, ResidentConfig};
 use super::summary::{ResidencySummary, ZoneFigures};
-use crate::cache::zones::{ZoneEvent, ZoneRegistry};
+use crate::zones::{ZoneEvent, ZoneRegistry};
 use backend_mongo::resident::KeyedNode;
 use backend_mongo::{Name, Store, StoreError, ZoneInfo};
 use futures::{StreamExt, TryStreamExt};
