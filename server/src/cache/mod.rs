@@ -11,7 +11,7 @@
 //!   but those of names the change did not touch)
 //! ```
 //!
-//! Files: `packet.rs` (whole replies), `record.rs` (the record cache),
+//! Files: `packet.rs` (whole replies), `record/` (the record cache),
 //! `denial.rs` (NSEC/NSEC3 intervals), `sharded.rs` (the sharded LRU under
 //! both caches), `single_flight.rs` (one detached read per key), `gate.rs`
 //! (the database concurrency gate). Which zones are served, and how their
