@@ -22,7 +22,7 @@
 //! resident zone answers every plain name at that speed from its first
 //! query, and the cache keeps its room for the answers that took work.
 //! They are exactly the general stages' answers to the same questions:
-//! `server/tests/resident.rs` compares them byte for byte.
+//! `server/tests/resident/` compares them byte for byte.
 
 use super::answer::negative_ttl;
 use super::render::{header_flags, reply_edns, size_limit};
