@@ -1,10 +1,10 @@
-//! Deep and random names against the real server and database (issue 20,
-//! item 3): the name walk stops at the first missing level, so a name 115
-//! labels deep costs a read or two, not one per label; a missing level is
-//! remembered, so names below it cost none; wildcards keep RFC 4592's
-//! closest-encloser rule; and a flood of random deep names (1,000 a second,
-//! or half what the database answers alone when that is less) does not
-//! push legitimate misses into SERVFAIL.
+//! Deep and random names against the real server and database: the name
+//! walk stops at the first missing level, so a name 115 labels deep costs a
+//! read or two, not one per label; a missing level is remembered, so names
+//! below it cost none; wildcards keep RFC 4592's closest-encloser rule; and
+//! a flood of random deep names (1,000 a second, or half what the database
+//! answers alone when that is less) does not push legitimate misses into
+//! SERVFAIL.
 
 use hickory_proto::op::ResponseCode;
 use mongodns_testkit::*;

@@ -1,4 +1,4 @@
-//! TCP slots cannot be held (issue 20, item 1), against the real binary:
+//! TCP slots cannot be held, against the real binary:
 //! slowloris connections are cut and a legitimate query still gets in, a
 //! client that pipelines and never reads is disconnected, and one source
 //! prefix gets only its share of the slots.

@@ -1,4 +1,4 @@
-//! Zone transfers (issue 20, item 5), against the real binary: denied by
+//! Zone transfers, against the real binary: denied by
 //! default; streamed, so one can be caught part way; one per connection,
 //! a global cap; aborted (no closing SOA) when its version begins to be
 //! deleted; a large record sent in a large message, a record no message

@@ -7,10 +7,10 @@
 //! TSIG from the cache. RFC 8945 §5.1 and §5.2.2.1: a TSIG that is not the
 //! last record is FORMERR; a MAC truncated to 16..31 bytes is accepted
 //! (dig's `hmac-sha256-128`), one under 16 bytes is FORMERR, and one under
-//! `--tsig-min-mac-bytes` gets NOTAUTH/BADTRUNC. Issue 20 item 6: a
-//! client's fudge counts for at most 300 s; keys are known only for their
-//! zones (and address blocks); hmac-sha384 and hmac-sha512, checked with
-//! `dig -y` and `kdig -y` (AXFR).
+//! `--tsig-min-mac-bytes` gets NOTAUTH/BADTRUNC. A client's fudge counts
+//! for at most 300 s; keys are known only for their zones (and address
+//! blocks); hmac-sha384 and hmac-sha512, checked with `dig -y` and
+//! `kdig -y` (AXFR).
 
 use hickory_proto::op::Message;
 use mongodns_server::tsig::{

@@ -1,9 +1,9 @@
 //! The UDP front end in process, with real sockets and a handler built to
-//! misbehave (issue 20, item 9): a panic in the receive loop restarts the
-//! loop on the same socket and is counted; cache misses beyond the miss
-//! limit are dropped and counted instead of spawning without bound; a
-//! miss answered without waiting goes out with the loop's batch, and one
-//! that panics at once costs only its own reply.
+//! misbehave: a panic in the receive loop restarts the loop on the same
+//! socket and is counted; cache misses beyond the miss limit are dropped
+//! and counted instead of spawning without bound; a miss answered without
+//! waiting goes out with the loop's batch, and one that panics at once
+//! costs only its own reply.
 
 use mongodns_server::frontend::udp;
 use mongodns_server::guard::GUARD;

@@ -25,7 +25,7 @@ fn hex(bytes: &[u8]) -> String {
 fn a_name_over_255_octets_is_refused_by_the_importer() {
     block_on(async {
         let db = TestZoneDb::new("longname").await;
-        // The reproduction of issue 20, item 2: a CNAME target of 256 octets.
+        // A CNAME target of 256 octets, in the `\#` form.
         let long = long_wire_name(256);
         let text = format!("{ZONE}x IN CNAME \\# 256 {}\n", hex(&long));
         let err = db.try_import("bad.test.", &text, false).await.unwrap_err();

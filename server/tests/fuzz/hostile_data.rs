@@ -1,6 +1,6 @@
 //! Random but storable zone data: nodes any writer could put in the
 //! database (the schema's shape, any bytes inside), for the server to read
-//! back (issue 20, item 6).
+//! back.
 //!
 //! ```text
 //!  random_nodes(rng, apex, n) ─► n owners 1–3 labels below the apex

@@ -1,4 +1,4 @@
-//! The query path over signed zones (issue 20: DO=1 answers, NSEC, NSEC3).
+//! The query path over signed zones (DO=1 answers, NSEC, NSEC3).
 //!
 //! ```text
 //!  once per run: FUZZ_ZONE imported as fz.test. and fz3.test. into the real

@@ -166,10 +166,10 @@ fn a_copy_catching_up_answers_within_its_lag_and_switches_whole() {
         db.import(APEX, &zone_text(HOSTS), false).await;
         db
     });
-    // A: a lag long enough to cover the load (the issue's "serve the old
-    // version until the new one is loaded"), the packet cache on, so that
-    // a reply built from the old copy would show if it were kept. B: a
-    // lag under the freshness bound.
+    // A: a lag long enough to cover the load (the old version is served
+    // until the new one is loaded), the packet cache on, so that a reply
+    // built from the old copy would show if it were kept. B: a lag under
+    // the freshness bound.
     let freshness = FRESHNESS_MS.to_string();
     let common = ["--freshness-ms", freshness.as_str(), "--resident-mb", "64"];
     let (a, a_control) = start_with_control(
