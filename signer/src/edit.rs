@@ -212,8 +212,12 @@ async fn sign_and_publish(
             .flat_map(|e| e.name().ancestors().take_while(|a| a != zone)),
     );
     names.retain(|n| !new.contains(n));
+    let t = std::time::Instant::now();
     signer.write_new(store, &new_nodes).await?;
+    let t_new = t.elapsed();
     signer.resign_names(store, &names).await?;
+    tracing::debug!(%zone, new = new_nodes.len(), new_written = ?t_new,
+        others = names.len(), others_signed = ?t.elapsed(), "edit signed");
     if signer.needs_full_resign() {
         // A delegation or DNAME added or removed above existing names:
         // what is authoritative below changed; a whole re-sign follows.

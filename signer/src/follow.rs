@@ -283,6 +283,28 @@ impl<'a> Follower<'a> {
         Ok((report, false))
     }
 
+    /// The served version's apex key sets made again and signed
+    /// ([`crate::resign::resign_apex_keys`]), the rest left as it is; the
+    /// chain copy signs with the new keys from now on. `None`: the step
+    /// needs a whole re-sign.
+    pub(crate) async fn apex_keys(&mut self) -> Result<Option<Report>, SignError> {
+        let served = self
+            .store
+            .find_zone(self.zone)
+            .await?
+            .ok_or_else(|| StoreError::NoSuchZone(self.zone.to_string()))?;
+        let report =
+            crate::resign::resign_apex_keys(self.store, self.zone, served.ver, self.validity)
+                .await?;
+        if let Some(r) = &report {
+            self.ours.extend(r.published_gen);
+            if let Some((_, signer)) = self.signer.as_mut() {
+                signer.reload_keys(self.store).await?;
+            }
+        }
+        Ok(report)
+    }
+
     /// Re-signs the whole served version; the chain copy is read again
     /// when next needed. With `every`, every signature is made anew.
     pub(crate) async fn full(&mut self) -> Result<(Report, bool), SignError> {

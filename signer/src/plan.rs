@@ -378,6 +378,37 @@ pub fn prepare(
     Ok(Prepared { nodes, jobs, stats })
 }
 
+/// The apex with its key sets (DNSKEY, CDS, CDNSKEY, NSEC3PARAM) as
+/// `keys` make them, and the RRsets to sign at it; `None` when the apex's
+/// types would change (a CDS set appearing or going: its NSEC bitmap too,
+/// which only a whole re-sign rebuilds). The rest of the zone is left as it
+/// is: for key steps that change no key signing the zone's data.
+pub(crate) fn apex_keys(
+    apex: &FullNode,
+    keys: &KeySet,
+    options: &SignOptions,
+) -> Option<(FullNode, Vec<Job>)> {
+    let key_sets = [RType::DNSKEY, RType::CDS, RType::CDNSKEY, RType::NSEC3PARAM];
+    let soa_ttl = apex.get(RType::SOA)?.rrset.ttl;
+    let mut node = apex.clone();
+    node.rrsets.retain(|r| !key_sets.contains(&r.rrset.rtype));
+    add_apex_keys(&mut node, Some(apex), soa_ttl, keys, options);
+    node.rrsets.retain(|r| !r.rrset.rdata.is_empty());
+    let types = |n: &FullNode| {
+        let mut t: Vec<RType> = n.rrsets.iter().map(|r| r.rrset.rtype).collect();
+        t.sort_unstable();
+        t
+    };
+    if types(&node) != types(apex) {
+        return None;
+    }
+    let mut stats = PlanStats::default();
+    let mut nodes = [node];
+    let jobs = sign_jobs(&mut nodes, &[Kind::Apex], keys, options, &mut stats);
+    let [node] = nodes;
+    Some((node, jobs))
+}
+
 /// The ordinary nodes without what the signer owns (signatures, chain),
 /// and their kinds.
 fn unsigned_nodes(apex: &Name, ordinary: &[&FullNode]) -> (Vec<FullNode>, Vec<Kind>) {

@@ -7,6 +7,9 @@
 //!     ─► updates in place ─► a new generation when ver is served
 //!  resign: the served version under the lease; sign_after_write: the
 //!     importer's replace before its switch
+//!  resign_apex_keys(ver): a key step that changes no key signing the
+//!     zone's data ─► the apex read alone ─► its key sets made again and
+//!     signed ─► SOA serial moved, re-signed ─► a new generation
 //! ```
 
 use crate::plan::{KeySet, PlanError};
@@ -190,6 +193,82 @@ pub async fn resign_version(
         },
         desired,
     ))
+}
+
+/// The key sets at the apex of version `ver` (DNSKEY, CDS, CDNSKEY) made
+/// again from the keys and signed, the SOA's serial moved, published: what
+/// a key step needs when no key signing the zone's data changed (a key
+/// published or removed, a KSK activated or retired). Reads the apex node
+/// only. `None` when the apex's types would change (then only a whole
+/// re-sign rebuilds its NSEC bitmap); nothing is written then.
+pub(crate) async fn resign_apex_keys(
+    store: &Store,
+    zone: &Name,
+    ver: i64,
+    validity: &Validity,
+) -> Result<Option<Report>, SignError> {
+    let config = store.dnssec_config(zone).await?;
+    if !config.secured {
+        return Err(SignError::NotSecured(zone.to_string()));
+    }
+    let keys = KeySet::load(zone, &store.zone_keys(zone).await?)?;
+    let base_gen = store.find_zone(zone).await?.map(|z| z.gen);
+    let apex = store
+        .read_full_node(zone, ver, zone)
+        .await?
+        .ok_or_else(|| PlanError::NoSoa(zone.to_string()))?;
+    let validity = match config.policy {
+        Some(_) => Validity::of(&config),
+        None => *validity,
+    };
+    let mut opts = sign_options(config.nsec3.clone(), &validity, 1, false);
+    opts.cds = config.cds;
+    let Some((node, jobs)) = plan::apex_keys(&apex, &keys, &opts) else {
+        return Ok(None);
+    };
+    let mut nodes = [node];
+    let mut signed = plan::sign_all(&mut nodes, &jobs, &keys, &opts, &|_| {});
+    let [mut node] = nodes;
+    let old_serial = soa_serial_of(std::slice::from_ref(&apex), zone).unwrap_or(0);
+    let serial = next_serial(&[old_serial]);
+    let soa = node
+        .rrsets
+        .iter_mut()
+        .find(|r| r.rrset.rtype == RType::SOA)
+        .ok_or_else(|| PlanError::NoSoa(zone.to_string()))?;
+    *soa = soa::with_serial(zone, soa.clone(), serial, &keys, &opts);
+    signed += soa.sigs.len() as u64;
+    let changes: Vec<NodeChange> = node
+        .rrsets
+        .iter()
+        .filter(|set| apex.get(set.rrset.rtype) != Some(*set))
+        .map(|set| NodeChange::Own {
+            name: zone.clone(),
+            rtype: set.rrset.rtype,
+            set: Some(set.clone()),
+        })
+        .collect();
+    let mut images = base_gen.map(|g| NodeImages::new(zone, ver, g));
+    if let Some(images) = images.as_mut() {
+        images.capture_changes(store, &changes).await?;
+    }
+    store.apply_changes(zone, ver, &changes).await?;
+    let owners = changed_owners(zone, &changes);
+    let gen = store
+        .publish_in_place(zone, ver, serial, Some(&owners), images.as_ref())
+        .await?;
+    Ok(Some(Report {
+        nodes: 1,
+        stats: plan::PlanStats {
+            signed,
+            ..plan::PlanStats::default()
+        },
+        written: changes.len() as u64,
+        serial,
+        ver,
+        published_gen: Some(gen),
+        ..Report::default()
+    }))
 }
 
 /// Re-signs the served version of a secured zone (see [`resign_version`]).

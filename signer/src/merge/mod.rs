@@ -740,6 +740,13 @@ impl MergeSigner {
         self.options.cds = cds;
     }
 
+    /// Signs with the zone's keys as stored now (after a key step that
+    /// left the chain as it was).
+    pub async fn reload_keys(&mut self, store: &Store) -> Result<(), SignError> {
+        self.keys = KeySet::load(&self.zone, &store.zone_keys(&self.zone).await?)?;
+        Ok(())
+    }
+
     /// Takes the chain records of `nodes` (re-signed elsewhere, content
     /// unchanged) into the copy held, so that relinking never writes back
     /// their old signatures.

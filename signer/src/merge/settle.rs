@@ -87,7 +87,9 @@ impl MergeSigner {
         store: &Store,
         entries: Vec<Entry>,
     ) -> Result<(Settled, Vec<NodeWrite>), SignError> {
+        let t = std::time::Instant::now();
         let mut batch = self.classify(store, entries).await?;
+        let classified = t.elapsed();
         let mut work = ChainWork::default();
         self.unlink_leaving(&mut batch, &mut work);
         self.link_members(&mut batch, &mut work)?;
@@ -99,8 +101,13 @@ impl MergeSigner {
             kinds,
         } = batch;
         let signed = self.sign(nodes, &kinds, work.nsec3_nodes, work.neighbours);
-        self.write(store, signed, &stored, &exists, work.leaving)
-            .await
+        let signed_at = t.elapsed();
+        let r = self
+            .write(store, signed, &stored, &exists, work.leaving)
+            .await;
+        tracing::debug!(zone = %self.zone, ?classified, signed = ?signed_at,
+            written = ?t.elapsed(), "batch settled");
+        r
     }
 
     /// Each entry's kind: occluded, a delegation, a chain member.
@@ -413,9 +420,14 @@ impl MergeSigner {
         for (key, owner) in leaving {
             second.extend(self.leaving_changes(key, owner, &stored[..split]));
         }
+        let t = std::time::Instant::now();
         let raced = self.insert(store, &new).await?;
+        let inserted_in = t.elapsed();
         self.apply(store, &first).await?;
+        let first_in = t.elapsed();
         self.apply(store, &second).await?;
+        tracing::debug!(zone = %self.zone, new = new.len(), first = first.len(),
+            second = second.len(), ?inserted_in, ?first_in, all_in = ?t.elapsed(), "batch written");
         let inserted = new.len() - raced.len();
         self.touched.extend(new.iter().map(|n| n.name.clone()));
         self.touched.extend(changed_owners(&self.zone, &first));

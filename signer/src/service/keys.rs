@@ -5,14 +5,16 @@
 //!  Move ─► state changed (since unset)       Remove ─► deleted
 //!  CheckParent ─► at most every ds_check_interval: parent_serves(DS)
 //!     ─► ds_seen (now, the parent's TTL) stored
-//!  after a re-sign: stamp ─► every unset since = now
+//!  after the steps: signs_data_anew? ─► a whole re-sign : the apex's
+//!     key sets alone ─► stamp ─► every unset since = now
 //! ```
 
 use crate::keyroll::KeyStep;
 use crate::parent::parent_serves;
+use crate::plan::KeySet;
 use crate::{crypto, SignError};
 use backend_mongo::bson::DateTime;
-use backend_mongo::dnssec_store::{DnssecConfig, StoredKey};
+use backend_mongo::dnssec_store::{DnssecConfig, KeyState, StoredKey};
 use backend_mongo::policy::Policy;
 use backend_mongo::{Name, Store};
 use dns::dnssec::ds_rdata;
@@ -69,6 +71,31 @@ pub(super) async fn apply_steps(
         }
     }
     Ok(changed)
+}
+
+/// True when the steps between `before` and `after` (the zone's keys as
+/// stored) need every RRset signed again: the keys that sign the zone's
+/// data differ, or one of them, or a ZSK retired from it, is not stamped
+/// yet (a re-sign after its change may not have completed). Otherwise
+/// (a key published or removed, a KSK activated or retired) only the
+/// apex's key sets change.
+pub(super) fn signs_data_anew(zone: &Name, before: &[StoredKey], after: &[StoredKey]) -> bool {
+    let signers = |keys: &[StoredKey]| {
+        KeySet::load(zone, keys).map(|k| {
+            let mut v: Vec<(u16, u8)> = k.zsks.iter().map(|z| (z.tag, z.algorithm)).collect();
+            v.sort_unstable();
+            v
+        })
+    };
+    let (Ok(was), Ok(now)) = (signers(before), signers(after)) else {
+        return true;
+    };
+    was != now
+        || after.iter().any(|k| {
+            k.since.is_none()
+                && (now.contains(&(k.tag, k.algorithm))
+                    || (!k.is_ksk() && k.state == KeyState::Retired))
+        })
 }
 
 /// Asks the parent's servers for `key`'s DS, at most once per the

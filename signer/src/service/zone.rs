@@ -11,7 +11,7 @@
 //!     ─► lease given up ─► earliest expiry ─► status
 //! ```
 
-use super::keys::{apply_steps, stamp, ParentChecks};
+use super::keys::{apply_steps, signs_data_anew, stamp, ParentChecks};
 use super::{ServeOptions, Status};
 use crate::follow::Follower;
 use crate::keyroll::schedule;
@@ -343,9 +343,20 @@ impl Worker {
         )
         .await?;
         if changed > 0 {
-            let (r, _) = follower.full().await?;
+            let t = Instant::now();
+            let after = self.store.zone_keys(&self.zone).await?;
+            let r = match signs_data_anew(&self.zone, &keys, &after) {
+                true => None,
+                false => follower.apex_keys().await?,
+            };
+            let r = match r {
+                Some(r) => r,
+                None => follower.full().await?.0,
+            };
             self.count(&r, false);
             stamp(&self.store, &self.zone).await?;
+            tracing::info!(zone = %self.zone, nodes_read = r.nodes, signatures = r.stats.signed,
+                written = r.written, secs = t.elapsed().as_secs_f64(), "keys re-signed");
             h.seen = r.published_gen.or(h.seen);
             let keys = self.store.zone_keys(&self.zone).await?;
             let after = schedule(policy, &keys, now());
