@@ -23,7 +23,7 @@
 //!                          predecessor relinked first), the rest as above
 //!  both go through settle (settle.rs): chain, signatures, and writes of
 //!  only the documents that differ from what is stored; take_touched()
-//!  lists them
+//!  lists them; the chain copy and its relinking are in chain.rs
 //! ```
 //!
 //! Every document update is single-document atomic, so a reader sees a
@@ -42,12 +42,12 @@ use crate::SignError;
 use backend_mongo::dnssec_store::{DnssecConfig, FullNode, NodeChange, Nsec3Config, SignedRRset};
 use backend_mongo::writer::NodeImages;
 use backend_mongo::{NodeWrite, RRset, Store, StoreError, WriteStats};
-use dns::dnssec::{bitmap_types, nsec3_hash, type_bitmap};
 use dns::encoding::{base32hex, from_base32hex};
 use dns::serial::soa_serial;
 use dns::{Name, RType};
 use std::collections::{BTreeMap, HashMap};
 
+mod chain;
 mod settle;
 
 /// One link of the chain as held in memory.
@@ -264,82 +264,6 @@ impl MergeSigner {
         Ok(ancestors.iter().any(|a| self.occluders[a]))
     }
 
-    fn chain_key(&self, name: &Name) -> String {
-        match &self.nsec3 {
-            Some(c) => base32hex(&nsec3_hash(name, &c.salt, c.iterations)),
-            None => name.canonical_key(),
-        }
-    }
-
-    /// The NSEC/NSEC3 rdata for `owner` (types `types`) pointing at `next`.
-    fn chain_rdata(&self, next_key: &str, next_owner: &Name, types: &[RType]) -> Vec<u8> {
-        match &self.nsec3 {
-            None => {
-                let mut t = types.to_vec();
-                t.push(RType::NSEC);
-                t.push(RType::RRSIG);
-                let mut rd = next_owner.as_wire().to_vec();
-                rd.extend_from_slice(&type_bitmap(&t));
-                rd
-            }
-            Some(c) => {
-                let next = from_base32hex(next_key).unwrap_or_default();
-                let mut rd = vec![1, u8::from(c.opt_out)];
-                rd.extend_from_slice(&c.iterations.to_be_bytes());
-                rd.push(c.salt.len() as u8);
-                rd.extend_from_slice(&c.salt);
-                rd.push(next.len() as u8);
-                rd.extend_from_slice(&next);
-                rd.extend_from_slice(&type_bitmap(types));
-                rd
-            }
-        }
-    }
-
-    /// Replaces the "next" field of a chain record, keeping its bitmap.
-    fn relink(&self, record: &[u8], next_key: &str, next_owner: &Name) -> Vec<u8> {
-        match &self.nsec3 {
-            None => {
-                let used = Name::from_wire_prefix(record).map_or(record.len(), |(_, n)| n);
-                let mut rd = next_owner.as_wire().to_vec();
-                rd.extend_from_slice(&record[used..]);
-                rd
-            }
-            Some(_) => {
-                let salt_len = record.get(4).copied().unwrap_or(0) as usize;
-                let at = 5 + salt_len;
-                let hash_len = record.get(at).copied().unwrap_or(0) as usize;
-                let next = from_base32hex(next_key).unwrap_or_default();
-                let mut rd = record[..at].to_vec();
-                rd.push(next.len() as u8);
-                rd.extend_from_slice(&next);
-                rd.extend_from_slice(record.get(at + 1 + hash_len..).unwrap_or(&[]));
-                rd
-            }
-        }
-    }
-
-    /// The types the chain record of `node` lists.
-    fn chain_types(&self, node: &FullNode, delegation: bool) -> Vec<RType> {
-        let mut types: Vec<RType> = node
-            .rrsets
-            .iter()
-            .map(|r| r.rrset.rtype)
-            .filter(|t| !matches!(*t, RType::RRSIG | RType::NSEC | RType::NSEC3))
-            .collect();
-        if self.nsec3.is_some() {
-            let signed = if delegation {
-                types.contains(&RType::DS)
-            } else {
-                !types.is_empty()
-            };
-            if signed {
-                types.push(RType::RRSIG);
-            }
-        }
-        types
-    }
-
     /// Merges, signs and writes one batch (see the module documentation).
     /// Nodes the batch leaves as they were are not written again.
     pub async fn write_batch(
@@ -545,173 +469,6 @@ impl MergeSigner {
             .is_some_and(|(k, _)| k.starts_with(&key))
     }
 
-    /// True when `node` belongs in the chain.
-    fn is_member(&self, node: &FullNode, exists: bool, occluded: bool, delegation: bool) -> bool {
-        if !exists || occluded {
-            return false;
-        }
-        match &self.nsec3 {
-            None => node.rrsets.iter().any(|r| !signer_owned(r.rrset.rtype)),
-            Some(c) => !delegation || !c.opt_out || node.get(RType::DS).is_some(),
-        }
-    }
-
-    /// The key and owner of the name a chain record points to.
-    fn next_of(&self, rd: &[u8]) -> (String, Name) {
-        match &self.nsec3 {
-            None => {
-                let next = Name::from_wire_prefix(rd)
-                    .map(|(n, _)| n)
-                    .unwrap_or_else(|_| self.zone.clone());
-                (next.canonical_key(), next)
-            }
-            Some(_) => {
-                let salt_len = rd.get(4).copied().unwrap_or(0) as usize;
-                let at = 5 + salt_len;
-                let len = rd.get(at).copied().unwrap_or(0) as usize;
-                let next = base32hex(rd.get(at + 1..at + 1 + len).unwrap_or(&[]));
-                let owner = self
-                    .zone
-                    .prepend(next.as_bytes())
-                    .unwrap_or_else(|_| self.zone.clone());
-                (next, owner)
-            }
-        }
-    }
-
-    /// The types a chain record's bitmap lists.
-    fn bitmap_of(&self, rd: &[u8]) -> Vec<RType> {
-        match &self.nsec3 {
-            None => {
-                let used = Name::from_wire_prefix(rd).map_or(rd.len(), |(_, n)| n);
-                bitmap_types(&rd[used..])
-            }
-            Some(_) => {
-                let salt_len = rd.get(4).copied().unwrap_or(0) as usize;
-                let at = 5 + salt_len;
-                let len = rd.get(at).copied().unwrap_or(0) as usize;
-                bitmap_types(rd.get(at + 1 + len..).unwrap_or(&[]))
-            }
-        }
-    }
-
-    /// Points the predecessor of `key` at `key` (`Some`) or past it
-    /// (`None`: `key` leaves the chain), in memory; the predecessor's new
-    /// record goes to `neighbours`, unsigned. Returns the predecessor's old
-    /// next, or `None` when the chain has no other member.
-    fn relink_predecessor(
-        &mut self,
-        key: &str,
-        owner: Option<&Name>,
-        neighbours: &mut BTreeMap<String, Link>,
-    ) -> Option<(String, Name)> {
-        let pred_key = self
-            .chain
-            .range(..key.to_string())
-            .next_back()
-            .or_else(|| self.chain.iter().next_back())
-            .map(|(k, _)| k.clone())
-            .filter(|k| k != key)?;
-        let pred = self.chain[&pred_key].clone();
-        let old_rd = &pred.record.rrset.rdata[0];
-        let old_next = self.next_of(old_rd);
-        let (next_key, next_owner) = match owner {
-            Some(o) => (key.to_string(), o.clone()),
-            None => {
-                let leaving = &self.chain.get(key)?.record.rrset.rdata[0];
-                self.next_of(leaving)
-            }
-        };
-        let relinked = self.relink(old_rd, &next_key, &next_owner);
-        self.put_relinked(pred_key, &pred, relinked, neighbours);
-        Some(old_next)
-    }
-
-    /// The member after `key` in the chain (wrapping), `None` when `key`
-    /// is the only one.
-    fn successor(&self, key: &str) -> Option<(String, Name)> {
-        use std::ops::Bound::{Excluded, Unbounded};
-        self.chain
-            .range::<str, _>((Excluded(key), Unbounded))
-            .next()
-            .or_else(|| self.chain.iter().next())
-            .filter(|(k, _)| k.as_str() != key)
-            .map(|(k, link)| (k.clone(), link.owner.clone()))
-    }
-
-    /// Points the predecessor of member `key` (chain owner `owner`) at it
-    /// when it points elsewhere, in memory; its new record goes to
-    /// `neighbours`.
-    fn point_predecessor_at(
-        &mut self,
-        key: &str,
-        owner: &Name,
-        neighbours: &mut BTreeMap<String, Link>,
-    ) {
-        let Some((pred_key, pred)) = self
-            .chain
-            .range::<str, _>((std::ops::Bound::Unbounded, std::ops::Bound::Excluded(key)))
-            .next_back()
-            .or_else(|| self.chain.iter().next_back())
-            .filter(|(k, _)| k.as_str() != key)
-            .map(|(k, l)| (k.clone(), l.clone()))
-        else {
-            return;
-        };
-        if self.next_of(&pred.record.rrset.rdata[0]).0 == key {
-            return;
-        }
-        let relinked = self.relink(&pred.record.rrset.rdata[0], key, owner);
-        self.put_relinked(pred_key, &pred, relinked, neighbours);
-    }
-
-    /// Stores `pred`'s chain record with rdata `relinked` (unsigned), in
-    /// memory and in `neighbours` (to be signed and written).
-    fn put_relinked(
-        &mut self,
-        pred_key: String,
-        pred: &Link,
-        relinked: Vec<u8>,
-        neighbours: &mut BTreeMap<String, Link>,
-    ) {
-        let mut record = pred.record.clone();
-        record.rrset.rdata = vec![relinked.into_boxed_slice()];
-        record.sd = None;
-        let link = Link {
-            owner: pred.owner.clone(),
-            record,
-        };
-        self.chain.insert(pred_key.clone(), link.clone());
-        neighbours.insert(pred_key, link);
-    }
-
-    /// A name not in the chain whose predecessor still points to it (a
-    /// writer killed between deleting its node and relinking): the
-    /// predecessor is pointed at the next member after it, in memory; its
-    /// new record goes to `neighbours`. Does nothing when nothing points there.
-    fn repair_dangling(&mut self, key: &str, neighbours: &mut BTreeMap<String, Link>) {
-        let last = || self.chain.iter().next_back();
-        let Some((pred_key, pred)) = self
-            .chain
-            .range(..key.to_string())
-            .next_back()
-            .or_else(last)
-        else {
-            return;
-        };
-        let (pred_key, pred) = (pred_key.clone(), pred.clone());
-        if self.next_of(&pred.record.rrset.rdata[0]).0 != key {
-            return;
-        }
-        let first = || self.chain.iter().next();
-        let Some((next_key, next)) = self.chain.range(key.to_string()..).next().or_else(first)
-        else {
-            return;
-        };
-        let relinked = self.relink(&pred.record.rrset.rdata[0], next_key, &next.owner);
-        self.put_relinked(pred_key, &pred, relinked, neighbours);
-    }
-
     /// From now on, takes a before-image of every node it writes into
     /// `images` (a record edit's, to journal the signed change).
     pub fn keep_images(&mut self, images: Option<NodeImages>) {
@@ -745,25 +502,6 @@ impl MergeSigner {
     pub async fn reload_keys(&mut self, store: &Store) -> Result<(), SignError> {
         self.keys = KeySet::load(&self.zone, &store.zone_keys(&self.zone).await?)?;
         Ok(())
-    }
-
-    /// Takes the chain records of `nodes` (re-signed elsewhere, content
-    /// unchanged) into the copy held, so that relinking never writes back
-    /// their old signatures.
-    pub fn refresh_links(&mut self, nodes: &[FullNode]) {
-        let chain_type = if self.nsec3.is_some() {
-            RType::NSEC3
-        } else {
-            RType::NSEC
-        };
-        for n in nodes {
-            let (Some(dk), Some(record)) = (&n.dk, n.get(chain_type)) else {
-                continue;
-            };
-            if let Some(link) = self.chain.get_mut(dk) {
-                link.record = record.clone();
-            }
-        }
     }
 
     /// Reads again the chain records of `names` (owners another writer
@@ -803,24 +541,6 @@ impl MergeSigner {
             }
         }
         Ok(())
-    }
-
-    /// Sets (or, for `None`, removes) the chain link at `key`.
-    fn put_link(&mut self, key: String, owner: &Name, record: Option<SignedRRset>) {
-        match record {
-            Some(record) => {
-                let owner = owner.clone();
-                self.chain.insert(key, Link { owner, record });
-            }
-            None => {
-                self.chain.remove(&key);
-            }
-        }
-    }
-
-    /// The links of its chain copy (names in the NSEC or NSEC3 chain).
-    pub fn chain_len(&self) -> usize {
-        self.chain.len()
     }
 
     /// The version this signer signs.
