@@ -355,16 +355,8 @@ impl ZoneRegistry {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_info as info;
     use super::*;
-
-    fn info(apex: &str, gen: i64) -> ZoneInfo {
-        ZoneInfo {
-            apex: apex.parse().unwrap(),
-            ver: 1,
-            gen,
-            serial: 1,
-        }
-    }
 
     #[test]
     fn a_record_stored_after_the_records_were_read_is_read_again() {

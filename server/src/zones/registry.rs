@@ -544,16 +544,8 @@ impl ZoneRegistry {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_info as info;
     use super::*;
-
-    fn info(apex: &str, gen: i64) -> ZoneInfo {
-        ZoneInfo {
-            apex: apex.parse().unwrap(),
-            ver: 1,
-            gen,
-            serial: 1,
-        }
-    }
 
     #[test]
     fn generations_and_epochs_move() {
