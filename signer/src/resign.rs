@@ -166,20 +166,14 @@ pub async fn resign_version(
     let mut published_gen = None;
     if !changes.is_empty() {
         progress.phase("writing", written);
-        let mut images = base_gen.map(|g| NodeImages::new(zone, ver, g));
-        if let Some(images) = images.as_mut() {
-            images.capture_changes(store, &changes).await?;
-        }
-        store.apply_changes(zone, ver, &changes).await?;
+        let target = InPlace {
+            zone,
+            ver,
+            serial,
+            base_gen,
+        };
+        published_gen = write_in_place(store, &target, &changes, publish).await?;
         progress.set(written);
-        if publish {
-            let owners = changed_owners(zone, &changes);
-            published_gen = Some(
-                store
-                    .publish_in_place(zone, ver, serial, Some(&owners), images.as_ref())
-                    .await?,
-            );
-        }
     }
     Ok((
         Report {
@@ -193,6 +187,39 @@ pub async fn resign_version(
         },
         desired,
     ))
+}
+
+/// Where changes are written in place: version `ver` of `zone`, published
+/// at `serial`; `base_gen`, the generation served when the version was
+/// read, makes a journal entry (before-images captured).
+struct InPlace<'a> {
+    zone: &'a Name,
+    ver: i64,
+    serial: u32,
+    base_gen: Option<i64>,
+}
+
+/// Writes `changes` in place and, with `publish`, publishes them (a new
+/// generation, journaled when `base_gen` is known); the generation.
+async fn write_in_place(
+    store: &Store,
+    at: &InPlace<'_>,
+    changes: &[NodeChange],
+    publish: bool,
+) -> Result<Option<i64>, SignError> {
+    let mut images = at.base_gen.map(|g| NodeImages::new(at.zone, at.ver, g));
+    if let Some(images) = images.as_mut() {
+        images.capture_changes(store, changes).await?;
+    }
+    store.apply_changes(at.zone, at.ver, changes).await?;
+    if !publish {
+        return Ok(None);
+    }
+    let owners = changed_owners(at.zone, changes);
+    let gen = store
+        .publish_in_place(at.zone, at.ver, at.serial, Some(&owners), images.as_ref())
+        .await?;
+    Ok(Some(gen))
 }
 
 /// The key sets at the apex of version `ver` (DNSKEY, CDS, CDNSKEY) made
@@ -248,15 +275,13 @@ pub(crate) async fn resign_apex_keys(
             set: Some(set.clone()),
         })
         .collect();
-    let mut images = base_gen.map(|g| NodeImages::new(zone, ver, g));
-    if let Some(images) = images.as_mut() {
-        images.capture_changes(store, &changes).await?;
-    }
-    store.apply_changes(zone, ver, &changes).await?;
-    let owners = changed_owners(zone, &changes);
-    let gen = store
-        .publish_in_place(zone, ver, serial, Some(&owners), images.as_ref())
-        .await?;
+    let target = InPlace {
+        zone,
+        ver,
+        serial,
+        base_gen,
+    };
+    let gen = write_in_place(store, &target, &changes, true).await?;
     Ok(Some(Report {
         nodes: 1,
         stats: plan::PlanStats {
@@ -266,7 +291,7 @@ pub(crate) async fn resign_apex_keys(
         written: changes.len() as u64,
         serial,
         ver,
-        published_gen: Some(gen),
+        published_gen: gen,
         ..Report::default()
     }))
 }
