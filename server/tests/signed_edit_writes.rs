@@ -5,12 +5,17 @@
 //! read under the zone lock: it is its journal before-image, and what was
 //! inserted its after-image).
 //! The zone verifies after it, and the next edit takes the kept signer up
-//! without reading the first edit's names again.
+//! without reading the first edit's names again. A new name the chain
+//! shows absent is not read at all, nor is the predecessor whose NSEC (or
+//! NSEC3) is relinked to it: the journal takes their before-images from
+//! the signer's chain copy, and IXFR still gives the AXFR.
 //!
 //! ```text
 //!  import, secure-zone ─► Store through a tapping Relay
 //!  ─► signer::edit::edit_zone(30 new names) ─► the commands sent:
 //!     insert / update / find on nodes, per new name's document id
+//!  ─► new names between old ones (NSEC, NSEC3): neither they nor their
+//!     predecessors read; IXFR applied to the AXFR before gives the AXFR
 //!  ─► a second edit, of names away from the first's ─► no find of the
 //!     first edit's names
 //!  ─► AXFR ─► dnssec-verify + ldns-verify-zone
@@ -20,6 +25,7 @@ use backend_mongo::dns::edit::RecordEdit;
 use backend_mongo::{Name, RType, Store};
 use mongodns_testkit::*;
 use signer::SecureOptions;
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 const ZONE: &str = "writes.test.";
@@ -39,8 +45,16 @@ fn zone_text() -> String {
 
 /// A database of its own holding the zone, imported and secured (NSEC).
 fn secured_db(tag: &str) -> TestZoneDb {
+    secured_db_with(tag, None)
+}
+
+/// [`secured_db`] with NSEC3 (`Some`) or NSEC.
+fn secured_db_with(
+    tag: &str,
+    nsec3: Option<backend_mongo::dnssec_store::Nsec3Config>,
+) -> TestZoneDb {
     let zone: Name = ZONE.parse().unwrap();
-    let options = SecureOptions::ecdsa(None);
+    let options = SecureOptions::ecdsa(nsec3);
     block_on(async {
         let db = TestZoneDb::new(tag).await;
         db.import(ZONE, &zone_text(), true).await;
@@ -65,6 +79,34 @@ fn adds(prefix: &str) -> Vec<RecordEdit> {
         .collect()
 }
 
+/// A store on `db` through a relay that keeps every command sent, and the
+/// version of `zone` served.
+fn tapped_store(db: &TestZoneDb, zone: &Name) -> (Relay, Store, i64) {
+    let tap = Relay::tapping_database();
+    let store = block_on(Store::connect(
+        &tap.uri(),
+        &db.name,
+        Duration::from_secs(10),
+    ))
+    .expect("a store through the relay");
+    let ver = block_on(store.find_zone(zone)).unwrap().unwrap().ver;
+    (tap, store, ver)
+}
+
+/// The IXFR from `serial` applied to `held` (the AXFR at `serial`) gives
+/// the AXFR now, and the zone verifies.
+fn ixfr_gives_the_axfr(db: &TestZoneDb, port: u16, serial: u32, mut held: BTreeSet<String>) {
+    serial_after(port, ZONE, serial);
+    let ixfr = transfer_lines(port, ZONE, &format!("IXFR={serial}"), &[]);
+    assert!(apply_ixfr(&mut held, &ixfr), "an incremental transfer");
+    assert_eq!(
+        held,
+        axfr_set(port, ZONE),
+        "the IXFR applied gives the AXFR"
+    );
+    verify_signed_zone(&db.dir, ZONE, &axfr_text(port, ZONE));
+}
+
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
@@ -81,14 +123,7 @@ fn naming(commands: &[Vec<u8>], id: &str) -> usize {
 fn a_signed_edit_inserts_each_new_name_once_whole_and_signed() {
     let db = secured_db("signed_edit_writes");
     let zone: Name = ZONE.parse().unwrap();
-    let tap = Relay::tapping_database();
-    let store = block_on(Store::connect(
-        &tap.uri(),
-        &db.name,
-        Duration::from_secs(10),
-    ))
-    .expect("a store through the relay");
-    let ver = block_on(store.find_zone(&zone)).unwrap().unwrap().ver;
+    let (tap, store, ver) = tapped_store(&db, &zone);
     let first =
         block_on(signer::edit::edit_zone(&store, &zone, &adds("new"))).expect("the signed edit");
     assert!(first.gen.is_some(), "the edit published");
@@ -115,7 +150,11 @@ fn a_signed_edit_inserts_each_new_name_once_whole_and_signed() {
             0,
             "{id}: never updated after its insert"
         );
-        assert_eq!(naming(&finds, &id), 1, "{id}: read once");
+        assert_eq!(
+            naming(&finds, &id),
+            0,
+            "{id}: not read (the chain shows it absent)"
+        );
     }
 
     // The next edit takes the kept signer up: the first edit's own change
@@ -217,7 +256,7 @@ fn the_journal_of_a_signed_edit_holds_a_new_name_changed_after_its_insert() {
     let zone: Name = ZONE.parse().unwrap();
     let server = ServerProcess::start(&db.name, &["--axfr-allow", "127.0.0.1/32"]);
     let port = server.port;
-    let mut held = axfr_set(port, ZONE);
+    let held = axfr_set(port, ZONE);
     let serial = soa_serial(port, ZONE).expect("the zone's serial");
     // old1a sorts between old19 and old2: old2's predecessor once added.
     let added: Name = format!("old1a.{ZONE}").parse().unwrap();
@@ -227,15 +266,7 @@ fn the_journal_of_a_signed_edit_holds_a_new_name_changed_after_its_insert() {
         RecordEdit::DeleteName { name: deleted },
     ];
     block_on(signer::edit::edit_zone(&db.store, &zone, &edits)).expect("the signed edit");
-    serial_after(port, ZONE, serial);
-    let ixfr = transfer_lines(port, ZONE, &format!("IXFR={serial}"), &[]);
-    assert!(apply_ixfr(&mut held, &ixfr), "an incremental transfer");
-    assert_eq!(
-        held,
-        axfr_set(port, ZONE),
-        "the IXFR applied gives the AXFR"
-    );
-    verify_signed_zone(&db.dir, ZONE, &axfr_text(port, ZONE));
+    ixfr_gives_the_axfr(&db, port, serial, held);
 }
 
 /// A signed edit of more names than half a change record holds: each name
@@ -264,4 +295,70 @@ fn a_signed_edit_of_thousands_of_names_lists_them_in_its_change_record() {
         assert!(names.contains(e.name()), "{} listed", e.name());
     }
     assert!(names.len() < 2 * many, "each name once: {}", names.len());
+}
+
+/// New names, each right after an old name in the chain (NSEC: `old3` is
+/// the predecessor of `old3x`), added by one signed edit: no `find` names
+/// a new name, an old one or an NSEC3 node (the new names are absent by
+/// the chain, the before-images of the predecessors and of the new NSEC3
+/// nodes come from the signer's chain copy), and the journal is exact: the
+/// IXFR applied to the zone before gives the AXFR.
+fn new_names_and_their_predecessors_are_not_read(
+    tag: &str,
+    nsec3: Option<backend_mongo::dnssec_store::Nsec3Config>,
+) {
+    let db = secured_db_with(tag, nsec3);
+    let zone: Name = ZONE.parse().unwrap();
+    let server = ServerProcess::start(&db.name, &["--axfr-allow", "127.0.0.1/32"]);
+    let port = server.port;
+    let held = axfr_set(port, ZONE);
+    let serial = soa_serial(port, ZONE).expect("the zone's serial");
+    let (tap, store, ver) = tapped_store(&db, &zone);
+    let mut edits: Vec<RecordEdit> = (3..9)
+        .map(|i| {
+            let name: Name = format!("old{i}x.{ZONE}").parse().unwrap();
+            RecordEdit::add(name, RType::A, 300, vec![vec![198, 51, 100, i].into()])
+        })
+        .collect();
+    // A stored name, in the chain: read, as every name the chain holds.
+    let stored: Name = format!("old10.{ZONE}").parse().unwrap();
+    edits.push(RecordEdit::add(
+        stored,
+        RType::TXT,
+        300,
+        vec![b"\x02hi".to_vec().into()],
+    ));
+    block_on(signer::edit::edit_zone(&store, &zone, &edits)).expect("the signed edit");
+    let finds = sent_commands(&tap.sent(), "find", "nodes");
+    for i in 3..9 {
+        for owner in [format!("old{i}x"), format!("old{i}")] {
+            let id = format!("{ZONE} {ver} {owner}.{ZONE}");
+            assert_eq!(naming(&finds, &id), 0, "{id}: read by the edit");
+        }
+    }
+    let id = format!("{ZONE} {ver} old10.{ZONE}");
+    assert_ne!(naming(&finds, &id), 0, "{id}: not read, yet in the chain");
+    // NSEC3: neither the new names' NSEC3 nodes nor their predecessors'.
+    let nsec3_nodes = format!("{ZONE} {ver} nsec3 ");
+    assert_eq!(
+        naming(&finds, &nsec3_nodes),
+        0,
+        "NSEC3 nodes read by the edit"
+    );
+    ixfr_gives_the_axfr(&db, port, serial, held);
+}
+
+#[test]
+fn new_names_and_their_nsec_predecessors_are_not_read() {
+    new_names_and_their_predecessors_are_not_read("signed_edit_unread", None);
+}
+
+#[test]
+fn new_names_and_their_nsec3_predecessors_are_not_read() {
+    let nsec3 = backend_mongo::dnssec_store::Nsec3Config {
+        iterations: 0,
+        salt: Vec::new(),
+        opt_out: false,
+    };
+    new_names_and_their_predecessors_are_not_read("signed_edit_unread3", Some(nsec3));
 }

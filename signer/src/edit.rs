@@ -13,8 +13,9 @@
 //!       │        nothing written (a killed run's re-run?): the signed path
 //!       │        below once the lease is free, to repair its names' chain
 //!       ─► MergeSigner for the served version V (keys, chain read once)
-//!       ─► Store::begin_signed_edit(V) [zone lock] records of stored names
-//!          written, emptied names gone; names not stored left to the signer
+//!       ─► Store::begin_signed_edit(V, names the chain shows absent: not
+//!          read) [zone lock] records of stored names written, emptied
+//!          names gone; names not stored left to the signer
 //!       ─► write_new(those): each inserted once, whole and signed, linked
 //!       ─► resign_names(the rest): signatures, chain relinked around them
 //!       ─► sign_soa(served serial) ─► note_signed ─► publish [unlock]
@@ -168,7 +169,8 @@ async fn signed_edit(store: &Store, change: &ChangeSet) -> Result<EditSummary, S
             },
         };
         let ready = t.elapsed();
-        let edit = match store.begin_signed_edit(change, served.ver).await {
+        let absent = signer.absent_among(change.edits.iter().map(|e| e.name()));
+        let edit = match store.begin_signed_edit(change, served.ver, &absent).await {
             Err(StoreError::Conflict(why)) => {
                 last = Some(why);
                 continue;

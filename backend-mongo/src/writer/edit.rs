@@ -4,7 +4,8 @@
 //! ```text
 //!  Store::edit_zone(zone, edits) = begin_edit(ChangeSet), then publish
 //!  begin_edit: [zone lock] the zone served? (version V, secured?)
-//!     ─► each name edited: one point read in V ─► NodeEdit::apply, in order
+//!     ─► each name edited: one point read in V (a signed edit's new names
+//!        the signer's chain shows absent: none) ─► NodeEdit::apply, in order
 //!     ─► an RRset grown past what one message holds ─► TooLarge, nothing written
 //!     ─► an intent change record: the names the writes may touch (a writer
 //!        killed before its publish leaves it for signers and servers)
@@ -12,6 +13,7 @@
 //!     ─► begin_signed_edit: names not stored are not written but handed to
 //!        the signer (ZoneEdit::take_new_nodes), which inserts each whole,
 //!        signed, once
+//!     (the writes below: edit_writes.rs)
 //!     ─► per name: $pullAll, then $set / $unset / $addToSet of its RRsets
 //!        (a set emptied by a $pullAll is unset only while it is still empty)
 //!     ─► names left empty: deleted unless names exist below them (then
@@ -33,16 +35,15 @@
 use super::{NodeImages, NodeWrite, WriteMode, ZoneWriter, LOCK_WAIT};
 use crate::dnssec_store::FullNode;
 use crate::lock::{Held, ZONE_LOCK};
-use crate::schema::{self, node_id, RRset, ZoneInfo};
+use crate::schema::{self, RRset, ZoneInfo};
 use crate::store::{Store, StoreError};
-use crate::{Name, RType};
+use crate::Name;
 use dns::edit::{
-    check_prerequisites, ChangeSet, Edited, NodeEdit, Prerequisite, RRsetWrite, RecordEdit, Unmet,
-    WhenIgnored,
+    check_prerequisites, ChangeSet, Edited, NodeEdit, Prerequisite, RecordEdit, Unmet, WhenIgnored,
 };
 use dns::journal::{record_changes, JournalEntry, JournalRecord};
-use mongodb::bson::{doc, Bson, Document};
-use std::collections::BTreeMap;
+use mongodb::bson::{doc, Document};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// What [`Store::edit_zone`] did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -289,11 +290,11 @@ fn touched_names(zone: &Name, changed: &[&Pending]) -> Vec<Name> {
 }
 
 /// One name being edited: what was stored, and the edit in memory.
-struct Pending {
-    existed: bool,
-    edit: NodeEdit,
+pub(super) struct Pending {
+    pub(super) existed: bool,
+    pub(super) edit: NodeEdit,
     /// The node as read (secured zones: its before-image).
-    stored: Option<FullNode>,
+    pub(super) stored: Option<FullNode>,
 }
 
 impl Store {
@@ -326,26 +327,32 @@ impl Store {
         change: &ChangeSet,
         expect_ver: Option<i64>,
     ) -> Result<ZoneEdit, StoreError> {
-        self.begin(change, expect_ver, false).await
+        self.begin(change, expect_ver, None).await
     }
 
     /// [`Store::begin_edit`] for a signer holding the signing lease of
     /// version `ver`, served: names the change-set adds that were not
     /// stored are not written but left to it ([`ZoneEdit::take_new_nodes`]),
-    /// to be written once, whole and signed.
+    /// to be written once, whole and signed. `absent` are names the
+    /// signer's chain shows are not stored: a name there whose edits all
+    /// add records is not read (its insert finds it if it was stored after
+    /// all), nor is such an ancestor of a new name.
     pub async fn begin_signed_edit(
         &self,
         change: &ChangeSet,
         ver: i64,
+        absent: &BTreeSet<Name>,
     ) -> Result<ZoneEdit, StoreError> {
-        self.begin(change, Some(ver), true).await
+        self.begin(change, Some(ver), Some(absent)).await
     }
 
+    /// `signed`: a signed edit's absent names (see
+    /// [`Store::begin_signed_edit`]).
     async fn begin(
         &self,
         change: &ChangeSet,
         expect_ver: Option<i64>,
-        defer_new: bool,
+        signed: Option<&BTreeSet<Name>>,
     ) -> Result<ZoneEdit, StoreError> {
         let zone = &change.zone;
         if let Some(n) = change.outside_zone() {
@@ -354,7 +361,7 @@ impl Store {
             )));
         }
         let lock = self.lock(ZONE_LOCK, zone, "edit", LOCK_WAIT).await?;
-        match self.edit_locked(change, expect_ver, defer_new).await {
+        match self.edit_locked(change, expect_ver, signed).await {
             Ok(mut edit) => {
                 edit.lock = Some(lock);
                 Ok(edit)
@@ -374,8 +381,9 @@ impl Store {
         &self,
         change: &ChangeSet,
         expect_ver: Option<i64>,
-        defer_new: bool,
+        signed: Option<&BTreeSet<Name>>,
     ) -> Result<ZoneEdit, StoreError> {
+        let absent = signed.cloned().unwrap_or_default();
         let zone = &change.zone;
         let mut edit = self.open_served_version(zone, expect_ver).await?;
         let ver = edit.served.ver;
@@ -388,7 +396,7 @@ impl Store {
         }
         let t = std::time::Instant::now();
         let (names, outcomes) = self
-            .apply_in_memory(zone, ver, &change.edits, edit.secured)
+            .apply_in_memory(zone, ver, &change.edits, edit.secured, &absent)
             .await?;
         let t_read = t.elapsed();
         if let Some(why) = names.values().find_map(|p| p.edit.too_large()) {
@@ -422,7 +430,7 @@ impl Store {
             edit.changes = Some(journal_changes(&changed));
         }
         let t_images = t.elapsed();
-        let defer = defer_new && edit.secured;
+        let defer = signed.is_some() && edit.secured;
         let (new, now): (Vec<&Pending>, Vec<&Pending>) = changed
             .iter()
             .partition(|p| defer && !p.existed && !p.edit.is_empty());
@@ -433,7 +441,7 @@ impl Store {
                 rrsets: p.edit.after().to_vec(),
             })
             .collect();
-        edit.written = self.add_ancestors(zone, ver, &new).await?;
+        edit.written = self.add_ancestors(zone, ver, &new, &absent).await?;
         edit.written
             .extend(self.write_changed(zone, ver, &now).await?);
         tracing::debug!(%zone, names = changed.len(), read = ?t_read, imaged = ?t_images,
@@ -494,55 +502,6 @@ impl Store {
         })
     }
 
-    /// Writes the changed names: the ancestors of new names first, then
-    /// the names, then empty names with no children removed (their empty
-    /// ancestors too). Returns every name written.
-    async fn write_changed(
-        &self,
-        zone: &Name,
-        ver: i64,
-        changed: &[&Pending],
-    ) -> Result<Vec<Name>, StoreError> {
-        let new: Vec<&Pending> = changed
-            .iter()
-            .copied()
-            .filter(|p| !p.existed && !p.edit.is_empty())
-            .collect();
-        let mut written = self.add_ancestors(zone, ver, &new).await?;
-        let raced = self.insert_new(zone, ver, &new).await?;
-        let rest: Vec<&Pending> = changed
-            .iter()
-            .copied()
-            .filter(|p| p.existed || p.edit.is_empty() || raced.contains(p.edit.name()))
-            .collect();
-        self.write_edits(zone, ver, &rest).await?;
-        written.extend(changed.iter().map(|p| p.edit.name().clone()));
-        for p in changed.iter().filter(|p| p.existed && p.edit.is_empty()) {
-            written.extend(self.remove_if_childless(zone, ver, p.edit.name()).await?);
-        }
-        Ok(written)
-    }
-
-    /// Inserts the names that did not exist whole, in unordered bulk
-    /// inserts; returns those another writer inserted meanwhile (their
-    /// edits are then applied as updates, with the set operators).
-    async fn insert_new(
-        &self,
-        zone: &Name,
-        ver: i64,
-        new: &[&Pending],
-    ) -> Result<Vec<Name>, StoreError> {
-        let docs = new
-            .iter()
-            .map(|p| schema::node_doc(zone, ver, p.edit.name(), p.edit.after()))
-            .collect();
-        let dups = self.insert_batches(docs).await?;
-        Ok(dups
-            .into_iter()
-            .map(|i| new[i].edit.name().clone())
-            .collect())
-    }
-
     /// Reads the names the prerequisites are about and checks them.
     async fn check_prerequisites(
         &self,
@@ -563,18 +522,30 @@ impl Store {
         Ok(check_prerequisites(prerequisites, &stored))
     }
 
-    /// Reads each edited name once and applies its edits in order.
+    /// Reads each edited name once (not those `absent` whose edits all add
+    /// records) and applies its edits in order.
     async fn apply_in_memory(
         &self,
         zone: &Name,
         ver: i64,
         edits: &[RecordEdit],
         secured: bool,
+        absent: &BTreeSet<Name>,
     ) -> Result<(BTreeMap<Name, Pending>, Vec<Edited>), StoreError> {
         let mut names: BTreeMap<Name, Pending> = BTreeMap::new();
         let mut outcomes = Vec::with_capacity(edits.len());
+        let removes: BTreeSet<&Name> = edits
+            .iter()
+            .filter(|e| !matches!(e, RecordEdit::Add { .. }))
+            .map(|e| e.name())
+            .collect();
+        let unread = |n: &Name| absent.contains(n) && !removes.contains(n);
         let mut stored = self
-            .read_named_nodes(zone, ver, edits.iter().map(|e| e.name()))
+            .read_named_nodes(
+                zone,
+                ver,
+                edits.iter().map(|e| e.name()).filter(|n| !unread(n)),
+            )
             .await?;
         for e in edits {
             if !names.contains_key(e.name()) {
@@ -613,189 +584,4 @@ impl Store {
         let read = self.read_full_nodes(zone, ver, &unique).await?;
         Ok(unique.into_iter().zip(read).collect())
     }
-
-    /// Inserts the empty non-terminals missing between the new names and
-    /// the apex (read first, inserted in unordered bulk inserts); returns
-    /// those it inserted (one another writer inserted meanwhile exists).
-    async fn add_ancestors(
-        &self,
-        zone: &Name,
-        ver: i64,
-        new: &[&Pending],
-    ) -> Result<Vec<Name>, StoreError> {
-        let names: std::collections::BTreeSet<&Name> = new.iter().map(|p| p.edit.name()).collect();
-        let mut ancestors: Vec<Name> = names
-            .iter()
-            .flat_map(|n| n.ancestors().skip(1).take_while(|a| a != zone))
-            .filter(|a| !names.contains(a))
-            .collect();
-        ancestors.sort();
-        ancestors.dedup();
-        let stored = self.read_full_nodes(zone, ver, &ancestors).await?;
-        let missing: Vec<Name> = ancestors
-            .into_iter()
-            .zip(stored)
-            .filter_map(|(a, s)| s.is_none().then_some(a))
-            .collect();
-        let docs = missing
-            .iter()
-            .map(|a| schema::node_doc(zone, ver, a, &[]))
-            .collect();
-        let dups = self.insert_batches(docs).await?;
-        Ok(missing
-            .into_iter()
-            .enumerate()
-            .filter_map(|(i, a)| (!dups.contains(&i)).then_some(a))
-            .collect())
-    }
-
-    /// The three rounds of node updates: removals from RRsets, then the
-    /// rest, then RRsets a removal left empty.
-    async fn write_edits(
-        &self,
-        zone: &Name,
-        ver: i64,
-        changed: &[&Pending],
-    ) -> Result<(), StoreError> {
-        let (mut pulls, mut sets, mut empties) = (Vec::new(), Vec::new(), Vec::new());
-        for p in changed {
-            let id = node_id(zone, ver, p.edit.name());
-            let u = NodeUpdates::of(&p.edit);
-            if !u.pull.is_empty() {
-                pulls.push(doc! {"q": {"_id": &id}, "u": {"$pullAll": u.pull}});
-            }
-            let mut update = Document::new();
-            for (op, fields) in [("$set", u.set), ("$unset", u.unset), ("$addToSet", u.add)] {
-                if !fields.is_empty() {
-                    update.insert(op, fields);
-                }
-            }
-            if !update.is_empty() {
-                update.insert("$setOnInsert", base_fields(zone, ver, p.edit.name(), false));
-                sets.push(doc! {"q": {"_id": &id}, "u": update, "upsert": true});
-            }
-            for t in u.emptied {
-                let field = format!("rrsets.{}", t.mnemonic());
-                empties.push(doc! {
-                    "q": {"_id": &id, format!("{field}.rd"): {"$size": 0}},
-                    "u": {"$unset": {field: ""}},
-                });
-            }
-        }
-        for round in [pulls, sets, empties] {
-            if !round.is_empty() {
-                self.run_updates(round).await?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Deletes `name`, which holds nothing of its own now (in a secured
-    /// zone its NSEC may still be there: the signer relinks around it),
-    /// unless a name exists below it; then each ancestor left an empty
-    /// non-terminal with nothing below. Returns the names deleted.
-    async fn remove_if_childless(
-        &self,
-        zone: &Name,
-        ver: i64,
-        name: &Name,
-    ) -> Result<Vec<Name>, StoreError> {
-        let mut removed = Vec::new();
-        for n in name.ancestors().take_while(|a| a != zone) {
-            if self.has_names_below(zone, ver, &n).await? {
-                break;
-            }
-            let mut only = doc! {"_id": node_id(zone, ver, &n)};
-            if n != *name {
-                only.insert("rrsets", Document::new());
-            }
-            if self.nodes.delete_one(only).await?.deleted_count == 0 {
-                break;
-            }
-            removed.push(n);
-        }
-        Ok(removed)
-    }
-
-    /// True when version `ver` holds a name below `name` (its canonical key
-    /// is a prefix of theirs: one index range read on MongoDB).
-    async fn has_names_below(
-        &self,
-        zone: &Name,
-        ver: i64,
-        name: &Name,
-    ) -> Result<bool, StoreError> {
-        let key = name.canonical_key();
-        // Keys are lower-case hex: "g" sorts after every key that extends it.
-        let below = self
-            .nodes
-            .find_one(doc! {"zone": zone.to_string(), "ver": ver, "ck": {"$gt": &key, "$lt": format!("{key}g")}})
-            .projection(doc! {"_id": 1})
-            .await?;
-        Ok(below.is_some())
-    }
-}
-
-/// The fields a node document has besides its RRsets.
-fn base_fields(zone: &Name, ver: i64, name: &Name, empty: bool) -> Document {
-    let mut d = doc! {
-        "zone": zone.to_string(),
-        "ver": ver,
-        "name": name.to_string(),
-        "ck": name.canonical_key(),
-    };
-    if empty {
-        d.insert("rrsets", Document::new());
-    }
-    d
-}
-
-/// One name's edits as update operators.
-#[derive(Default)]
-struct NodeUpdates {
-    pull: Document,
-    set: Document,
-    unset: Document,
-    add: Document,
-    /// Types whose last records a `$pull` removes.
-    emptied: Vec<RType>,
-}
-
-impl NodeUpdates {
-    fn of(edit: &NodeEdit) -> NodeUpdates {
-        let mut u = NodeUpdates::default();
-        for (t, w) in edit.writes() {
-            let t = &t;
-            let key = format!("rrsets.{}", t.mnemonic());
-            match w {
-                RRsetWrite::Set(r) => {
-                    u.set.insert(format!("{key}.ttl"), i64::from(r.ttl));
-                    u.set.insert(format!("{key}.rd"), binaries(&r.rdata));
-                }
-                RRsetWrite::Remove => {
-                    u.unset.insert(key, "");
-                }
-                RRsetWrite::Delta { add, remove, ttl } => {
-                    if !remove.is_empty() {
-                        u.pull.insert(format!("{key}.rd"), binaries(remove));
-                    }
-                    if !add.is_empty() {
-                        u.add
-                            .insert(format!("{key}.rd"), doc! {"$each": binaries(add)});
-                    }
-                    if let Some(ttl) = ttl {
-                        u.set.insert(format!("{key}.ttl"), i64::from(*ttl));
-                    }
-                    if !edit.after().iter().any(|r| r.rtype == *t) {
-                        u.emptied.push(*t);
-                    }
-                }
-            }
-        }
-        u
-    }
-}
-
-fn binaries(rdata: &[Box<[u8]>]) -> Bson {
-    Bson::Array(rdata.iter().map(|r| schema::binary(r)).collect())
 }

@@ -21,7 +21,8 @@
 //!  Store::delete_zone ─► [zone lock] tombstone (deleted, last_ver, gen)
 //!        ─► nodes deleted after the grace                     (delete.rs)
 //!  Store::edit_zone(edits) ─► [zone lock] read, edit, write the names,
-//!        serial + 1, change record, gen = seq   (single records: edit.rs)
+//!        serial + 1, change record, gen = seq   (single records: edit.rs,
+//!        its writes: edit_writes.rs)
 //!  Store::set_zone_notify ─► [zone lock] zone_settings{_id}, change record
 //!        with no names, gen = seq                             (settings.rs)
 //! ```
@@ -38,6 +39,7 @@ mod bulk;
 mod collect;
 mod delete;
 mod edit;
+mod edit_writes;
 mod journal;
 mod journal_read;
 mod merge_journal;

@@ -11,8 +11,13 @@
 //!     lock, kept as the before-image without a second read
 //!  ...the writer writes...
 //!  note_inserted ─► nodes the writer inserted whole: their after-image
+//!  note_set_change ─► a chain record a signer relinks in place, its
+//!     record before and after known from the signer's chain copy: no read
+//!     (a later whole capture of that node reads it and puts the record
+//!     back as it was)
 //!  diff ─► each imaged node read again (not those inserted whole and not
-//!     changed since) ─► node_records(before) vs (after):
+//!     changed since; set images compare their two records) ─►
+//!     node_records(before) vs (after):
 //!     every record but the apex SOA, each RRset's signatures as RRSIGs
 //!     with its TTL (as AXFR sends them) ─► (removed, added)
 //! ```
@@ -23,7 +28,7 @@
 
 use super::merge_journal::other_merge_live;
 use super::SERIAL_GEN;
-use crate::dnssec_store::{nsec3_node_id, FullNode, NodeChange};
+use crate::dnssec_store::{nsec3_node_id, FullNode, NodeChange, SignedRRset};
 use crate::schema::{int_field, node_id};
 use crate::store::{Store, StoreError};
 use crate::{Name, RType};
@@ -46,7 +51,54 @@ pub struct NodeImages {
     /// Nodes the writer inserted whole and has not changed since: their
     /// after-image, known without a read.
     inserted: BTreeMap<String, FullNode>,
+    /// Chain records changed in place whose node is not imaged whole: the
+    /// record before and after (see [`NodeImages::note_set_change`]).
+    sets: BTreeMap<String, SetImage>,
     overflow: bool,
+}
+
+/// One RRset of a node, changed in place, with its value before (`None`:
+/// an NSEC3 node not stored before) and after.
+#[derive(Debug)]
+struct SetImage {
+    name: Name,
+    nsec3: bool,
+    before: Option<SignedRRset>,
+    after: SignedRRset,
+}
+
+impl SetImage {
+    /// The node as it was before the set changed, from the node as read
+    /// now (`None`: gone since; the set alone is known of it).
+    fn restored(self, now: Option<FullNode>) -> Option<FullNode> {
+        let rtype = self.after.rrset.rtype;
+        match now {
+            _ if self.before.is_none() && self.nsec3 => None,
+            None => self.node(true),
+            Some(mut node) => {
+                node.rrsets.retain(|r| r.rrset.rtype != rtype);
+                node.rrsets.extend(self.before);
+                Some(node)
+            }
+        }
+    }
+
+    /// The node holding only this set, as it was (`before`) or is.
+    fn node(&self, before: bool) -> Option<FullNode> {
+        match before {
+            true => self.before.clone().map(|b| self.node_of(b)),
+            false => Some(self.node_of(self.after.clone())),
+        }
+    }
+
+    fn node_of(&self, set: SignedRRset) -> FullNode {
+        FullNode {
+            name: self.name.clone(),
+            rrsets: vec![set],
+            dk: None,
+            nsec3: self.nsec3,
+        }
+    }
 }
 
 impl NodeImages {
@@ -59,6 +111,7 @@ impl NodeImages {
             base_gen,
             before: BTreeMap::new(),
             inserted: BTreeMap::new(),
+            sets: BTreeMap::new(),
             overflow: false,
         }
     }
@@ -126,13 +179,11 @@ impl NodeImages {
                 return;
             }
             let id = node_id(&self.zone, self.ver, name);
-            if self.before.contains_key(&id) {
+            if self.before.contains_key(&id) || self.sets.contains_key(&id) {
                 continue;
             }
-            if self.before.len() >= MAX_IMAGED_NODES {
-                self.overflow = true;
-                self.before.clear();
-                return;
+            if self.imaged() >= MAX_IMAGED_NODES {
+                return self.give_up();
             }
             self.before.insert(id, node.cloned());
         }
@@ -168,14 +219,83 @@ impl NodeImages {
             .collect();
         new.sort();
         new.dedup();
-        if self.before.len() + new.len() > MAX_IMAGED_NODES {
-            self.overflow = true;
-            self.before.clear();
+        if self.imaged() + new.len() > MAX_IMAGED_NODES {
+            self.give_up();
             return Ok(());
         }
         let read = store.read_full_nodes_by_id(&new).await?;
-        self.before.extend(new.into_iter().zip(read));
+        for (id, node) in new.into_iter().zip(read) {
+            let node = match self.sets.remove(&id) {
+                Some(set) => set.restored(node),
+                None => node,
+            };
+            self.before.insert(id, node);
+        }
         Ok(())
+    }
+
+    /// Nodes imaged, whole or by one set.
+    fn imaged(&self) -> usize {
+        self.before.len() + self.sets.len()
+    }
+
+    /// Too many nodes for one journal entry: no images, no diff.
+    fn give_up(&mut self) {
+        self.overflow = true;
+        self.before.clear();
+        self.sets.clear();
+    }
+
+    /// Takes a chain record that a signer is about to change in place
+    /// (`change`: an NSEC set put, or an NSEC3 node put) as a set image,
+    /// its record before being `before` (from the signer's copy of the
+    /// chain, equal to what is stored; `None`: an NSEC3 node new to the
+    /// chain, not stored): neither a read now nor one at
+    /// [`NodeImages::diff`]. Returns false for any other change (to be
+    /// captured whole). A node already imaged whole keeps its image (and
+    /// is read at the diff).
+    pub fn note_set_change(&mut self, change: &NodeChange, before: Option<&SignedRRset>) -> bool {
+        let (name, nsec3, after) = match change {
+            NodeChange::Own {
+                name,
+                rtype: RType::NSEC,
+                set: Some(set),
+            } => (name, false, set),
+            NodeChange::PutNsec3(node) if node.rrsets.len() == 1 => {
+                (&node.name, true, &node.rrsets[0])
+            }
+            _ => return false,
+        };
+        if self.overflow {
+            return true;
+        }
+        if before.is_some_and(|b| b.rrset.rtype != after.rrset.rtype)
+            || (before.is_none() && !nsec3)
+        {
+            return false;
+        }
+        let id = self.id_of(change);
+        if self.before.contains_key(&id) {
+            // Imaged whole: read at diff, even if inserted whole before.
+            self.inserted.remove(&id);
+            return true;
+        }
+        if let Some(set) = self.sets.get_mut(&id) {
+            set.after = after.clone();
+            return true;
+        }
+        if self.imaged() >= MAX_IMAGED_NODES {
+            self.give_up();
+            return true;
+        }
+        let set = SetImage {
+            name: name.clone(),
+            nsec3,
+            before: before.cloned(),
+            after: after.clone(),
+        };
+        self.sets.insert(id, set);
+        true
     }
 
     /// What the change removed and added, from the before-images to the
@@ -199,6 +319,12 @@ impl NodeImages {
             .zip(store.read_full_nodes_by_id(&ids).await?)
             .collect();
         let (mut removed, mut added) = (Vec::new(), Vec::new());
+        for set in self.sets.values() {
+            let old = node_records(&self.zone, set.node(true).as_ref());
+            let new = node_records(&self.zone, set.node(false).as_ref());
+            removed.extend(old.difference(&new).cloned());
+            added.extend(new.difference(&old).cloned());
+        }
         for (id, before) in &self.before {
             let after = match self.inserted.get(id) {
                 Some(n) => Some(n.clone()),

@@ -16,7 +16,7 @@ use backend_mongo::dnssec_store::{FullNode, SignedRRset};
 use dns::dnssec::{bitmap_types, nsec3_hash, type_bitmap};
 use dns::encoding::{base32hex, from_base32hex};
 use dns::{Name, RType};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 impl MergeSigner {
     pub(super) fn chain_key(&self, name: &Name) -> String {
@@ -235,6 +235,9 @@ impl MergeSigner {
         relinked: Vec<u8>,
         neighbours: &mut BTreeMap<String, Link>,
     ) {
+        self.chain_was
+            .entry(pred_key.clone())
+            .or_insert_with(|| Some(pred.record.clone()));
         let mut record = pred.record.clone();
         record.rrset.rdata = vec![relinked.into_boxed_slice()];
         record.sd = None;
@@ -303,6 +306,65 @@ impl MergeSigner {
                 self.chain.remove(&key);
             }
         }
+    }
+
+    /// True when the chain shows that `name` is not stored: it is no
+    /// member, no member lies below it (so it is no empty non-terminal),
+    /// and no ancestor in the chain is a delegation or a DNAME (so it is
+    /// no occluded name). Sound for chains that list every stored name but
+    /// the occluded ones: NSEC, and NSEC3 without opt-out (RFC 5155 §7.1:
+    /// empty non-terminals have their NSEC3 too). A name written unsigned
+    /// and not signed yet is not in the chain: a writer that trusts this
+    /// finds it when its insert meets the stored node (and merges).
+    pub fn proves_absent(&self, name: &Name) -> bool {
+        use std::ops::Bound::{Excluded, Unbounded};
+        if name == &self.zone || !name.is_subdomain_of(&self.zone) {
+            return false;
+        }
+        if self.nsec3.as_ref().is_some_and(|c| c.opt_out) {
+            return false;
+        }
+        let key = self.chain_key(name);
+        if self.chain.contains_key(&key) {
+            return false;
+        }
+        if self.nsec3.is_none() {
+            let next = self
+                .chain
+                .range::<str, _>((Excluded(key.as_str()), Unbounded));
+            if next.take(1).any(|(_, l)| l.owner.is_subdomain_of(name)) {
+                return false;
+            }
+        }
+        let depth = name.label_count() - self.zone.label_count();
+        !name
+            .ancestors()
+            .skip(1)
+            .take(depth.saturating_sub(1))
+            .any(|a| self.is_cut_in_chain(&a))
+    }
+
+    /// True when `name` is in the chain as a delegation or DNAME owner.
+    fn is_cut_in_chain(&self, name: &Name) -> bool {
+        self.chain.get(&self.chain_key(name)).is_some_and(|l| {
+            let types = self.bitmap_of(&l.record.rrset.rdata[0]);
+            types.contains(&RType::DNAME)
+                || (types.contains(&RType::NS) && !types.contains(&RType::SOA))
+        })
+    }
+
+    /// The names among `names` (and their ancestors below the apex) that
+    /// the chain shows are not stored ([`MergeSigner::proves_absent`]).
+    pub fn absent_among<'a>(&self, names: impl Iterator<Item = &'a Name>) -> BTreeSet<Name> {
+        let mut out = BTreeSet::new();
+        for n in names.filter(|n| n.is_subdomain_of(&self.zone)) {
+            for a in n.ancestors().take_while(|a| a != &self.zone) {
+                if !out.contains(&a) && self.proves_absent(&a) {
+                    out.insert(a);
+                }
+            }
+        }
+        out
     }
 
     /// The links of its chain copy (names in the NSEC or NSEC3 chain).

@@ -4,7 +4,8 @@
 //! ```text
 //!  MergeSigner::new(zone)  keys, NSEC/NSEC3 settings, the chain (dk → owner,
 //!                          NSEC/NSEC3 rdata) read once into memory
-//!  write_batch(nodes)      per node: read it (point lookup), merge the new
+//!  write_batch(nodes)      per node: read it (point lookup; not a name the
+//!                          chain shows absent: proves_absent), merge the new
 //!                          records in, is it occluded? (ancestors, cached),
 //!                          sign what changed; new chain members get their
 //!                          NSEC/NSEC3 (next = the predecessor's old next),
@@ -12,7 +13,8 @@
 //!      ─► write 1: each node whole (records + sigs + its NSEC), NSEC3 nodes;
 //!         a node not stored is inserted (one another writer inserted
 //!         meanwhile is read again and merged)
-//!      ─► write 2: predecessors outside the batch
+//!      ─► write 2: predecessors outside the batch (a record edit's journal
+//!         images them from the chain copy's records: no read)
 //!  write_new(nodes)        a record edit's names not stored when it read
 //!                          them under the zone lock: as write_batch, no read
 //!  sign_soa(served serial) the SOA with serial + 1, signed, before finish
@@ -136,6 +138,10 @@ pub struct MergeSigner {
     /// Before-images of what it writes, for a journal entry (a record
     /// edit's, see [`MergeSigner::keep_images`]).
     images: Option<NodeImages>,
+    /// The chain records, as stored, that the batch being settled changed
+    /// (by chain key; `None`: a new member): the before-images of its
+    /// neighbours and NSEC3 nodes, with no read.
+    chain_was: BTreeMap<String, Option<SignedRRset>>,
 }
 
 impl MergeSigner {
@@ -226,6 +232,7 @@ impl MergeSigner {
             full_resign: false,
             touched: Vec::new(),
             images: None,
+            chain_was: BTreeMap::new(),
         })
     }
 
@@ -285,8 +292,7 @@ impl MergeSigner {
                 .extend(w.rrsets.iter().cloned());
         }
         let order: Vec<NodeWrite> = grouped.into_values().collect();
-        let names: Vec<Name> = order.iter().map(|w| w.name.clone()).collect();
-        let existing = store.read_full_nodes(&self.zone, self.ver, &names).await?;
+        let existing = self.read_unless_absent(store, &order).await?;
         let mut stats = WriteStats::default();
         for old in &existing {
             match old {
@@ -297,6 +303,32 @@ impl MergeSigner {
         let entries = self.merged_entries(&order, existing, true);
         self.settle_merging_raced(store, entries).await?;
         Ok(stats)
+    }
+
+    /// The nodes stored under the names of `order` (same order), read
+    /// but for those the chain shows absent ([`MergeSigner::proves_absent`]:
+    /// `None` without a read; one stored after all is found by its insert
+    /// and merged, as a name another writer inserted meanwhile is).
+    async fn read_unless_absent(
+        &self,
+        store: &Store,
+        order: &[NodeWrite],
+    ) -> Result<Vec<Option<FullNode>>, StoreError> {
+        let absent: Vec<bool> = order.iter().map(|w| self.proves_absent(&w.name)).collect();
+        let names: Vec<Name> = order
+            .iter()
+            .zip(&absent)
+            .filter(|(_, a)| !**a)
+            .map(|(w, _)| w.name.clone())
+            .collect();
+        let mut read = store
+            .read_full_nodes(&self.zone, self.ver, &names)
+            .await?
+            .into_iter();
+        Ok(absent
+            .iter()
+            .map(|a| if *a { None } else { read.next().flatten() })
+            .collect())
     }
 
     /// Signs and writes names that a record edit adds and that were not

@@ -88,6 +88,7 @@ impl MergeSigner {
         entries: Vec<Entry>,
     ) -> Result<(Settled, Vec<NodeWrite>), SignError> {
         let t = std::time::Instant::now();
+        self.chain_was.clear();
         let mut batch = self.classify(store, entries).await?;
         let classified = t.elapsed();
         let mut work = ChainWork::default();
@@ -186,13 +187,12 @@ impl MergeSigner {
                 self.full_resign = true;
                 continue;
             };
-            self.chain.insert(
-                key.clone(),
-                Link {
-                    owner: owner.clone(),
-                    record: record.clone(),
-                },
-            );
+            let link = Link {
+                owner: owner.clone(),
+                record: record.clone(),
+            };
+            let was = self.chain.insert(key.clone(), link).map(|l| l.record);
+            self.chain_was.entry(key.clone()).or_insert(was);
             work.neighbours.remove(&key);
             match &self.nsec3 {
                 None => {
@@ -423,9 +423,9 @@ impl MergeSigner {
         let t = std::time::Instant::now();
         let raced = self.insert(store, &new).await?;
         let inserted_in = t.elapsed();
-        self.apply(store, &first).await?;
+        self.apply_imaged(store, &first).await?;
         let first_in = t.elapsed();
-        self.apply(store, &second).await?;
+        self.apply_imaged(store, &second).await?;
         tracing::debug!(zone = %self.zone, new = new.len(), first = first.len(),
             second = second.len(), ?inserted_in, ?first_in, all_in = ?t.elapsed(), "batch written");
         let inserted = new.len() - raced.len();
@@ -465,6 +465,30 @@ impl MergeSigner {
             images.note_inserted(&written);
         }
         Ok(raced.into_iter().map(|i| records_of(&new[i])).collect())
+    }
+
+    /// Applies `changes`: chain records this batch changed imaged by their
+    /// record as it was
+    /// ([`backend_mongo::writer::NodeImages::note_set_change`], no read),
+    /// the rest captured whole as [`MergeSigner::apply`] does.
+    async fn apply_imaged(
+        &mut self,
+        store: &Store,
+        changes: &[NodeChange],
+    ) -> Result<(), SignError> {
+        if let Some(images) = self.images.as_mut() {
+            let was = &self.chain_was;
+            let whole: Vec<NodeChange> = changes
+                .iter()
+                .filter(|c| {
+                    let before = relinked_key(c).and_then(|k| was.get(&k));
+                    !before.is_some_and(|b| images.note_set_change(c, b.as_ref()))
+                })
+                .cloned()
+                .collect();
+            images.capture_changes(store, &whole).await?;
+        }
+        Ok(store.apply_changes(&self.zone, self.ver, changes).await?)
     }
 
     /// What the name `owner` (chain key `key`) leaving the chain writes:
@@ -507,6 +531,20 @@ fn records_of(node: &FullNode) -> NodeWrite {
             .filter(|r| !plan::signer_owned(r.rrset.rtype))
             .map(|r| r.rrset.clone())
             .collect(),
+    }
+}
+
+/// The chain key of a change that puts a chain record (an NSEC set or an
+/// NSEC3 node).
+fn relinked_key(change: &NodeChange) -> Option<String> {
+    match change {
+        NodeChange::Own {
+            name,
+            rtype: RType::NSEC,
+            set: Some(_),
+        } => Some(name.canonical_key()),
+        NodeChange::PutNsec3(node) => node.dk.clone(),
+        _ => None,
     }
 }
 
