@@ -20,6 +20,7 @@ pub mod catalog;
 pub mod cidr;
 pub mod config;
 pub mod control;
+pub mod edns;
 pub mod frontend;
 pub mod guard;
 pub mod handler;

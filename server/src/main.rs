@@ -22,11 +22,11 @@ use mongodns_server::cache::{Counters, PacketCache, RecordCache, RecordCacheConf
 use mongodns_server::catalog::keep_catalog;
 use mongodns_server::config::{canonical_read_preference, Cli, Config, LogFormat, Resolved};
 use mongodns_server::control::{serve_control, Control, ControlLimits};
+use mongodns_server::edns::options::parse_nsid;
 use mongodns_server::frontend::{spread, tcp, udp};
 use mongodns_server::handler::Handler;
 use mongodns_server::notify;
 use mongodns_server::observe::{Observed, QueryMetrics};
-use mongodns_server::pipeline::edns_options::parse_nsid;
 use mongodns_server::pipeline::{PipelineConfig, ReplyCache, Responder};
 use mongodns_server::querylog::{Destination, QueryLog, QueryLogConfig};
 use mongodns_server::resident::{Busy, LoadPacing, Residency, ResidentConfig, ResidentZones};

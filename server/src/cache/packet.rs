@@ -453,24 +453,17 @@ fn normalise(p: &[u8], tcp: bool, max_udp: u16, hasher: &impl BuildHasher) -> Op
     let cd = p[3] & 0x10 != 0;
     let mut flags = u8::from(cd) << 2;
     let limit = if p[11] == 1 {
-        // Exactly one OPT, owner root, version 0, filling the rest exactly.
-        let opt = p.get(pos..pos + 11)?;
-        if opt[0] != 0 || opt[1..3] != [0, 41] || opt[6] != 0 {
-            return None;
-        }
-        let rdlen = u16::from_be_bytes([opt[9], opt[10]]) as usize;
-        if pos + 11 + rdlen != p.len() || !whole_options(&p[pos + 11..]) {
-            return None;
-        }
-        let size = u16::from_be_bytes([opt[3], opt[4]]);
-        let dnssec_ok = opt[7] & 0x80 != 0;
-        flags |= 1 | (u8::from(dnssec_ok) << 1);
-        // NSID / EXPIRE asked: their replies carry more (edns_options.rs).
-        flags |= crate::wire::options::asked_in(&p[pos + 11..]).bits() << 3;
+        // Exactly one OPT, well formed, version 0, filling the rest exactly;
+        // a malformed one goes to the pipeline (FORMERR) rather than
+        // sharing a well-formed key.
+        let edns = crate::edns::request::opt_ending_at(p, pos).filter(|e| e.known_version())?;
+        flags |= 1 | (u8::from(edns.dnssec_ok) << 1);
+        // NSID / EXPIRE asked: their replies carry more (edns/options.rs).
+        flags |= edns.asked.bits() << 3;
         if tcp {
             65535
         } else {
-            size.clamp(512, max_udp.max(512))
+            edns.udp_size.clamp(512, max_udp.max(512))
         }
     } else {
         if pos != p.len() {
@@ -507,22 +500,6 @@ pub fn cap_ttls(reply: &mut [u8], max: u32) -> bool {
     }
     for at in ttls {
         reply[at..at + 4].copy_from_slice(&max.to_be_bytes());
-    }
-    true
-}
-
-/// True when EDNS option rdata is made of whole options; a malformed one
-/// goes to the pipeline (FORMERR) rather than sharing a well-formed key.
-fn whole_options(mut rdata: &[u8]) -> bool {
-    while !rdata.is_empty() {
-        if rdata.len() < 4 {
-            return false;
-        }
-        let len = usize::from(u16::from_be_bytes([rdata[2], rdata[3]]));
-        match rdata.get(4 + len..) {
-            Some(rest) => rdata = rest,
-            None => return false,
-        }
     }
     true
 }

@@ -90,11 +90,7 @@ impl Config {
         if let Err(e) = crate::resident::ZoneChoice::parse(&self.resident_zones) {
             p.push(e);
         }
-        if let Some(Err(e)) = self
-            .nsid
-            .as_deref()
-            .map(crate::pipeline::edns_options::parse_nsid)
-        {
+        if let Some(Err(e)) = self.nsid.as_deref().map(crate::edns::options::parse_nsid) {
             p.push(format!("nsid: {e}"));
         }
     }

@@ -158,7 +158,7 @@ impl<B: Backend> Responder<B> {
             max_udp,
         };
         let first = transfer::FirstOptions {
-            asked: super::edns_options::asked(packet),
+            asked: query.asked(),
             nsid: self.config.nsid.clone(),
             expire: None,
         };
@@ -243,7 +243,7 @@ impl<B: Backend> Responder<B> {
         };
         let (tx, mut rx) = mpsc::channel(TRANSFER_QUEUE);
         let first = transfer::FirstOptions {
-            asked: super::edns_options::asked(packet),
+            asked: query.asked(),
             nsid: self.config.nsid.clone(),
             expire: None,
         };

@@ -25,9 +25,10 @@
 //! `server/tests/resident/` compares them byte for byte.
 
 use super::answer::negative_ttl;
-use super::render::{header_flags, reply_edns, size_limit};
-use super::{edns_options, Responder, Transport};
+use super::render::{header_flags, size_limit};
+use super::{Responder, Transport};
 use crate::backend::{Backend, PlainAnswer, RecordsView};
+use crate::edns::{self, reply_edns};
 use crate::wire::writer::NotWritten;
 use crate::wire::{parse_query, MessageWriter, Query, Rcode, Section, CLASS_IN};
 use backend_mongo::{Name, RType};
@@ -71,7 +72,12 @@ impl<B: Backend> Responder<B> {
         };
         *out = reply;
         let nsid = self.config.nsid.as_deref();
-        edns_options::decorate(out, edns_options::asked(packet), nsid, None, limit);
+        edns::decorate(
+            out,
+            query.asked(),
+            edns::Offer { nsid, expire: None },
+            limit,
+        );
         true
     }
 }

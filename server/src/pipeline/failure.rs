@@ -154,7 +154,7 @@ impl<B: Backend> Responder<B> {
     pub(super) fn mark_stale(&self, reply: &mut Vec<u8>, packet: &[u8], transport: Transport) {
         if let Ok(query) = parse_query(packet) {
             let limit = render::size_limit(&query, transport, self.config.max_udp_size);
-            render::add_ede(reply, render::EDE_STALE_ANSWER, limit);
+            crate::edns::add_ede(reply, crate::edns::options::EDE_STALE_ANSWER, limit);
         }
     }
 }

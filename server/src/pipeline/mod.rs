@@ -24,7 +24,6 @@ pub mod answer;
 mod cached;
 mod direct;
 pub mod dnssec;
-pub mod edns_options;
 mod failure;
 pub mod lookup;
 pub mod render;
@@ -35,6 +34,7 @@ mod udp_ixfr;
 
 use crate::backend::Backend;
 use crate::cache::{Counters, PacketCache, PacketKey};
+use crate::edns;
 use crate::handler::{Handler, TcpPeer, TcpReply, Transport};
 use crate::ratelog::RateLimited;
 use crate::tsig;
@@ -397,14 +397,14 @@ impl<B: Backend> Responder<B> {
                 return self.servfail(packet, query);
             }
         };
-        self.add_edns_options(packet, query, &solved, &mut reply, limit);
+        self.add_edns_options(query, &solved, &mut reply, limit);
         if solved.used_stale {
             // Built (perhaps) from expired records while the database
             // failed: short TTLs, and not kept (RFC 8767 §4). Another
             // query's stale read can land here too; that only
             // shortens TTLs during an outage.
             crate::cache::packet::cap_ttls(&mut reply, crate::cache::packet::STALE_TTL);
-            render::add_ede(&mut reply, render::EDE_STALE_ANSWER, limit);
+            edns::add_ede(&mut reply, edns::options::EDE_STALE_ANSWER, limit);
         } else {
             self.remember(key, &reply, &solved.answer, &solved.first_zone);
         }
@@ -418,34 +418,29 @@ impl<B: Backend> Responder<B> {
             packet,
             query,
             Rcode::REFUSED,
-            Some(render::EDE_NOT_AUTHORITATIVE),
+            Some(edns::options::EDE_NOT_AUTHORITATIVE),
             self.config.max_udp_size,
         );
         // A REFUSED reply is small; the UDP limit holds for TCP too.
         let limit = render::size_limit(query, Transport::Udp, self.config.max_udp_size);
-        let asked = edns_options::asked(packet);
-        edns_options::decorate(&mut reply, asked, self.config.nsid.as_deref(), None, limit);
+        let offer = edns::Offer {
+            nsid: self.config.nsid.as_deref(),
+            expire: None,
+        };
+        edns::decorate(&mut reply, query.asked(), offer, limit);
         self.remember_refused(key, &reply);
         reply
     }
 
     /// NSID and EXPIRE (for an SOA at the apex) when the query asks.
-    fn add_edns_options(
-        &self,
-        packet: &[u8],
-        query: &Query,
-        solved: &Solved,
-        reply: &mut Vec<u8>,
-        limit: usize,
-    ) {
-        let asked = edns_options::asked(packet);
+    fn add_edns_options(&self, query: &Query, solved: &Solved, reply: &mut Vec<u8>, limit: usize) {
         let expire = (query.qtype == RType::SOA && query.qname == solved.first_zone.apex)
             .then(|| solved.answer.answer.first())
             .flatten()
             .filter(|p| p.rrset.rtype == RType::SOA)
-            .and_then(|p| edns_options::soa_expire(p.rrset.rdata.first()?));
+            .and_then(|p| edns::options::soa_expire(p.rrset.rdata.first()?));
         let nsid = self.config.nsid.as_deref();
-        edns_options::decorate(reply, asked, nsid, expire, limit);
+        edns::decorate(reply, query.asked(), edns::Offer { nsid, expire }, limit);
     }
 }
 

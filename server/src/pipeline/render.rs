@@ -7,13 +7,15 @@
 //!  additional     ─ one does not fit ─► skip it and its RRSIGs (no TC)
 //!  any RRset whose stored data is malformed ─► Err(Malformed) (SERVFAIL)
 //!  header: QR, AA, RD and CD copied, rcode (extended part in OPT)
-//!  afterwards: add_ede (EDE option into the OPT), sign_reply (TSIG)
+//!  OPT: crate::edns (written by MessageWriter::finish; options added
+//!  afterwards by edns::decorate and edns::add_ede); sign_reply (TSIG)
 //! ```
 
 use super::answer::{Answer, Placed};
 use super::Transport;
+use crate::edns::reply_edns;
 use crate::wire::writer::{Mark, NotWritten};
-use crate::wire::{flags, Edns, MessageWriter, Query, QueryError, Rcode, Section};
+use crate::wire::{flags, MessageWriter, Query, QueryError, Rcode, Section};
 use backend_mongo::RType;
 
 /// The reply size limit for `query` arriving over `transport`.
@@ -134,59 +136,9 @@ pub fn render(
     ))
 }
 
-/// The EDNS of a reply to a query that carried `e`: version 0, DO echoed,
-/// every other flag cleared (RFC 6891 §6.1.4).
-pub fn reply_edns(e: Edns) -> Edns {
-    Edns {
-        udp_size: e.udp_size,
-        version: 0,
-        dnssec_ok: e.dnssec_ok,
-    }
-}
-
 /// A reply with the question and an rcode only.
 pub fn rcode_only(packet: &[u8], query: &Query, rcode: Rcode, max_udp: u16) -> Vec<u8> {
     rcode_with_ede(packet, query, rcode, None, max_udp)
-}
-
-/// Extended DNS Error "Not Authoritative" (RFC 8914 §4.21).
-pub const EDE_NOT_AUTHORITATIVE: u16 = 20;
-
-/// Extended DNS Error "Stale Answer" (RFC 8914 §4.4).
-pub const EDE_STALE_ANSWER: u16 = 3;
-
-/// EDNS option code of an Extended DNS Error.
-const OPTION_EDE: u16 = 15;
-
-/// Adds an Extended DNS Error option with `code` (no text) to the OPT record
-/// of a finished `reply`; false, and nothing changed, when the reply has no
-/// OPT (the query had no EDNS) or would then exceed `limit` bytes.
-pub fn add_ede(reply: &mut Vec<u8>, code: u16, limit: usize) -> bool {
-    if reply.len() + 6 > limit {
-        return false;
-    }
-    let Some(rdlen_at) = opt_rdlength_at(reply) else {
-        return false;
-    };
-    let rdlen = u16::from_be_bytes([reply[rdlen_at], reply[rdlen_at + 1]]);
-    let end = rdlen_at + 2 + usize::from(rdlen);
-    let mut option = [0u8; 6];
-    option[0..2].copy_from_slice(&OPTION_EDE.to_be_bytes());
-    option[2..4].copy_from_slice(&2u16.to_be_bytes());
-    option[4..6].copy_from_slice(&code.to_be_bytes());
-    reply.splice(end..end, option);
-    reply[rdlen_at..rdlen_at + 2].copy_from_slice(&(rdlen + 6).to_be_bytes());
-    true
-}
-
-/// Offset of the RDLENGTH field of the OPT record in `msg`'s additional
-/// section, if there is one.
-pub(crate) fn opt_rdlength_at(msg: &[u8]) -> Option<usize> {
-    let opt = crate::wire::walk::records(msg)
-        .ok()?
-        .map_while(Result::ok)
-        .find(|r| r.part == crate::wire::walk::Part::Additional && r.rtype == 41)?;
-    Some(opt.rdlength_at())
 }
 
 /// Signs the `reply` to a TSIG-signed query (`packet` is the query without

@@ -81,7 +81,7 @@ pub struct Sink {
     tx: mpsc::Sender<Result<Vec<u8>, Aborted>>,
     signer: Option<TsigSigner>,
     sent: usize,
-    /// NSID / EXPIRE for the first message (edns_options.rs).
+    /// NSID / EXPIRE for the first message (edns/options.rs).
     first: FirstOptions,
 }
 
@@ -89,7 +89,7 @@ pub struct Sink {
 #[derive(Clone, Debug, Default)]
 pub struct FirstOptions {
     /// What the request asked for.
-    pub asked: crate::wire::options::Asked,
+    pub asked: crate::edns::Asked,
     /// The server's NSID.
     pub nsid: Option<Vec<u8>>,
     /// The zone's SOA EXPIRE (set once the SOA is read).
@@ -116,8 +116,11 @@ impl Sink {
     async fn send(&mut self, mut message: Vec<u8>) -> Result<(), TransferError> {
         if self.sent == 0 {
             let f = &self.first;
-            let nsid = f.nsid.as_deref();
-            super::edns_options::decorate(&mut message, f.asked, nsid, f.expire, MAX_MESSAGE_SIZE);
+            let offer = crate::edns::Offer {
+                nsid: f.nsid.as_deref(),
+                expire: f.expire,
+            };
+            crate::edns::decorate(&mut message, f.asked, offer, MAX_MESSAGE_SIZE);
         }
         if let Some(signer) = self.signer.as_mut() {
             signer.sign(&mut message);
@@ -189,7 +192,7 @@ async fn transfer<B: Backend>(
         let reply = render::rcode_only(packet, query, Rcode::SERVFAIL, max_udp);
         return sink.send(reply).await;
     };
-    sink.first.expire = super::edns_options::soa_expire(&soa.rdata[0]);
+    sink.first.expire = crate::edns::options::soa_expire(&soa.rdata[0]);
     if query.qtype == RType::IXFR {
         // Up to date? Then the SOA is all we need (RFC 1995 §2).
         let current = soa_serial(&soa.rdata[0]);
@@ -414,6 +417,6 @@ pub(super) fn finish(w: MessageWriter, query: &Query, max_udp: u16) -> Vec<u8> {
     // RD is copied into the response (RFC 1035 §4.1.1).
     let rd = if query.rd { flags::RD } else { 0 };
     let f = flags::QR | flags::AA | rd;
-    let edns = query.edns.map(render::reply_edns);
+    let edns = query.edns.map(crate::edns::reply_edns);
     w.finish(query.id, f, Rcode::NOERROR, edns, max_udp)
 }

@@ -17,7 +17,7 @@
 //!  or 512, less room for a TSIG):
 //!     all fit ──► that one message (ixfr_udp, ixfr_incremental)
 //!     one does not ──► our SOA alone (ixfr_udp_to_tcp): never a partial diff
-//!  then NSID / EXPIRE as asked (edns_options.rs)
+//!  then NSID / EXPIRE as asked (edns/options.rs)
 //! ```
 
 use super::render;
@@ -105,9 +105,12 @@ pub(super) async fn ixfr_over_udp<B: Backend>(
         },
         Behind::Unreached => out.use_tcp(&zone.apex, &soa),
     };
-    let expire = super::edns_options::soa_expire(&soa.rdata[0]);
-    let nsid = first.nsid.as_deref();
-    super::edns_options::decorate(&mut reply, first.asked, nsid, expire, room.limit);
+    let expire = crate::edns::options::soa_expire(&soa.rdata[0]);
+    let offer = crate::edns::Offer {
+        nsid: first.nsid.as_deref(),
+        expire,
+    };
+    crate::edns::decorate(&mut reply, first.asked, offer, room.limit);
     Ok(reply)
 }
 

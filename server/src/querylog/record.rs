@@ -86,9 +86,12 @@ pub(super) fn encode(
         // answer or authority records in a query).
         let o = end + 4;
         let counts_plain = query[6..10] == [0, 0, 0, 0] && query[10..12] != [0, 0];
-        if counts_plain && query.len() >= o + 9 && query[o] == 0 && query[o + 1..o + 3] == [0, 41] {
+        let opt = counts_plain
+            .then(|| crate::edns::OptHeader::at(query, o))
+            .flatten();
+        if let Some(opt) = opt {
             bits |= EDNS;
-            if query[o + 7] & 0x80 != 0 {
+            if opt.dnssec_ok {
                 bits |= DNSSEC_OK;
             }
         }

@@ -4,18 +4,18 @@
 //!  bytes ──parse_query──► Ok(Query) | Err(QueryError::{Drop, Reply(rcode)})
 //!  received messages ──walk::{read_name, records}──► names, RecordAt
 //!  Query + sections ──MessageWriter──► bytes (compressed, truncated by RRset)
-//!  OPT rdata ──options::asked_in──► NSID / EXPIRE asked for
+//!  OPT record ──crate::edns──► Query::edns (read once, in parse_query)
 //! ```
 //!
 //! Only what an authoritative server needs: one question, an optional OPT
 //! record, and replies built RRset by RRset within a size limit.
 
-pub mod options;
 pub mod query;
 pub mod walk;
 pub mod writer;
 
-pub use query::{parse_query, Edns, Query, QueryError};
+pub use crate::edns::Edns;
+pub use query::{parse_query, Query, QueryError};
 pub use walk::read_name;
 pub use writer::{MessageWriter, Section};
 

@@ -4,25 +4,15 @@
 //!  header ─► QR? drop │ opcode ≠ QUERY → NOTIMP │ QDCOUNT ≠ 1 → FORMERR
 //!  question (name, type, class; pointers followed with a hop limit)
 //!  answer RRs skipped │ authority: an SOA's serial kept (IXFR)
-//!  additional: OPT at most once, else FORMERR
+//!  additional: OPT at most once, else FORMERR (edns::request::read_opt)
 //!  trailing bytes → FORMERR
 //!  question_type: a query's QTYPE alone, read without parsing the rest
 //! ```
 
 use super::walk::{name_end, plain_name_end, read_name, records_from, u16_at, Part};
 use super::{Rcode, HEADER_LEN};
+use crate::edns::{request::read_opt, Asked, Edns};
 use backend_mongo::{Name, RType};
-
-/// EDNS(0) information from a query's OPT record (RFC 6891).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Edns {
-    /// Requester's UDP payload size (values below 512 count as 512).
-    pub udp_size: u16,
-    /// EDNS version.
-    pub version: u8,
-    /// The DO bit (DNSSEC OK).
-    pub dnssec_ok: bool,
-}
 
 /// A parsed query.
 #[derive(Clone, Debug)]
@@ -48,6 +38,14 @@ pub struct Query {
     pub edns: Option<Edns>,
     /// For IXFR: the serial of the SOA in the authority section (RFC 1995 §3).
     pub ixfr_serial: Option<u32>,
+}
+
+impl Query {
+    /// The EDNS options that ask for something in the reply (none
+    /// without EDNS).
+    pub fn asked(&self) -> Asked {
+        self.edns.map(|e| e.asked).unwrap_or_default()
+    }
 }
 
 /// Why a query gets no normal answer.
@@ -135,18 +133,10 @@ pub fn parse_query(packet: &[u8]) -> Result<Query, QueryError> {
             ixfr_serial = soa_serial(packet, record.rdata.start, record.rdata.end);
         }
         if rtype == RType::OPT {
-            let owner_root = packet[record.start] == 0;
-            if record.part != Part::Additional || edns.is_some() || !owner_root {
-                return Err(reply(Rcode::FORMERR, question, None));
+            match read_opt(packet, &record, edns) {
+                Ok(read) => edns = Some(read),
+                Err(_) => return Err(reply(Rcode::FORMERR, question, None)),
             }
-            if !options_well_formed(&packet[record.rdata.clone()]) {
-                return Err(reply(Rcode::FORMERR, question, None));
-            }
-            edns = Some(Edns {
-                udp_size: record.class.max(512),
-                version: (record.ttl >> 16) as u8,
-                dnssec_ok: record.ttl & 0x8000 != 0,
-            });
         }
     }
     let pos = walk.end();
@@ -156,10 +146,8 @@ pub fn parse_query(packet: &[u8]) -> Result<Query, QueryError> {
     if opcode != 0 {
         return Err(reply(Rcode::NOTIMP, question, edns));
     }
-    if let Some(e) = edns {
-        if e.version > 0 {
-            return Err(reply(Rcode::BADVERS, question, edns));
-        }
+    if edns.is_some_and(|e| !e.known_version()) {
+        return Err(reply(Rcode::BADVERS, question, edns));
     }
     let Some(question) = question else {
         return Err(reply(Rcode::FORMERR, None, edns));
@@ -176,22 +164,6 @@ pub fn parse_query(packet: &[u8]) -> Result<Query, QueryError> {
         edns,
         ixfr_serial,
     })
-}
-
-/// True when OPT rdata is a sequence of whole options (code, length, data),
-/// as RFC 6891 §6.1.2 lays them out; an option whose length runs past the
-/// rdata is a malformed query.
-fn options_well_formed(mut rdata: &[u8]) -> bool {
-    while !rdata.is_empty() {
-        let Some(len) = u16_at(rdata, 2) else {
-            return false;
-        };
-        let Some(rest) = rdata.get(4 + usize::from(len)..) else {
-            return false;
-        };
-        rdata = rest;
-    }
-    true
 }
 
 /// The SERIAL field of SOA rdata at `start..end` (names may be compressed).
@@ -238,7 +210,8 @@ mod tests {
             Some(Edns {
                 udp_size: 1232,
                 version: 0,
-                dnssec_ok: true
+                dnssec_ok: true,
+                asked: Asked::default(),
             })
         );
     }

@@ -10,6 +10,7 @@
 //! ```
 
 use super::{Edns, Rcode, HEADER_LEN};
+use crate::edns::reply::{write_opt, EDE_LEN, OPT_LEN};
 use backend_mongo::name::{MAX_LABEL_LEN, MAX_NAME_LEN};
 use backend_mongo::{Name, RRset, RType};
 
@@ -43,9 +44,6 @@ pub enum NotWritten {
     Malformed,
 }
 
-/// Length of an OPT record without options.
-pub const OPT_LEN: usize = 11;
-
 /// Writes a reply, RRset by RRset, never beyond its limit.
 pub struct MessageWriter {
     buf: Vec<u8>,
@@ -56,9 +54,6 @@ pub struct MessageWriter {
     /// Extended DNS Error info-code to put in the OPT record.
     ede: Option<u16>,
 }
-
-/// Length of an Extended DNS Error option without extra text.
-const EDE_LEN: usize = 6;
 
 /// The length of the uncompressed name at the start of `wire`, root label
 /// included, if it is one of at most [`MAX_NAME_LEN`] octets.
@@ -318,24 +313,7 @@ impl MessageWriter {
     ) -> Vec<u8> {
         let mut additional = self.counts[2];
         if let Some(e) = edns {
-            let ext = (rcode.0 >> 4) as u8;
-            self.buf.push(0); // root owner
-            self.buf.extend_from_slice(&RType::OPT.0.to_be_bytes());
-            self.buf.extend_from_slice(&our_udp_size.to_be_bytes());
-            self.buf.push(ext);
-            self.buf.push(0); // version 0
-            let do_bit: u16 = if e.dnssec_ok { 0x8000 } else { 0 };
-            self.buf.extend_from_slice(&do_bit.to_be_bytes());
-            match self.ede {
-                Some(code) => {
-                    // RDLEN, then OPTION-CODE 15, OPTION-LENGTH 2, INFO-CODE.
-                    self.buf.extend_from_slice(&(EDE_LEN as u16).to_be_bytes());
-                    self.buf.extend_from_slice(&15u16.to_be_bytes());
-                    self.buf.extend_from_slice(&2u16.to_be_bytes());
-                    self.buf.extend_from_slice(&code.to_be_bytes());
-                }
-                None => self.buf.extend_from_slice(&[0, 0]),
-            }
+            write_opt(&mut self.buf, our_udp_size, rcode, e, self.ede);
             additional += 1;
         }
         self.buf[0..2].copy_from_slice(&id.to_be_bytes());
@@ -454,6 +432,7 @@ mod tests {
                 udp_size: 512,
                 version: 0,
                 dnssec_ok: true,
+                asked: Default::default(),
             }),
             1232,
         );
@@ -507,6 +486,7 @@ mod tests {
             udp_size: 1232,
             version: 0,
             dnssec_ok: false,
+            asked: Default::default(),
         };
         let msg = w.finish(1, 0, Rcode::REFUSED, Some(edns), 1232);
         // OPT rdata: code 15, length 2, info-code 20.
@@ -529,6 +509,7 @@ mod tests {
                 udp_size: 512,
                 version: 1,
                 dnssec_ok: false,
+                asked: Default::default(),
             }),
             1232,
         );
