@@ -36,4 +36,5 @@ pub mod tsig;
 pub mod update;
 pub mod wire;
 pub mod write_task;
+pub mod xfr;
 pub mod zones;

@@ -14,8 +14,8 @@
 //! `validate.rs` checks a `Config`; `render.rs` prints one (secrets
 //! redacted) and says which changes need a restart.
 
+use crate::cidr::Cidr;
 use crate::frontend::spread::UdpSpread;
-use crate::pipeline::transfer::Cidr;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches};
 use serde::{Deserialize, Serialize};

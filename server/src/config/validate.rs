@@ -7,7 +7,7 @@
 //! ```
 
 use super::{canonical_read_preference, Config, READ_PREFERENCES};
-use crate::pipeline::transfer::Cidr;
+use crate::cidr::Cidr;
 use std::path::Path;
 
 impl Config {

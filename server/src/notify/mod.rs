@@ -18,7 +18,7 @@
 //!
 //! Secondaries then ask the primary for the SOA and transfer the zone:
 //! IXFR of the journaled differences when record edits made every change
-//! since their serial, else the whole zone (pipeline/transfer.rs); NOTIFY
+//! since their serial, else the whole zone (xfr/); NOTIFY
 //! is the same either way.
 
 mod counters;

@@ -10,16 +10,15 @@
 //!     ─► solve_authority  ─► dnssec::prove_denial    (DO=1)   dnssec.rs
 //!     ─► solve_additional ─► dnssec::sign_additional (DO=1)
 //!     ─► render (render.rs) ─► packet cache (cached.rs)
-//!  AXFR/IXFR over TCP take their own path: admit.rs, then transfer.rs;
+//!  AXFR/IXFR over TCP take their own path: crate::xfr (admit, transfer);
 //!  IXFR over UDP too, from the cache miss (never cached) or the TSIG path
-//!  (admit.rs checks the TSIG with the client's address): udp_ixfr.rs
+//!  (xfr's admit checks the TSIG with the client's address)
 //!  UPDATE (opcode 5) is not answered here: crate::update applies it
 //!  A storage fault, malformed stored data (never a panic) or a timeout
 //!  anywhere becomes SERVFAIL, or a stale reply (failure.rs); NXDOMAIN,
 //!  NODATA and referrals are ordinary outcomes (see `answer::Outcome`).
 //! ```
 
-mod admit;
 pub mod answer;
 mod cached;
 mod direct;
@@ -29,8 +28,6 @@ pub mod lookup;
 pub mod render;
 pub mod section;
 mod signed;
-pub mod transfer;
-mod udp_ixfr;
 
 use crate::backend::Backend;
 use crate::cache::{Counters, PacketCache, PacketKey};
@@ -63,7 +60,7 @@ pub struct PipelineConfig {
     /// Who may transfer zones (AXFR/IXFR over TCP) without TSIG. The
     /// server's own default (config.rs) is nobody; this default (loopback)
     /// serves in-process rigs.
-    pub axfr_allow: Vec<transfer::Cidr>,
+    pub axfr_allow: Vec<crate::cidr::Cidr>,
     /// TSIG keys: a transfer request signed with one of them is allowed
     /// from anywhere, and its reply is signed (RFC 8945).
     pub tsig_keys: Vec<crate::tsig::TsigKey>,
@@ -82,7 +79,7 @@ impl Default for PipelineConfig {
         PipelineConfig {
             max_udp_size: 1232,
             query_timeout: Duration::from_secs(2),
-            axfr_allow: transfer::Cidr::loopback(),
+            axfr_allow: crate::cidr::Cidr::loopback(),
             tsig_keys: Vec::new(),
             tsig_min_mac: tsig::MIN_MAC_LEN,
             max_transfers: 4,
@@ -103,8 +100,8 @@ pub struct ReplyCache {
 
 /// Turns query bytes into reply bytes.
 pub struct Responder<B> {
-    backend: Arc<B>,
-    config: PipelineConfig,
+    pub(crate) backend: Arc<B>,
+    pub(crate) config: PipelineConfig,
     cache: Option<ReplyCache>,
     counters: Option<Arc<Counters>>,
     /// Serve-stale's failure recheck (RFC 8767 §5).
@@ -112,12 +109,12 @@ pub struct Responder<B> {
     /// Storage faults and malformed data: one warning a second at most.
     fault_log: RateLimited,
     /// Zone transfers running (at most `config.max_transfers`).
-    transfers: Arc<tokio::sync::Semaphore>,
+    pub(crate) transfers: Arc<tokio::sync::Semaphore>,
     /// Where transfers (and UPDATE) read from, if not the backend: the
     /// store itself, so that they never take the query path's database
     /// slots, behind the resident copies (a transfer of a resident zone
     /// is sent from memory).
-    transfer_store: Option<Arc<TransferSource>>,
+    pub(crate) transfer_store: Option<Arc<TransferSource>>,
     /// Signed UPDATEs seen lately (crate::update::replay).
     replays: crate::update::Replays,
 }
@@ -253,7 +250,7 @@ impl<B: Backend> Responder<B> {
             }
         }
         // An IXFR is never cached: it misses, and respond_uncached sends it
-        // to udp_ixfr.rs (no extra walk of every query's question here).
+        // to crate::xfr (no extra walk of every query's question here).
         match self.lookup_cached(packet, transport) {
             Cached::Hit(reply) => Some(reply),
             Cached::Miss(key) => self.respond_uncached(packet, transport, key, peer).await,
@@ -335,7 +332,11 @@ impl<B: Backend> Responder<B> {
 
     /// Parses `packet` and checks its question: the query, or the reply
     /// that ends it here (`None`: send nothing).
-    fn admit_query(&self, packet: &[u8], transport: Transport) -> Result<Query, Option<Vec<u8>>> {
+    pub(crate) fn admit_query(
+        &self,
+        packet: &[u8],
+        transport: Transport,
+    ) -> Result<Query, Option<Vec<u8>>> {
         let max_udp = self.config.max_udp_size;
         let query = parse_query(packet).map_err(|e| render::error_reply(packet, e, max_udp))?;
         match check_question(&query, transport) {

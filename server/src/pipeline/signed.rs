@@ -75,7 +75,7 @@ impl<B: Backend> Responder<B> {
                     && transport == Transport::Udp
                     && self.admit_query(&unsigned, transport).is_ok() =>
             {
-                // An IXFR for one of our zones: udp_ixfr.rs checks the TSIG
+                // An IXFR for one of our zones: crate::xfr checks the TSIG
                 // again and signs its reply itself. (A bad TSIG is NOTAUTH
                 // above, for any name, as for every signed query.)
                 return Some(self.ixfr_udp_reply(packet, peer).await);

@@ -12,7 +12,7 @@
 //!  Backend::journal_chain from their serial ── none ──► our SOA alone
 //!     (ixfr_udp_to_tcp)
 //!  our SOA, per change: old SOA, removed, new SOA, added; our SOA
-//!  (transfer::entry_records, as the journal's entries are streamed: a
+//!  (journal::entry_records, as the journal's entries are streamed: a
 //!  batch at a time), every record within the client's size (EDNS
 //!  or 512, less room for a TSIG):
 //!     all fit ──► that one message (ixfr_udp, ixfr_incremental)
@@ -20,10 +20,12 @@
 //!  then NSID / EXPIRE as asked (edns/options.rs)
 //! ```
 
-use super::render;
+use super::journal::entry_records;
+use super::packer::finish;
 use super::transfer::{self, FirstOptions};
 use crate::backend::Backend;
 use crate::guard::{bump, GUARD};
+use crate::pipeline::render;
 use crate::wire::{flags, MessageWriter, Query, Rcode, Section};
 use backend_mongo::writer::JournalStream;
 use backend_mongo::{Name, RRset, RType, StoreError, ZoneInfo};
@@ -173,7 +175,7 @@ impl Out<'_> {
         }
         while let Some(entry) = chain.next().await {
             let entry = entry?;
-            for r in transfer::entry_records(&entry) {
+            for r in entry_records(&entry) {
                 if !fits(
                     &mut w,
                     &r.owner,
@@ -189,10 +191,7 @@ impl Out<'_> {
         if !fits(&mut w, apex, RType::SOA, soa.ttl, ours) {
             return Ok(None);
         }
-        Ok(Some((
-            transfer::finish(w, self.query, self.room.max_udp),
-            changes,
-        )))
+        Ok(Some((finish(w, self.query, self.room.max_udp), changes)))
     }
 
     /// Our SOA alone, where the client expected changes: it asks over TCP.
@@ -208,9 +207,9 @@ impl Out<'_> {
         if w.push_records(Section::Answer, apex, RType::SOA, soa.ttl, ours)
             .is_ok()
         {
-            return transfer::finish(w, self.query, self.room.max_udp);
+            return finish(w, self.query, self.room.max_udp);
         }
-        let mut reply = transfer::finish(self.writer(), self.query, self.room.max_udp);
+        let mut reply = finish(self.writer(), self.query, self.room.max_udp);
         let f = u16::from_be_bytes([reply[2], reply[3]]) | flags::TC;
         reply[2..4].copy_from_slice(&f.to_be_bytes());
         reply

@@ -26,11 +26,12 @@
 //! over TCP, where the address is proven); a signed one takes a transfer
 //! slot while its reads run, as a transfer over TCP does.
 
+use super::transfer;
 use super::udp_ixfr::{self, Reach, Room};
-use super::{render, transfer, Responder, Transport};
 use crate::backend::Backend;
 use crate::guard::{bump, GUARD};
-use crate::handler::{TcpPeer, TcpReply};
+use crate::handler::{TcpPeer, TcpReply, Transport};
+use crate::pipeline::{render, Responder};
 use crate::tsig::{self, TsigFailure, TsigSigner};
 use crate::wire::{flags, Query, Rcode};
 use backend_mongo::Name;
@@ -136,7 +137,7 @@ impl<B: Backend> Responder<B> {
     /// changes since the client's serial when they fit in one datagram,
     /// else our SOA alone ("ask again over TCP", RFC 1995 §2); signed when
     /// the request was. `None`: send nothing.
-    pub(super) async fn ixfr_udp_reply(
+    pub(crate) async fn ixfr_udp_reply(
         &self,
         packet: &[u8],
         peer: Option<IpAddr>,
@@ -220,7 +221,7 @@ impl<B: Backend> Responder<B> {
     }
 
     /// A zone transfer: admitted here, then streamed by a task of its own.
-    pub(super) async fn transfer(&self, packet: &[u8], query: &Query, peer: &TcpPeer) -> TcpReply {
+    pub(crate) async fn transfer(&self, packet: &[u8], query: &Query, peer: &TcpPeer) -> TcpReply {
         let max_udp = self.config.max_udp_size;
         let only =
             |rcode| TcpReply::Messages(vec![render::rcode_only(packet, query, rcode, max_udp)]);

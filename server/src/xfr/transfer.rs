@@ -10,12 +10,12 @@
 //!  IXFR with a serial not older than ours ──► one message: our SOA
 //!  IXFR from a serial the journal reaches (Backend::journal_chain, its
 //!     entries streamed a batch at a time) ──► SOA, per change: old SOA,
-//!     removed, new SOA, added; SOA (send_journal)
+//!     removed, new SOA, added; SOA (journal.rs)
 //!  (IXFR over UDP: udp_ixfr.rs, the same changes in one datagram or our SOA)
 //!  apex SOA (point read) ─► Sink: SOA (AXFR: a first message of the SOA
 //!    alone, sent before the cursor is opened)
 //!    ─► zone_stream (one stored version) node by node ─► messages of up to
-//!       16 KiB sent as each fills: every record but the apex SOA (with RRSIGs)
+//!       16 KiB (packer.rs) sent as each fills: every record but the apex SOA (with RRSIGs)
 //!    ─► version_deleting? ── yes ──► abort: no closing SOA, connection closed
 //!    ─► SOA
 //!  a record too large for a message, a fault after the first message:
@@ -29,27 +29,18 @@
 //! that version began to be deleted while it was read, the transfer is
 //! aborted, since the cursor may have missed nodes.
 
-use super::render;
+use super::journal::send_journal;
+use super::packer::{Packer, MAX_MESSAGE_SIZE};
 use crate::backend::Backend;
 use crate::guard::{bump, GUARD};
 use crate::handler::Aborted;
+use crate::pipeline::render;
 use crate::tsig::TsigSigner;
-use crate::wire::{flags, MessageWriter, Query, Rcode, Section};
-use backend_mongo::writer::JournalStream;
+use crate::wire::{Query, Rcode};
 use backend_mongo::{Name, Node, RRset, RType, StoreError, ZoneInfo};
-use dns::journal::{JournalEntry, JournalRecord};
 use dns::serial::{serial_gt, soa_serial};
 use futures::StreamExt;
 use tokio::sync::mpsc;
-
-pub use crate::cidr::Cidr;
-
-/// Size a transfer's messages are filled to.
-const MESSAGE_SIZE: usize = 16 * 1024;
-
-/// Largest message of a transfer, for a record that does not fit in
-/// [`MESSAGE_SIZE`]: the TCP length field's 65535 less room for a TSIG.
-const MAX_MESSAGE_SIZE: usize = 65535 - 512;
 
 /// Why a transfer stopped before its closing SOA.
 #[derive(Debug, thiserror::Error)]
@@ -80,7 +71,8 @@ pub enum TransferError {
 pub struct Sink {
     tx: mpsc::Sender<Result<Vec<u8>, Aborted>>,
     signer: Option<TsigSigner>,
-    sent: usize,
+    /// Messages sent so far.
+    pub(super) sent: usize,
     /// NSID / EXPIRE for the first message (edns/options.rs).
     first: FirstOptions,
 }
@@ -133,7 +125,8 @@ impl Sink {
         Ok(())
     }
 
-    async fn send_opt(&mut self, message: Option<Vec<u8>>) -> Result<(), TransferError> {
+    /// Sends `message`, if there is one.
+    pub(super) async fn send_opt(&mut self, message: Option<Vec<u8>>) -> Result<(), TransferError> {
         match message {
             Some(m) => self.send(m).await,
             None => Ok(()),
@@ -243,45 +236,6 @@ pub(super) async fn zone_and_soa<B: Backend>(
     }
 }
 
-/// An incremental IXFR (RFC 1995 §4): our SOA, then each change of the
-/// journal as its old SOA, the records removed, its new SOA, the records
-/// added; our SOA again. Streamed like a whole zone: the journal's
-/// entries are read a batch at a time as the messages go.
-async fn send_journal(
-    zone: &ZoneInfo,
-    soa: &RRset,
-    mut chain: JournalStream,
-    pack: &mut Packer<'_>,
-    sink: &mut Sink,
-) -> Result<(), TransferError> {
-    let apex = &zone.apex;
-    sink.send_opt(pack.push(apex, RType::SOA, soa.ttl, &soa.rdata[0])?)
-        .await?;
-    let (mut records, mut changes) = (2, 0);
-    while let Some(entry) = chain.next().await {
-        for r in entry_records(&entry?) {
-            sink.send_opt(pack.push(&r.owner, r.rtype, r.ttl, &r.rdata)?)
-                .await?;
-            records += 1;
-        }
-        changes += 1;
-    }
-    sink.send_opt(pack.push(apex, RType::SOA, soa.ttl, &soa.rdata[0])?)
-        .await?;
-    sink.send_opt(pack.finish()).await?;
-    bump(&GUARD.ixfr_incremental);
-    tracing::info!(zone = %apex, changes, records, messages = sink.sent, "incremental zone transfer");
-    Ok(())
-}
-
-/// The records of one journal entry in IXFR order: its old SOA, the
-/// records removed, its new SOA, the records added.
-pub(super) fn entry_records(entry: &JournalEntry) -> impl Iterator<Item = &JournalRecord> {
-    let removed = std::iter::once(&entry.from_soa).chain(&entry.removed);
-    let added = std::iter::once(&entry.to_soa).chain(&entry.added);
-    removed.chain(added)
-}
-
 /// SOA (in a message of its own when `soa_alone`), every node as the
 /// cursor delivers it, then — unless the version began to be deleted
 /// meanwhile — the closing SOA. Returns the record count.
@@ -340,83 +294,4 @@ async fn push_node(
         }
     }
     Ok(count)
-}
-
-/// The message being filled, one record at a time.
-struct Packer<'a> {
-    packet: &'a [u8],
-    query: &'a Query,
-    max_udp: u16,
-    current: Option<MessageWriter>,
-}
-
-impl<'a> Packer<'a> {
-    fn new(packet: &'a [u8], query: &'a Query, max_udp: u16) -> Self {
-        Packer {
-            packet,
-            query,
-            max_udp,
-            current: None,
-        }
-    }
-
-    fn writer(&self, size: usize) -> MessageWriter {
-        MessageWriter::new(
-            &self.packet[self.query.question.clone()],
-            &self.query.qname,
-            size,
-            self.query.edns.is_some(),
-        )
-    }
-
-    /// Adds a record; returns the previous message when it was full.
-    fn push(
-        &mut self,
-        owner: &Name,
-        rtype: RType,
-        ttl: u32,
-        rd: &[u8],
-    ) -> Result<Option<Vec<u8>>, TransferError> {
-        let rdata = [Box::<[u8]>::from(rd)];
-        if let Some(w) = self.current.as_mut() {
-            if w.push_records(Section::Answer, owner, rtype, ttl, &rdata)
-                .is_ok()
-            {
-                return Ok(None);
-            }
-        }
-        let full = self.finish();
-        // A record too large for a usual message goes in one of the largest
-        // size; one larger than that cannot be sent, and the transfer fails
-        // rather than leave it out.
-        for size in [MESSAGE_SIZE, MAX_MESSAGE_SIZE] {
-            let mut w = self.writer(size);
-            if w.push_records(Section::Answer, owner, rtype, ttl, &rdata)
-                .is_ok()
-            {
-                self.current = Some(w);
-                return Ok(full);
-            }
-        }
-        Err(TransferError::Oversized {
-            owner: owner.clone(),
-            rtype,
-        })
-    }
-
-    /// The message being filled, finished (`None` if empty).
-    fn finish(&mut self) -> Option<Vec<u8>> {
-        let w = self.current.take()?;
-        Some(finish(w, self.query, self.max_udp))
-    }
-}
-
-/// A transfer message completed: QR, AA, RD as asked, NOERROR, OPT when
-/// the request had one.
-pub(super) fn finish(w: MessageWriter, query: &Query, max_udp: u16) -> Vec<u8> {
-    // RD is copied into the response (RFC 1035 §4.1.1).
-    let rd = if query.rd { flags::RD } else { 0 };
-    let f = flags::QR | flags::AA | rd;
-    let edns = query.edns.map(crate::edns::reply_edns);
-    w.finish(query.id, f, Rcode::NOERROR, edns, max_udp)
 }
