@@ -179,15 +179,19 @@ impl ZoneEdit {
             return Ok(self.summary(self.served.serial, None));
         }
         self.writer.note_changed(self.written.iter());
+        let t = std::time::Instant::now();
         let from_soa = self.apex_soa().await?;
         let published = self
             .writer
             .publish_locked(false, Some(ver), Document::new())
             .await?;
+        let published_in = t.elapsed();
         if let Err(e) = self.journal(from_soa, published.gen).await {
             // The change is in; a secondary behind it gets the whole zone.
             tracing::warn!(%zone, error = %e, "the change could not be journaled");
         }
+        tracing::debug!(%zone, names = self.written.len(), ?published_in,
+            journaled_in = ?t.elapsed(), "change-set published");
         if published.serial != self.served.serial {
             // The SOA moved: the publish listed the apex too.
             self.written.push(zone.clone());

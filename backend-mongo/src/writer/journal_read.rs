@@ -64,7 +64,7 @@ impl Store {
         let journal = self.journal();
         let mut find = journal
             .find(doc! {"zone": zone.apex.to_string(), "gen": {"$lte": zone.gen}})
-            .projection(doc! {"rm": 0, "add": 0})
+            .projection(doc! {"rm": 0, "add": 0, "rmw": 0, "addw": 0})
             .sort(doc! {"gen": -1})
             .batch_size(u32::try_from(JOURNAL_KEPT).unwrap_or(u32::MAX))
             .limit(JOURNAL_KEPT);
