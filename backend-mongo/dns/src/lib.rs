@@ -7,6 +7,7 @@
 //!
 //! ```text
 //!  names: name.rs (Name, the two escapings)   types: rtype.rs   rcodes: rcode.rs
+//!  one descriptor per record type (layout, compression, additional): types.rs
 //!  rdata well-formed: rdata.rs                SOA serials, RFC 1982: serial.rs
 //!  base64 / hex / base32hex: encoding.rs      dates ⇄ Unix days: civil.rs
 //!  key tag, DS, NSEC3 hash, type bitmaps, RRSIG fields: dnssec.rs
@@ -30,8 +31,10 @@ pub mod rdata;
 pub mod rrset;
 pub mod rtype;
 pub mod serial;
+pub mod types;
 
 pub use name::{Name, NameError};
 pub use rcode::Rcode;
 pub use rrset::RRset;
 pub use rtype::RType;
+pub use types::{Field, Rdata, TypeInfo};

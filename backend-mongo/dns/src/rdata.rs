@@ -5,9 +5,9 @@
 //! ```text
 //!  check_rdata(rtype, rd)
 //!    ├─ longer than 65535 ─► TooLong
-//!    ├─ a type with a known layout ─► walk its fields in order:
-//!    │     Name (uncompressed, ≤ 255 octets with the root, labels ≤ 63)
-//!    │     Fixed(n), CharString(s), Salt, Hash, Bitmap, Rest
+//!    ├─ a type whose descriptor (types.rs) has fields ─► walk them in order:
+//!    │     Name (uncompressed, ≤ 255 octets with the root, labels ≤ 63),
+//!    │     fixed widths, character-strings, salt, hash, bitmap, the rest
 //!    │   ─► every field present, nothing left over ─► Ok
 //!    └─ any other type: opaque bytes ─► Ok
 //! ```
@@ -16,6 +16,7 @@
 //! allowed in stored data (RFC 3597 §4: they may not be used for unknown
 //! types, and mongodns stores every type uncompressed).
 
+use crate::types::{Field, Rdata};
 use crate::RType;
 
 /// Largest rdata: the RDLENGTH field has 16 bits.
@@ -69,76 +70,19 @@ pub enum RdataError {
     },
 }
 
-/// One field of a layout.
-#[derive(Clone, Copy)]
-enum Field {
-    /// An uncompressed domain name.
-    Domain(&'static str),
-    /// Exactly `n` octets.
-    Fixed(usize, &'static str),
-    /// A length octet and that many octets.
-    CharString(&'static str),
-    /// One or more character strings, to the end.
-    CharStrings,
-    /// An NSEC3 salt: a length octet and the salt.
-    Salt,
-    /// An NSEC3 next hashed owner: a length octet (at least 1) and the hash.
-    Hash,
-    /// An NSEC/NSEC3/CSYNC type bitmap (RFC 4034 §4.1.2), to the end.
-    Bitmap,
-    /// Anything, to the end.
-    Rest,
-}
-
-use Field::*;
-
-/// The layout of `rtype`, when mongodns knows it.
-fn layout(rtype: RType) -> Option<&'static [Field]> {
-    Some(match rtype.0 {
-        1 => &[Fixed(4, "address")],
-        28 => &[Fixed(16, "address")],
-        // NS, CNAME, MB, MG, MR, PTR, DNAME
-        2 | 5 | 7 | 8 | 9 | 12 | 39 => &[Domain("target")],
-        6 => &[Domain("MNAME"), Domain("RNAME"), Fixed(20, "timers")],
-        13 => &[CharString("CPU"), CharString("OS")],
-        // MINFO, RP
-        14 | 17 => &[Domain("first name"), Domain("second name")],
-        // MX, AFSDB, RT, KX
-        15 | 18 | 21 | 36 => &[Fixed(2, "preference"), Domain("exchange")],
-        // TXT, SPF
-        16 | 99 => &[CharStrings],
-        33 => &[Fixed(6, "priority, weight, port"), Domain("target")],
-        35 => &[
-            Fixed(4, "order, preference"),
-            CharString("flags"),
-            CharString("services"),
-            CharString("regexp"),
-            Domain("replacement"),
-        ],
-        // DS, CDS, DNSKEY, CDNSKEY
-        43 | 59 | 48 | 60 => &[Fixed(4, "fixed fields"), Rest],
-        46 => &[Fixed(18, "fixed fields"), Domain("signer name"), Rest],
-        47 => &[Domain("next domain name"), Bitmap],
-        50 => &[Fixed(4, "hash, flags, iterations"), Salt, Hash, Bitmap],
-        51 => &[Fixed(4, "hash, flags, iterations"), Salt],
-        62 => &[Fixed(6, "serial, flags"), Bitmap],
-        _ => return None,
-    })
-}
-
 /// Checks that `rd` is well-formed rdata of type `rtype` (see the module
-/// documentation); types without a known layout only have their length
-/// checked.
+/// documentation): the fields of its descriptor (`types.rs`) in order;
+/// types without a field layout only have their length checked.
 pub fn check_rdata(rtype: RType, rd: &[u8]) -> Result<(), RdataError> {
     if rd.len() > MAX_RDATA_LEN {
         return Err(RdataError::TooLong(rd.len()));
     }
-    let Some(fields) = layout(rtype) else {
+    let Some(Rdata::Fields(fields)) = rtype.info().map(|t| t.rdata) else {
         return Ok(());
     };
     let mut at = 0;
     for field in fields {
-        at = walk_field(rtype, *field, rd, at)?;
+        at = field_end(rtype, *field, rd, at)?;
     }
     if at != rd.len() {
         return Err(RdataError::Trailing {
@@ -149,12 +93,17 @@ pub fn check_rdata(rtype: RType, rd: &[u8]) -> Result<(), RdataError> {
     Ok(())
 }
 
-/// Where `field`, starting at `at`, ends.
-fn walk_field(rtype: RType, field: Field, rd: &[u8], at: usize) -> Result<usize, RdataError> {
+/// Where `field` of type `rtype`'s rdata `rd`, starting at `at`, ends.
+pub fn field_end(rtype: RType, field: Field, rd: &[u8], at: usize) -> Result<usize, RdataError> {
     let truncated = |field| RdataError::Truncated { rtype, field };
-    let rest = &rd[at..];
+    let rest = rd.get(at..).ok_or(truncated("rdata"))?;
+    if let Some(n) = field.width() {
+        return (rest.len() >= n)
+            .then_some(at + n)
+            .ok_or(truncated(field_name(field)));
+    }
     match field {
-        Domain(what) => match crate::Name::from_wire_prefix(rest) {
+        Field::Name(what) => match crate::Name::from_wire_prefix(rest) {
             Ok((_, used)) => Ok(at + used),
             Err(why) => Err(RdataError::BadName {
                 rtype,
@@ -162,23 +111,25 @@ fn walk_field(rtype: RType, field: Field, rd: &[u8], at: usize) -> Result<usize,
                 why,
             }),
         },
-        Fixed(n, what) => (rest.len() >= n).then_some(at + n).ok_or(truncated(what)),
-        CharString(what) => char_string(rest)
+        Field::Text(what) => char_string(rest)
             .map(|used| at + used)
             .ok_or(truncated(what)),
-        CharStrings => {
+        Field::OptionalText(what) if !rest.is_empty() => char_string(rest)
+            .map(|used| at + used)
+            .ok_or(truncated(what)),
+        Field::Texts(what) => {
             let mut pos = at;
             loop {
-                pos += char_string(&rd[pos..]).ok_or(truncated("text string"))?;
+                pos += char_string(&rd[pos..]).ok_or(truncated(what))?;
                 if pos == rd.len() {
                     return Ok(pos);
                 }
             }
         }
-        Salt => char_string(rest)
+        Field::Salt => char_string(rest)
             .map(|used| at + used)
             .ok_or(truncated("salt")),
-        Hash => match rest.first() {
+        Field::NextHashed => match rest.first() {
             Some(0) => Err(RdataError::BadField {
                 rtype,
                 field: "next hashed owner length",
@@ -187,8 +138,73 @@ fn walk_field(rtype: RType, field: Field, rd: &[u8], at: usize) -> Result<usize,
                 .map(|used| at + used)
                 .ok_or(truncated("next hashed owner")),
         },
-        Bitmap => check_bitmap(rtype, rest).map(|()| rd.len()),
-        Rest => Ok(rd.len()),
+        Field::Bitmap => check_bitmap(rtype, rest).map(|()| rd.len()),
+        Field::CaaTag => char_string(rest)
+            .map(|used| at + used)
+            .ok_or(truncated("CAA tag")),
+        // The rest of the rdata, whatever it holds.
+        _ => Ok(rd.len()),
+    }
+}
+
+/// The name of a fixed-width field, for messages.
+fn field_name(field: Field) -> &'static str {
+    match field {
+        Field::U8(w) | Field::U16(w) | Field::U32(w) | Field::Period(w) | Field::Time(w) => w,
+        Field::Ipv4(w) | Field::Ipv6(w) | Field::Locator64(w) => w,
+        Field::Algorithm => "algorithm",
+        Field::CertType => "certificate type",
+        Field::Covered => "type covered",
+        Field::Protocol => "protocol",
+        _ => "rdata",
+    }
+}
+
+/// The names in the rdata `rd` of a type with a field layout, in order,
+/// as (offset, length) pairs; after a field that does not parse, its
+/// error and nothing more (for the signer's canonical form and tests; the
+/// reply writer walks the few compressed layouts itself, allocating
+/// nothing).
+pub fn names_in(rtype: RType, rd: &[u8]) -> NamesIn<'_> {
+    let fields = match rtype.info().map(|t| t.rdata) {
+        Some(Rdata::Fields(fields)) => fields,
+        _ => &[],
+    };
+    NamesIn {
+        rtype,
+        rd,
+        fields,
+        at: 0,
+    }
+}
+
+/// The iterator of [`names_in`].
+pub struct NamesIn<'a> {
+    rtype: RType,
+    rd: &'a [u8],
+    fields: &'static [Field],
+    at: usize,
+}
+
+impl Iterator for NamesIn<'_> {
+    type Item = Result<(usize, usize), RdataError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while let Some((field, rest)) = self.fields.split_first() {
+            self.fields = rest;
+            let start = self.at;
+            match field_end(self.rtype, *field, self.rd, start) {
+                Ok(end) => self.at = end,
+                Err(e) => {
+                    self.fields = &[];
+                    return Some(Err(e));
+                }
+            }
+            if matches!(field, Field::Name(_)) {
+                return Some(Ok((start, self.at - start)));
+            }
+        }
+        None
     }
 }
 

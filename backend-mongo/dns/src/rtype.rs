@@ -1,72 +1,23 @@
-//! Record types: numbers and their mnemonics.
+//! Record types: the number, and through it the type's descriptor.
 //!
 //! ```text
 //!  "AAAA" ◄──► RType(28)      "TYPE65280" ◄──► RType(65280)   (RFC 3597 §5)
-//!  RType::name: the same table in constants (the server's counter labels)
+//!  RType::info ─► &'static TypeInfo (types.rs: mnemonic, rdata fields,
+//!                 compression, additional addresses, canonical form)
+//!  RType::name: the mnemonic in constants (the server's counter labels)
 //! ```
 //!
 //! The mnemonic is the key of an RRset inside a node document (see
-//! `docs/schema.md`), so this table is part of the storage contract.
+//! `docs/schema.md`), so the table in `types.rs` is part of the storage
+//! contract.
 
 use std::fmt;
+
+use crate::types::TypeInfo;
 
 /// A record type (the TYPE field of a resource record).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
 pub struct RType(pub u16);
-
-const TABLE: &[(u16, &str)] = &[
-    (1, "A"),
-    (2, "NS"),
-    (5, "CNAME"),
-    (6, "SOA"),
-    (12, "PTR"),
-    (13, "HINFO"),
-    (15, "MX"),
-    (16, "TXT"),
-    (17, "RP"),
-    (18, "AFSDB"),
-    (24, "SIG"),
-    (25, "KEY"),
-    (28, "AAAA"),
-    (29, "LOC"),
-    (33, "SRV"),
-    (35, "NAPTR"),
-    (36, "KX"),
-    (37, "CERT"),
-    (39, "DNAME"),
-    (41, "OPT"),
-    (43, "DS"),
-    (44, "SSHFP"),
-    (45, "IPSECKEY"),
-    (46, "RRSIG"),
-    (47, "NSEC"),
-    (48, "DNSKEY"),
-    (49, "DHCID"),
-    (50, "NSEC3"),
-    (51, "NSEC3PARAM"),
-    (52, "TLSA"),
-    (53, "SMIMEA"),
-    (55, "HIP"),
-    (59, "CDS"),
-    (60, "CDNSKEY"),
-    (61, "OPENPGPKEY"),
-    (62, "CSYNC"),
-    (63, "ZONEMD"),
-    (64, "SVCB"),
-    (65, "HTTPS"),
-    (99, "SPF"),
-    (108, "EUI48"),
-    (109, "EUI64"),
-    (249, "TKEY"),
-    (250, "TSIG"),
-    (251, "IXFR"),
-    (252, "AXFR"),
-    (253, "MAILB"),
-    (254, "MAILA"),
-    (255, "ANY"),
-    (256, "URI"),
-    (257, "CAA"),
-];
 
 impl RType {
     /// Types the signer maintains in a secured zone (RRSIG, NSEC, NSEC3,
@@ -136,13 +87,22 @@ impl RType {
 
     /// The mnemonic of a type that has one (usable in constants).
     pub const fn name(self) -> Option<&'static str> {
-        lookup(TABLE, self.0)
+        match crate::types::info(self.0) {
+            Some(t) => Some(t.mnemonic),
+            None => None,
+        }
+    }
+
+    /// Everything known about this type (`types.rs`), if it is known: an
+    /// array look-up, no search.
+    pub const fn info(self) -> Option<&'static TypeInfo> {
+        crate::types::info(self.0)
     }
 
     /// Parses a mnemonic or `TYPEnnn`, case-insensitively.
     pub fn from_mnemonic(text: &str) -> Option<RType> {
-        if let Some((n, _)) = TABLE.iter().find(|(_, m)| m.eq_ignore_ascii_case(text)) {
-            return Some(RType(*n));
+        if let Some(t) = crate::types::by_mnemonic(text) {
+            return Some(RType(t.number));
         }
         let digits = text
             .get(..4)
@@ -195,8 +155,8 @@ mod tests {
         assert_eq!(RType(65280).name(), None);
         const CAA: Option<&str> = RType(257).name();
         assert_eq!(CAA, Some("CAA"));
-        for (n, m) in TABLE {
-            assert_eq!(RType::from_mnemonic(m), Some(RType(*n)));
+        for t in crate::types::TYPES {
+            assert_eq!(RType::from_mnemonic(t.mnemonic), Some(RType(t.number)));
         }
     }
 }

@@ -7,7 +7,9 @@
 //!     zone file:  reader.rs ZoneFileReader ─► Record (+ file:line); $INCLUDE: include.rs
 //!     one line:   record.rs parse_record ─► Rr     (owner [TTL] [class] type rdata)
 //!     one rdata:  rdata.rs parse_rdata / rdata_from_text ─► wire bytes
-//!                   per type, on a Fields cursor (fields.rs); LOC: loc.rs; SVCB/HTTPS: svcb.rs;
+//!                   as the type's descriptor (crate::types) says: its fields one by
+//!                   one (layout.rs) on a Fields cursor (fields.rs); LOC: loc.rs;
+//!                   SVCB/HTTPS: svcb.rs; APL: apl.rs; IPSECKEY: ipseckey.rs;
 //!                   names, numbers, TTLs, base16/32/64: text.rs (on crate::encoding)
 //!  wire ─► print/ rdata_text / record_text ─► text that parses back the same
 //!  errors: error.rs (ParseError with file:line, SyntaxError for one string)
@@ -16,9 +18,12 @@
 //! Nothing here knows about storage: the importer (`loadtools`) and the
 //! signer's export (`signer`) turn records into nodes and back.
 
+mod apl;
 mod error;
 mod fields;
 mod include;
+mod ipseckey;
+mod layout;
 mod lexer;
 mod loc;
 mod print;

@@ -101,6 +101,50 @@ const KNOWN: &[(&str, &str)] = &[
     ("CSYNC", "66 3 A NS AAAA"),
     ("CSYNC", "66 0"),
     ("ZONEMD", "2024010101 1 2 0123456789abcdef0123456789abcdef"),
+    ("MD", "Mail.Example."),
+    ("MF", "mail"),
+    ("MB", "Mailhost"),
+    ("MG", "member"),
+    ("MR", "renamed.example."),
+    ("MINFO", "Admin errors.example."),
+    ("WKS", "192.0.2.2 tcp 25 80 443"),
+    ("WKS", "192.0.2.2 udp"),
+    ("WKS", "192.0.2.2 99 0 7"),
+    ("X25", "311061700956"),
+    ("ISDN", r#""150862028003217" "004""#),
+    ("ISDN", "150862028003217"),
+    ("RT", "10 Relay"),
+    ("NSAP", "0x47000580005a0000000001e133ffffff00016100"),
+    (
+        "SIG",
+        "A 8 3 3600 20300101000000 20200101000000 12345 Signer. AQID",
+    ),
+    ("KEY", "256 3 8 AQID"),
+    ("PX", "10 map822 mapx400.example."),
+    ("NXT", "Next.example. A NS SOA MX TXT AAAA"),
+    ("NXT", "next.example."),
+    ("CERT", "1 12345 8 AQID"),
+    (
+        "APL",
+        "1:192.168.32.0/21 !1:192.168.38.0/28 2:2001:db8::/32 1:0.0.0.0/0",
+    ),
+    ("APL", ""),
+    (
+        "IPSECKEY",
+        "10 0 2 . AQNRU3mG7TVTO2BkR47usntb102uFJtugbo6BSGvgqt4AQ==",
+    ),
+    ("IPSECKEY", "10 1 2 192.0.2.38 AQID"),
+    ("IPSECKEY", "10 2 2 2001:db8::1 AQID"),
+    ("IPSECKEY", "10 3 0 Gw.example."),
+    ("DHCID", "AAIBY2/AuCccgoJbsaxcQc9TUapptP69lOjxfNuVAA2kjEA="),
+    ("OPENPGPKEY", "AQID"),
+    ("NID", "10 0014:4fff:ff20:ee64"),
+    ("L32", "10 10.1.2.0"),
+    ("L64", "10 2001:0db8:1140:1000"),
+    ("LP", "10 L64-subnet1"),
+    ("URI", r#"10 1 "ftp://ftp1.example.com/public""#),
+    ("AVC", r#""app-name:WOLFGANG|app-class:OAM" "x""#),
+    ("DLV", "12345 8 2 49FD46E6C4B45C55D4AC69CBD3CD34AC1AFE51DE"),
 ];
 
 /// Types with no syntax of their own here: always the RFC 3597 form.
@@ -108,14 +152,14 @@ const GENERIC: &[(&str, &str)] = &[("TYPE65280", r"\# 4 0A000001"), ("TYPE65281"
 
 /// Rdata of known types that the parser would not read back from their
 /// own syntax (a LOC size "0e5", SVCB keys out of order or a mandatory key
-/// missing, a CAA tag with a dash, a short EUI48): printed in the RFC 3597
+/// missing, a CAA tag with a dash, an IPSECKEY gateway type with no form): printed in the RFC 3597
 /// form.
 const ODD_WIRE: &[(&str, &str)] = &[
     ("LOC", r"\# 16 00051613 8b2e8a58 7b7c8f5c 0098967f"),
     ("SVCB", r"\# 16 0001 00 0003 0002 01bb 0001 0003 026832"),
     ("SVCB", r"\# 9 0001 00 0000 0002 0003"),
     ("CAA", r"\# 7 00 04 612d6263 78"),
-    ("EUI48", r"\# 5 00005e0053"),
+    ("IPSECKEY", r"\# 4 0a040200"),
 ];
 
 fn origin() -> Name {

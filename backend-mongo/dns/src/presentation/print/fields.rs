@@ -1,16 +1,14 @@
 //! The pieces every printer uses: integers at an offset, names, quoted
-//! strings, type bitmaps, RRSIG times, and "numbers then data" layouts.
+//! strings, RRSIG times.
 //!
 //! ```text
 //!  rd, offset ─► u16_at / u32_at / uint_at ─► number (None past the end)
-//!  rd, offset ─► whole_name: the name that ends the rdata
 //!  bytes ─► quoted: "..." with \" \\ and \DDD ─► parses back byte for byte
 //! ```
 
 use std::fmt::Write as _;
 
 use crate::civil::civil_from_days;
-use crate::dnssec::bitmap_types;
 use crate::encoding::to_hex;
 use crate::name::wire_name_text;
 
@@ -38,12 +36,6 @@ pub(super) fn u32_at(rd: &[u8], at: usize) -> Option<u32> {
 /// The name at `at` in presentation form, and the offset after it.
 pub(super) fn name_at(rd: &[u8], at: usize) -> Option<(String, usize)> {
     wire_name_text(rd, at)
-}
-
-/// The name at `at` when it ends the rdata.
-pub(super) fn whole_name(rd: &[u8], at: usize) -> Option<String> {
-    let (name, end) = name_at(rd, at)?;
-    (end == rd.len()).then_some(name)
 }
 
 /// `bytes` in double quotes: `"` and `\` escaped, bytes outside printable
@@ -74,17 +66,6 @@ pub(super) fn char_string(rd: &[u8], at: usize) -> Option<(String, usize)> {
     Some((quoted(s), at + 1 + len))
 }
 
-/// `fields` followed by the type mnemonics of an NSEC/NSEC3/CSYNC type
-/// bitmap, space-separated.
-pub(super) fn with_types(fields: String, bitmap: &[u8]) -> String {
-    let mut out = fields;
-    for t in bitmap_types(bitmap) {
-        out.push(' ');
-        out.push_str(&t.mnemonic());
-    }
-    out
-}
-
 /// RRSIG time field as YYYYMMDDHHmmSS (RFC 4034 §3.2).
 pub(super) fn time_text(t: u32) -> String {
     let secs = i64::from(t);
@@ -98,25 +79,6 @@ pub(super) fn time_text(t: u32) -> String {
     )
 }
 
-/// Integers of the given widths in octets, then data that must not be
-/// empty, shown by `data_text`: DS `[2, 1, 1]` hex, DNSKEY `[2, 1, 1]`
-/// base64, TLSA `[1, 1, 1]` hex, ...
-pub(super) fn numbers_then(
-    rd: &[u8],
-    widths: &[usize],
-    data_text: fn(&[u8]) -> String,
-) -> Option<String> {
-    let mut out = String::new();
-    let mut at = 0;
-    for &width in widths {
-        let _ = write!(out, "{} ", uint_at(rd, at, width)?);
-        at += width;
-    }
-    let data = rd.get(at..).filter(|d| !d.is_empty())?;
-    out.push_str(&data_text(data));
-    Some(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,12 +90,7 @@ mod tests {
     }
 
     #[test]
-    fn numbers_then_data() {
-        assert_eq!(
-            numbers_then(&[0, 5, 8, 1, 0xab], &[2, 1, 1], hex).as_deref(),
-            Some("5 8 1 AB")
-        );
-        assert_eq!(numbers_then(&[0, 5, 8, 1], &[2, 1, 1], hex), None);
+    fn quoting_escapes() {
         assert_eq!(quoted(b"a\"\\\x00\xff"), r#""a\"\\\000\255""#);
     }
 }

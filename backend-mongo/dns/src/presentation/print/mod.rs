@@ -3,11 +3,11 @@
 //! message or API answer that shows a record.
 //!
 //! ```text
-//!  (type, wire rdata) ─► known type, well-formed? ─yes─► per-type text
-//!        │                       │no        basic.rs: addresses, names, SOA, MX, TXT, SRV,
-//!        │                       │                    NAPTR, CAA, URI, TLSA, SSHFP, ...
-//!        │                       │          dnssec.rs: DS, DNSKEY, RRSIG, NSEC, NSEC3(PARAM)
-//!        │                       │          loc.rs (RFC 1876), svcb.rs (RFC 9460)
+//!  (type, wire rdata) ─► the type's descriptor (crate::types), well-formed? ─yes─► text
+//!        │                       │no        layout.rs: field by field, as the descriptor
+//!        │                       │                     lays the rdata out (addresses.rs)
+//!        │                       │          loc.rs (RFC 1876), svcb.rs (RFC 9460),
+//!        │                       │          apl.rs (RFC 3123), ipseckey.rs (RFC 4025)
 //!        │                       └─► RFC 3597: \# <length> <HEX>
 //!  record_text: owner <TAB> TTL <TAB> IN <TAB> TYPE <TAB> rdata_text
 //!  fields.rs: integers, names, quoted strings, bitmaps, times
@@ -16,12 +16,15 @@
 //! Every text written here reads back through [`super::parse_rdata`] to the
 //! same wire bytes (`round_trip.rs` checks each type).
 
-mod basic;
-mod dnssec;
+mod addresses;
+mod apl;
 mod fields;
+mod ipseckey;
+mod layout;
 mod loc;
 mod svcb;
 
+use crate::types::Rdata;
 use crate::{Name, RType};
 
 use fields::hex;
@@ -48,45 +51,16 @@ fn generic(rd: &[u8]) -> String {
     format!("\\# {} {}", rd.len(), hex(rd))
 }
 
-/// The per-type dispatch; `None` when the type has no text form here or
-/// `rd` does not have its layout.
+/// The per-type dispatch, on the type's descriptor; `None` when the type
+/// has no text form here or `rd` does not have its layout.
 fn known(rtype: RType, rd: &[u8]) -> Option<String> {
-    match rtype.0 {
-        1 => basic::a(rd),
-        28 => basic::aaaa(rd),
-        // NS, CNAME, PTR, DNAME
-        2 | 5 | 12 | 39 => fields::whole_name(rd, 0),
-        6 => basic::soa(rd),
-        13 => basic::char_strings(rd, Some(2)),
-        // MX, AFSDB, KX
-        15 | 18 | 36 => basic::number_name(rd),
-        // TXT, SPF
-        16 | 99 => basic::char_strings(rd, None),
-        17 => basic::rp(rd),
-        29 => loc::loc(rd),
-        33 => basic::srv(rd),
-        35 => basic::naptr(rd),
-        // DS, CDS
-        43 | 59 => fields::numbers_then(rd, &[2, 1, 1], hex),
-        44 => fields::numbers_then(rd, &[1, 1], hex),
-        46 => dnssec::rrsig(rd),
-        47 => dnssec::nsec(rd),
-        // DNSKEY, CDNSKEY
-        48 | 60 => fields::numbers_then(rd, &[2, 1, 1], crate::encoding::base64),
-        // DHCID, OPENPGPKEY
-        49 | 61 => fields::numbers_then(rd, &[], crate::encoding::base64),
-        50 => dnssec::nsec3(rd),
-        51 => dnssec::nsec3param(rd),
-        // TLSA, SMIMEA
-        52 | 53 => fields::numbers_then(rd, &[1, 1, 1], hex),
-        62 => dnssec::csync(rd),
-        63 => fields::numbers_then(rd, &[4, 1, 1], hex),
-        // SVCB, HTTPS
-        64 | 65 => svcb::svcb(rtype, rd),
-        108 | 109 => basic::eui(rd, if rtype.0 == 108 { 6 } else { 8 }),
-        256 => basic::uri(rd),
-        257 => basic::caa(rd),
-        _ => None,
+    match rtype.info()?.rdata {
+        Rdata::Fields(fields) => layout::fields_text(fields, rd),
+        Rdata::Loc => loc::loc(rd),
+        Rdata::Svcb => svcb::svcb(rtype, rd),
+        Rdata::Apl => apl::apl(rd),
+        Rdata::Ipseckey => ipseckey::ipseckey(rd),
+        Rdata::Opaque => None,
     }
 }
 

@@ -13,7 +13,7 @@ use crate::{Name, RType};
 
 use super::super::parse_rdata;
 use super::super::svcb::key_name;
-use super::basic;
+use super::addresses;
 use super::fields::{name_at, quoted, u16_at};
 
 /// SVCB or HTTPS rdata of type `rtype`.
@@ -38,9 +38,9 @@ fn param(key: u16, value: &[u8]) -> Option<String> {
         0 => mandatory(value)?,
         1 => alpn(value)?,
         3 if value.len() == 2 => u16_at(value, 0)?.to_string(),
-        4 => addresses(value, 4, basic::a)?,
+        4 => addresses(value, 4, addresses::a)?,
         5 => base64(value),
-        6 => addresses(value, 16, basic::aaaa)?,
+        6 => addresses(value, 16, addresses::aaaa)?,
         // no-default-alpn, ohttp, and any key without a value
         _ if value.is_empty() => return Some(name),
         2 | 3 | 8 => return None,
