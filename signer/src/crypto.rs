@@ -252,71 +252,17 @@ impl SigningKey {
     }
 }
 
-/// Lower-cases the ASCII letters of the uncompressed name at `at`; returns
-/// the offset after it (or `None` if there is no valid name there).
-fn lower_name_at(rd: &mut [u8], at: usize) -> Option<usize> {
-    let mut pos = at;
-    loop {
-        let len = *rd.get(pos)? as usize;
-        if len == 0 {
-            return Some(pos + 1);
-        }
-        if len > 63 || pos + 1 + len > rd.len() {
-            return None;
-        }
-        rd[pos + 1..pos + 1 + len].make_ascii_lowercase();
-        pos += 1 + len;
-    }
-}
-
-fn skip_char_string(rd: &[u8], at: usize) -> Option<usize> {
-    Some(at + 1 + *rd.get(at)? as usize)
-}
-
 /// The canonical form of rdata (RFC 4034 §6.2 as amended by RFC 6840 §5.1):
-/// embedded names of the listed types in lower case.
+/// the embedded names of the types whose descriptor says so (`dns::types`,
+/// `canonical`) in lower case.
 pub fn canonical_rdata(rtype: RType, rd: &[u8]) -> Vec<u8> {
     let mut out = rd.to_vec();
-    let _ = (|| -> Option<()> {
-        match rtype.0 {
-            // NS MD MF CNAME MB MG MR PTR DNAME
-            2 | 3 | 4 | 5 | 7 | 8 | 9 | 12 | 39 => {
-                lower_name_at(&mut out, 0)?;
-            }
-            // SOA, MINFO, RP: two names
-            6 | 14 | 17 => {
-                let next = lower_name_at(&mut out, 0)?;
-                lower_name_at(&mut out, next)?;
-            }
-            // MX AFSDB RT KX: preference, name
-            15 | 18 | 21 | 36 => {
-                lower_name_at(&mut out, 2)?;
-            }
-            // PX: preference, two names
-            26 => {
-                let next = lower_name_at(&mut out, 2)?;
-                lower_name_at(&mut out, next)?;
-            }
-            // SRV: priority, weight, port, target
-            33 => {
-                lower_name_at(&mut out, 6)?;
-            }
-            // NAPTR: order, preference, flags, services, regexp, replacement
-            35 => {
-                let mut at = 4;
-                for _ in 0..3 {
-                    at = skip_char_string(&out, at)?;
-                }
-                lower_name_at(&mut out, at)?;
-            }
-            // SIG, RRSIG: signer name
-            24 | 46 => {
-                lower_name_at(&mut out, 18)?;
-            }
-            _ => {}
-        }
-        Some(())
-    })();
+    if !rtype.info().is_some_and(|t| t.canonical) {
+        return out;
+    }
+    for (at, len) in dns::rdata::names_in(rtype, rd).map_while(Result::ok) {
+        out[at..at + len].make_ascii_lowercase();
+    }
     out
 }
 

@@ -2,8 +2,11 @@
 """Differential test: mongodns-server against Knot DNS and NSD on the same zones.
 
     zones (tests/zones/*.zone + a generated zone)
-      ├─► knotd  (temp dir, high port)      ┐
-      ├─► nsd    (temp dir, high port)      ├─ AXFR from Knot ─► owner names
+      ├─► nsd    (temp dir, high port)      ┐
+      ├─► knotd  (temp dir, high port; a    │
+      │   zone's `; nsd-only` lines, types  │
+      │   Knot does not read, as NSD reads  │
+      │   them, in RFC 3597 form)           ├─ AXFR from Knot ─► owner names
       └─► mongodns-import ─► mongodns-server┘        ─► query list (names ×
           (fresh database)                              types × EDNS × case)
     every query ─► all three servers, concurrently (UDP; TCP for TC and a sample)
@@ -914,9 +917,12 @@ def run_pass(args, signed):
         ports = {name: free_port() for name in ("knot", "nsd", "mongodns", "control")}
         servers = {}
         if not signed:
-            servers = {"knot": start_knot(tmp, zones, ports["knot"]),
-                       "nsd": start_nsd(tmp, zones, ports["nsd"])}
-            procs += servers.values()
+            servers["nsd"] = start_nsd(tmp, zones, ports["nsd"])
+            procs.append(servers["nsd"])
+            knot_zones = knot_zone_files(tmp, zones, servers["nsd"], ports["nsd"],
+                                         time.time() + 60)
+            servers["knot"] = start_knot(tmp, knot_zones, ports["knot"])
+            procs.append(servers["knot"])
         import_zones(args, tmp, zones, database)
         log(f"differential ({label}): zones imported into {database} "
             f"({time.time() - started:.1f} s)")
@@ -1011,6 +1017,43 @@ def sign_zones(args, zones, database):
                            env=env, capture_output=True, text=True)
         if r.returncode != 0:
             raise Fail(f"mongodns-sign secure-zone {origin} failed:\n{r.stderr}")
+
+
+NSD_ONLY = "; nsd-only"
+
+
+def knot_zone_files(tmp, zones, nsd, port, deadline):
+    """Knot's copy of every zone with lines marked `; nsd-only` (types Knot
+    does not read, tests/zones/types.test.zone): those lines left out and
+    NSD's reading of the same owner names added in RFC 3597 form, which
+    Knot reads for any type. Returns Knot's [(origin, file)]."""
+    out = []
+    for origin, path in zones:
+        with open(os.path.join(tmp, "zones", path)) as f:
+            text = f.read()
+        if NSD_ONLY not in text:
+            out.append((origin, path))
+            continue
+        kept, owners = [], set()
+        for line in text.splitlines():
+            if line.rstrip().endswith(NSD_ONLY):
+                owner = line.split()[0].lower()
+                owners.add(owner if owner.endswith(".") else f"{owner}.{origin}")
+            else:
+                kept.append(line)
+        wait_ready("nsd", nsd, port, [(origin, path)], deadline)
+        msgs = asyncio.run(axfr(port, origin))
+        if not msgs:
+            raise Fail(f"nsd gave no AXFR of {origin} (for Knot's copy of it)")
+        lines = [line for raw in msgs for line in w.zone_file_lines(raw)]
+        added = [line for line in lines if line.split()[0].lower() in owners]
+        if {line.split()[0].lower() for line in added} != owners:
+            raise Fail(f"nsd's AXFR of {origin} lacks some of {sorted(owners)}")
+        knot_path = f"knot-{path}"
+        with open(os.path.join(tmp, "zones", knot_path), "w") as f:
+            f.write("\n".join(kept + added) + "\n")
+        out.append((origin, knot_path))
+    return out
 
 
 async def write_signed_zones(tmp, zones, port):

@@ -365,14 +365,10 @@ pub fn negative_ttl(ttl: u32, rdata: Option<&[u8]>) -> u32 {
     ttl.min(minimum)
 }
 
-/// Where the name an NS, MX or SRV record points at begins in its rdata.
+/// Where the name whose addresses go to the additional section begins in
+/// the rdata of `rtype` (NS, MX, SRV: the type's descriptor says).
 fn target_at(rtype: RType) -> Option<usize> {
-    match rtype {
-        RType::NS => Some(0),
-        RType::MX => Some(2),
-        RType::SRV => Some(6),
-        _ => None,
-    }
+    rtype.info()?.target_at()
 }
 
 /// The name an NS, MX or SRV record points at.
@@ -401,6 +397,7 @@ fn least_used(answer: &Answer) -> usize {
 }
 
 /// Adds A and AAAA records for NS, MX and SRV targets inside the zone
+/// (the types whose descriptor asks for additional addresses)
 /// (glue below a cut included), without repeating what is already there.
 /// Reads no more targets than could each add one address to a reply of
 /// `room` bytes after the answer and authority sections.

@@ -15,7 +15,7 @@ use super::answer::Outcome;
 use super::{answer, Responder, Transport};
 use crate::backend::Backend;
 use crate::cache::{Dependency, NameReach, PacketKey};
-use backend_mongo::{RType, ZoneInfo};
+use backend_mongo::ZoneInfo;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -135,7 +135,6 @@ fn is_plain_positive(answer: &answer::Answer, key: &PacketKey, first_zone: &Zone
             .iter()
             .all(|s| s.node.is_some() && s.closest_encloser.is_none())
         && answer.answer.iter().all(|p| {
-            p.owner.as_wire() == qname
-                && !matches!(p.rrset.rtype, RType::NS | RType::MX | RType::SRV)
+            p.owner.as_wire() == qname && !p.rrset.rtype.info().is_some_and(|t| t.additional)
         })
 }

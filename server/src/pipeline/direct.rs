@@ -99,23 +99,22 @@ fn is_plain(query: &Query, packet: &[u8]) -> bool {
 }
 
 /// Types answered by their RRset alone: not those whose targets get
-/// addresses in the additional section (NS, MX, SRV), the SOA (EDNS
-/// EXPIRE at an apex), ANY, RRSIG and DS (the answer stage's own rules),
-/// and no transfer or meta type.
+/// addresses in the additional section (NS, MX, SRV: the type's
+/// descriptor says), the SOA (EDNS EXPIRE at an apex), ANY, RRSIG and DS
+/// (the answer stage's own rules), and no transfer or meta type.
 fn plain_type(qtype: RType) -> bool {
-    !matches!(
-        qtype,
-        RType::NS
-            | RType::MX
-            | RType::SRV
-            | RType::SOA
-            | RType::ANY
-            | RType::RRSIG
-            | RType::DS
-            | RType::AXFR
-            | RType::IXFR
-            | RType::OPT
-    ) && !(128..=255).contains(&qtype.0)
+    !qtype.info().is_some_and(|t| t.additional)
+        && !matches!(
+            qtype,
+            RType::SOA
+                | RType::ANY
+                | RType::RRSIG
+                | RType::DS
+                | RType::AXFR
+                | RType::IXFR
+                | RType::OPT
+        )
+        && !(128..=255).contains(&qtype.0)
 }
 
 /// Writes the reply for `plain` as render.rs would, into `buf`: `None`

@@ -14,6 +14,7 @@
 use crate::wire::walk::{records_from, u16_at, Part, RecordAt, Unwalkable};
 use crate::wire::{read_name, Rcode, CLASS_ANY, CLASS_IN, HEADER_LEN};
 use dns::edit::{ChangeSet, Prerequisite, RecordEdit};
+use dns::types::{Field, Rdata, TypeInfo};
 use dns::{Name, RType};
 
 /// Class NONE (RFC 2136 §1.3).
@@ -79,37 +80,48 @@ fn read_rr(p: &[u8], at: Result<RecordAt, Unwalkable>) -> Result<Rr, Refusal> {
     })
 }
 
-/// The rdata at `start..end`, with the names RFC 1035 types may compress
-/// written out in full (RFC 3597 §4); other types as they are.
+/// The rdata at `start..end`, with the names of the types whose names may
+/// arrive compressed written out in full: the types whose descriptor
+/// (`dns::types`) lower-cases names in canonical form, the RFC 1035 types
+/// and those RFC 3597 §4 asks receivers to decompress too (SRV, NAPTR,
+/// RP, AFSDB, RT, KX, PX, SIG, NXT, DNAME, RRSIG); other types as they are.
 fn decompress_rdata(p: &[u8], t: RType, start: usize, end: usize) -> Result<Vec<u8>, Refusal> {
     if start == end {
         // No rdata: a deletion or a prerequisite.
         return Ok(Vec::new());
     }
-    // (bytes before the first name, names, whether fixed bytes follow)
-    let layout: &[u8] = match t.0 {
-        2 | 3 | 4 | 5 | 7 | 8 | 9 | 12 | 39 => &[0, 1],
-        6 => &[0, 2],
-        14 | 17 => &[0, 2],
-        15 | 18 | 21 | 36 => &[2, 1],
-        33 => &[6, 1],
+    let fields = match t.info() {
+        Some(TypeInfo {
+            canonical: true,
+            rdata: Rdata::Fields(fields),
+            ..
+        }) => *fields,
         _ => return Ok(p[start..end].to_vec()),
     };
-    let (skip, names) = (usize::from(layout[0]), layout[1]);
-    let mut out = p
-        .get(start..start + skip)
-        .ok_or_else(|| formerr("short rdata"))?
-        .to_vec();
-    let mut at = start + skip;
-    for _ in 0..names {
-        let (name, next) = read_name(p, at).ok_or_else(|| formerr("a name in rdata"))?;
-        if next > end {
-            return Err(formerr("a name in rdata runs past it"));
-        }
-        out.extend_from_slice(name.as_wire());
+    let short = || formerr("short rdata");
+    let mut out = Vec::with_capacity(end - start);
+    let mut at = start;
+    for field in fields {
+        let next = match field {
+            Field::Name(_) => {
+                let (name, next) = read_name(p, at).ok_or_else(|| formerr("a name in rdata"))?;
+                if next > end {
+                    return Err(formerr("a name in rdata runs past it"));
+                }
+                out.extend_from_slice(name.as_wire());
+                at = next;
+                continue;
+            }
+            Field::Text(_) => at + 1 + usize::from(*p.get(at).ok_or_else(short)?),
+            _ => match field.width() {
+                Some(width) => at + width,
+                None => break,
+            },
+        };
+        out.extend_from_slice(p.get(at..next).filter(|_| next <= end).ok_or_else(short)?);
         at = next;
     }
-    out.extend_from_slice(&p[at..end]);
+    out.extend_from_slice(p.get(at..end).ok_or_else(short)?);
     Ok(out)
 }
 

@@ -13,6 +13,7 @@ use super::{Edns, Rcode, HEADER_LEN};
 use crate::edns::reply::{write_opt, EDE_LEN, OPT_LEN};
 use backend_mongo::name::{MAX_LABEL_LEN, MAX_NAME_LEN};
 use backend_mongo::{Name, RRset, RType};
+use dns::types::{Rdata, TypeInfo};
 
 /// A section of the reply.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -245,26 +246,34 @@ impl MessageWriter {
     }
 
     /// Writes rdata, compressing the names of the RFC 1035 types that allow it
-    /// (RFC 3597 §4); every other type is copied as stored. A name those
-    /// types must hold that does not parse makes the record malformed.
+    /// (RFC 3597 §4; the type's descriptor says, `dns::types`); every other
+    /// type is copied as stored. Those layouts are names and fixed-width
+    /// fields only, walked here without allocating. A name those types must
+    /// hold that does not parse makes the record malformed.
     fn put_rdata(&mut self, rtype: RType, rd: &[u8]) -> Result<(), NotWritten> {
-        let names_at: &[usize] = match rtype {
-            RType::NS | RType::CNAME | RType::PTR => &[0],
-            RType::MX => &[2],
-            RType::SOA => &[0, usize::MAX],
+        let fields = match rtype.info() {
+            Some(TypeInfo {
+                compress: true,
+                rdata: Rdata::Fields(fields),
+                ..
+            }) => fields,
             _ => {
                 self.buf.extend_from_slice(rd);
                 return Ok(());
             }
         };
-        let mut pos = 0;
-        for &at in names_at {
-            let at = if at == usize::MAX { pos } else { at };
+        let (mut pos, mut at) = (0, 0);
+        for field in fields.iter() {
+            if let Some(width) = field.width() {
+                at += width;
+                continue;
+            }
             let name = rd.get(at..).ok_or(NotWritten::Malformed)?;
             let len = name_len(name).ok_or(NotWritten::Malformed)?;
             self.buf.extend_from_slice(&rd[pos..at]);
             self.put_name(&name[..len])?;
-            pos = at + len;
+            at += len;
+            pos = at;
         }
         self.buf.extend_from_slice(&rd[pos..]);
         Ok(())
