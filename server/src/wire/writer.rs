@@ -416,6 +416,47 @@ mod tests {
         assert_eq!(rd, &[0, 10, 4, b'm', b'a', b'i', b'l', 0xC0, 0x0C]);
     }
 
+    /// The answer section's rdata of one record of `rtype` at the question
+    /// name, written after it.
+    fn written_rdata(rtype: RType, rd: Vec<u8>) -> Vec<u8> {
+        let qname = n("example.com.");
+        let q = question(&qname);
+        let mut w = MessageWriter::new(&q, &qname, 512, false);
+        let set = RRset {
+            rtype,
+            ttl: 60,
+            rdata: vec![rd.into()],
+        };
+        w.push_rrset(Section::Answer, &qname, &set).unwrap();
+        let msg = w.finish(1, 0, Rcode::NOERROR, None, 1232);
+        msg[12 + q.len() + 12..].to_vec()
+    }
+
+    #[test]
+    fn only_rfc_1035_types_compress_their_rdata_names() {
+        let (a, b) = (n("a.example.com."), n("b.example.com."));
+        // MINFO (RFC 1035): both names compressed to the question.
+        let minfo = [a.as_wire(), b.as_wire()].concat();
+        assert_eq!(
+            written_rdata(RType(14), minfo),
+            [&[1, b'a', 0xC0, 0x0C][..], &[1, b'b', 0xC0, 0x0C]].concat()
+        );
+        // SOA: two names compressed, the timers copied after them.
+        let soa = [a.as_wire(), b.as_wire(), &[7; 20]].concat();
+        let written = written_rdata(RType::SOA, soa);
+        assert_eq!(&written[..8], &[1, b'a', 0xC0, 0x0C, 1, b'b', 0xC0, 0x0C]);
+        assert_eq!(&written[8..], &[7; 20]);
+        // SRV, RP, LP, NAPTR, KX: as stored (RFC 3597 §4, RFC 2782).
+        for (rtype, rd) in [
+            (RType::SRV, [&[0, 1, 0, 2, 0, 3][..], a.as_wire()].concat()),
+            (RType(17), [a.as_wire(), b.as_wire()].concat()),
+            (RType(107), [&[0, 10][..], a.as_wire()].concat()),
+            (RType(36), [&[0, 10][..], a.as_wire()].concat()),
+        ] {
+            assert_eq!(written_rdata(rtype, rd.clone()), rd, "{rtype}");
+        }
+    }
+
     #[test]
     fn an_rrset_that_does_not_fit_is_left_out_whole() {
         let qname = n("example.com.");

@@ -110,3 +110,48 @@ fn svcb_rules_of_rfc9460() {
         assert!(err.contains(needle), "{text}: {err}");
     }
 }
+
+/// Wire forms of the types the descriptor table added, from their RFCs'
+/// examples (the differential suite holds the rest to NSD's reading).
+#[test]
+fn descriptor_types_have_their_rfc_wire_forms() {
+    let origin = name("example.");
+    let wire = |t: u16, text: &str| rdata_from_str(RType(t), text, &origin).unwrap();
+    // RFC 3123 §4: the address cut after its last non-zero octet, N bit.
+    assert_eq!(
+        wire(42, "1:192.168.32.0/21 !1:192.168.38.0/28"),
+        [0, 1, 21, 3, 192, 168, 32, 0, 1, 28, 0x83, 192, 168, 38]
+    );
+    assert_eq!(wire(42, "1:0.0.0.0/0"), [0, 1, 0, 0]);
+    // RFC 1035 §3.4.2: address, protocol, port bitmap (25 and 80).
+    let wks = wire(11, "10.0.0.1 tcp 25 80");
+    assert_eq!(&wks[..5], &[10, 0, 0, 1, 6]);
+    assert_eq!(wks.len(), 5 + 11);
+    assert_eq!((wks[5 + 3], wks[5 + 10]), (0x40, 0x80));
+    // RFC 2535 §5.2: NXT types as one bitmap from type 0.
+    assert_eq!(wire(30, "a. A MX"), [1, b'a', 0, 0x40, 0x01]);
+    // RFC 1706 §5: NSAP as hex after 0x, dots ignored.
+    assert_eq!(wire(22, "0x47.0005.80"), [0x47, 0x00, 0x05, 0x80]);
+    // RFC 4025 §3: gateway by its type; a name stays uncompressed and as written.
+    assert_eq!(wire(45, "10 0 2 . AQID"), [10, 0, 2, 1, 2, 3]);
+    assert_eq!(
+        wire(45, "10 3 2 Gw AQID"),
+        [&[10, 3, 2, 2, b'G', b'w', 7][..], b"example\0", &[1, 2, 3]].concat()
+    );
+    // RFC 6742: NID and L64 as four 16-bit groups; L32 an IPv4 locator.
+    assert_eq!(
+        wire(104, "10 0014:4fff:ff20:ee64"),
+        [0, 10, 0, 0x14, 0x4f, 0xff, 0xff, 0x20, 0xee, 0x64]
+    );
+    assert_eq!(wire(105, "10 10.1.2.0"), [0, 10, 10, 1, 2, 0]);
+    // ISDN's subaddress may be left out; CERT types by mnemonic.
+    assert_eq!(wire(20, "\"1234\""), b"\x041234");
+    assert_eq!(wire(37, "PGP 0 0 AQID"), [0, 3, 0, 0, 0, 1, 2, 3]);
+    assert!(rdata_from_str(RType(42), "3:1.2.3.4/8", &origin).is_err());
+    assert!(rdata_from_str(RType(42), "1:1.2.3.4/33", &origin).is_err());
+    assert!(rdata_from_str(RType(30), "a. CAA", &origin).is_err());
+    assert!(rdata_from_str(RType(45), "10 0 2 gw AQID", &origin).is_err());
+    // NULL has no text form but RFC 3597's.
+    assert!(rdata_from_str(RType(10), "01", &origin).is_err());
+    assert_eq!(wire(10, r"\# 1 01"), [1]);
+}
