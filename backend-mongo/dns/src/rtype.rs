@@ -95,6 +95,7 @@ impl RType {
 
     /// Everything known about this type (`types.rs`), if it is known: an
     /// array look-up, no search.
+    #[inline]
     pub const fn info(self) -> Option<&'static TypeInfo> {
         crate::types::info(self.0)
     }

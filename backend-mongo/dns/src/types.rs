@@ -12,6 +12,7 @@
 //!           Rdata::Opaque: RFC 3597 `\#` only (NULL, meta types)
 //!    compress ─► server wire/writer.rs: the Name fields written with pointers
 //!    additional ─► server pipeline: A/AAAA of the first Name field's target
+//!                  (its offset, worked out when the table is built)
 //!    canonical ─► signer: the Name fields lower-cased (RFC 4034 §6.2)
 //! ```
 //!
@@ -110,10 +111,11 @@ pub struct TypeInfo {
     /// types of RFC 1035 whose names may be compressed: NS, MD, MF, CNAME,
     /// SOA, MB, MG, MR, PTR, MINFO, MX).
     pub compress: bool,
-    /// The addresses (A, AAAA) of the name in the first name field go to
+    /// The offset in the rdata of the name whose addresses (A, AAAA) go to
     /// the additional section: NS (RFC 1035 §3.3.11), MX (§3.3.9), SRV
-    /// (RFC 2782), what Knot DNS and NSD both add.
-    pub additional: bool,
+    /// (RFC 2782), what Knot DNS and NSD both add. Worked out from the
+    /// fields when the table is built.
+    pub additional: Option<usize>,
     /// Names in the rdata are lower-cased in the canonical form (RFC 4034
     /// §6.2 as RFC 6840 §5.1 amends it).
     pub canonical: bool,
@@ -121,28 +123,16 @@ pub struct TypeInfo {
 
 impl TypeInfo {
     /// The offset in the rdata of the name whose addresses go to the
-    /// additional section, when the type has one and only fixed-width
-    /// fields come before it.
-    pub fn target_at(&self) -> Option<usize> {
-        if !self.additional {
-            return None;
-        }
-        let Rdata::Fields(fields) = self.rdata else {
-            return None;
-        };
-        let mut at = 0;
-        for field in fields {
-            match field.width() {
-                Some(n) => at += n,
-                None => return matches!(field, Field::Name(_)).then_some(at),
-            }
-        }
-        None
+    /// additional section, when the type has one ([`TypeInfo::additional`]).
+    #[inline]
+    pub const fn target_at(&self) -> Option<usize> {
+        self.additional
     }
 }
 
 impl Field {
     /// The field's size in octets when it is fixed.
+    #[inline]
     pub const fn width(&self) -> Option<usize> {
         use Field::*;
         Some(match self {
@@ -167,7 +157,7 @@ const fn t(number: u16, mnemonic: &'static str, fields: &'static [Field]) -> Typ
         mnemonic,
         rdata: Rdata::Fields(fields),
         compress: false,
-        additional: false,
+        additional: None,
         canonical: false,
     }
 }
@@ -179,7 +169,7 @@ const fn special(number: u16, mnemonic: &'static str, rdata: Rdata) -> TypeInfo 
         mnemonic,
         rdata,
         compress: false,
-        additional: false,
+        additional: None,
         canonical: false,
     }
 }
@@ -200,12 +190,29 @@ impl TypeInfo {
             ..self
         }
     }
-    /// The first name's addresses go to the additional section.
+    /// The first name's addresses go to the additional section: its
+    /// offset, after fixed-width fields only (the table does not build
+    /// otherwise).
     const fn a(self) -> TypeInfo {
-        TypeInfo {
-            additional: true,
-            ..self
+        let Rdata::Fields(fields) = self.rdata else {
+            panic!("additional addresses need a field layout")
+        };
+        let mut at = 0;
+        let mut i = 0;
+        while i < fields.len() {
+            if let Field::Name(_) = fields[i] {
+                return TypeInfo {
+                    additional: Some(at),
+                    ..self
+                };
+            }
+            match fields[i].width() {
+                Some(n) => at += n,
+                None => panic!("a variable field before the target name"),
+            }
+            i += 1;
         }
+        panic!("additional addresses need a name field")
     }
 }
 
@@ -445,6 +452,7 @@ static INDEX: [u8; INDEXED] = {
 
 /// The descriptor of type `n`, if mongodns knows it: an array look-up
 /// (a short scan for the few numbers from 512 up).
+#[inline]
 pub const fn info(n: u16) -> Option<&'static TypeInfo> {
     if (n as usize) < INDEXED {
         let i = INDEX[n as usize];

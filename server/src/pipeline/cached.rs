@@ -135,6 +135,7 @@ fn is_plain_positive(answer: &answer::Answer, key: &PacketKey, first_zone: &Zone
             .iter()
             .all(|s| s.node.is_some() && s.closest_encloser.is_none())
         && answer.answer.iter().all(|p| {
-            p.owner.as_wire() == qname && !p.rrset.rtype.info().is_some_and(|t| t.additional)
+            p.owner.as_wire() == qname
+                && p.rrset.rtype.info().is_none_or(|t| t.additional.is_none())
         })
 }

@@ -103,7 +103,7 @@ fn is_plain(query: &Query, packet: &[u8]) -> bool {
 /// descriptor says), the SOA (EDNS EXPIRE at an apex), ANY, RRSIG and DS
 /// (the answer stage's own rules), and no transfer or meta type.
 fn plain_type(qtype: RType) -> bool {
-    !qtype.info().is_some_and(|t| t.additional)
+    qtype.info().is_none_or(|t| t.additional.is_none())
         && !matches!(
             qtype,
             RType::SOA

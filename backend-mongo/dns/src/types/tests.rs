@@ -52,7 +52,7 @@ fn only_rfc_1035_names_compress() {
 fn ns_mx_and_srv_targets_get_addresses() {
     let with: Vec<(&str, Option<usize>)> = TYPES
         .iter()
-        .filter(|t| t.additional)
+        .filter(|t| t.additional.is_some())
         .map(|t| (t.mnemonic, t.target_at()))
         .collect();
     assert_eq!(with, [("NS", Some(0)), ("MX", Some(2)), ("SRV", Some(6))]);
