@@ -279,6 +279,13 @@ mod tests {
         );
         let txt = b"\x04MAIL";
         assert_eq!(canonical_rdata(RType::TXT, txt), txt.to_vec());
+        // NXT (RFC 4034 §6.2) lower-cased; LP (not listed) kept.
+        assert_eq!(
+            canonical_rdata(RType(30), b"\x01A\x00\x40"),
+            b"\x01a\x00\x40"
+        );
+        let lp = b"\x00\x0a\x01A\x00";
+        assert_eq!(canonical_rdata(RType(107), lp), lp.to_vec());
         let srv = b"\x00\x01\x00\x02\x00\x03\x03SIP\x00";
         assert_eq!(
             canonical_rdata(RType::SRV, srv),

@@ -336,4 +336,40 @@ mod tests {
             e => panic!("{e:?}"),
         }
     }
+
+    /// The rdata `rd` of one added record of type `t` at the zone name,
+    /// as the UPDATE reader stores it.
+    fn added_rdata(t: u16, rd: &[u8]) -> Result<Vec<u8>, Refusal> {
+        let mut m = message(&[], &[]);
+        m[9] = 1;
+        m.extend_from_slice(&[0xC0, 12]);
+        m.extend_from_slice(&t.to_be_bytes());
+        m.extend_from_slice(&[0, 1, 0, 0, 1, 44]);
+        m.extend_from_slice(&(rd.len() as u16).to_be_bytes());
+        m.extend_from_slice(rd);
+        let r = parse_update(&m)?;
+        match &r.change.edits[0] {
+            RecordEdit::Add { rrset, .. } => Ok(rrset.rdata[0].to_vec()),
+            e => panic!("{e:?}"),
+        }
+    }
+
+    #[test]
+    fn names_of_the_types_the_descriptor_lists_are_decompressed() {
+        let zone = name("upd.test.");
+        // NAPTR (RFC 3597 §4 asks receivers to decompress it): its
+        // character-strings walked, the replacement written out.
+        let naptr = [&[0, 1, 0, 2, 1, b'u', 0, 0][..], &[0xC0, 12]].concat();
+        assert_eq!(
+            added_rdata(35, &naptr).unwrap(),
+            [&naptr[..8], &zone].concat()
+        );
+        // MINFO: both names.
+        assert_eq!(
+            added_rdata(14, &[0xC0, 12, 0xC0, 12]).unwrap(),
+            [&zone[..], &zone].concat()
+        );
+        // LP is not one of them: a pointer stays a pointer, and is refused.
+        assert!(added_rdata(107, &[0, 10, 0xC0, 12]).is_err());
+    }
 }
