@@ -117,7 +117,7 @@ fn unpack_records(id: &str, mut bytes: &[u8]) -> Result<Vec<JournalRecord>, Sche
 /// The records under `key` (packed, or a list of documents as entries
 /// were stored before).
 fn records_from(id: &str, d: &Document, key: &str) -> Result<Vec<JournalRecord>, SchemaError> {
-    if let Ok(packed) = d.get_binary_generic(&format!("{key}w")) {
+    if let Ok(packed) = d.get_binary_generic(format!("{key}w")) {
         return unpack_records(id, packed);
     }
     let list = d.get_array(key).map_err(|_| SchemaError {
@@ -322,7 +322,7 @@ mod tests {
     #[test]
     fn entries_stored_as_lists_of_documents_are_read() {
         let r = record("www.example.", RType::A, 300, &[192, 0, 2, 1]);
-        let d = doc! {"rm": [Bson::Document(record_doc(&r))], "addw": pack_records(&[r.clone()])};
+        let d = doc! {"rm": [Bson::Document(record_doc(&r))], "addw": pack_records(std::slice::from_ref(&r))};
         assert_eq!(records_from("t", &d, "rm").unwrap(), vec![r.clone()]);
         assert_eq!(records_from("t", &d, "add").unwrap(), vec![r]);
     }
