@@ -13,12 +13,12 @@
 //!  job progress documents: progress.rs   the test database: testing.rs
 //!
 //!  the values stored (Name, RType, rdata checks, serials, encodings, DNSSEC
-//!  wire maths) are the `dns` crate (backend-mongo/dns/), re-exported here
+//!  wire maths) are the `dns` crate (dns/), re-exported here
 //!  so that `backend_mongo::Name` and the old module paths keep working
 //! ```
 //!
 //! This folder holds two crates with a border between them: `dns`
-//! (`backend-mongo/dns/`, no MongoDB) and this one, which depends on it and
+//! (`dns/`, no MongoDB) and this one, which depends on it and
 //! on the MongoDB driver. Code that needs only the model depends on `dns`.
 #![warn(missing_docs, unreachable_pub)]
 
