@@ -53,22 +53,6 @@ pub fn node_id(zone: &Name, ver: i64, name: &Name) -> String {
     format!("{zone} {ver} {name}")
 }
 
-/// What one published generation changed: a zone and, unless the write was
-/// too large to list, the owner names it wrote.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ChangeRecord {
-    /// The zone written.
-    pub zone: Name,
-    /// The names written (new, changed, or empty non-terminals); `None`:
-    /// anything may have changed.
-    pub names: Option<Vec<Name>>,
-    /// True when the writer signed what it wrote (a DNSSEC signer, or an
-    /// importer signing through the signer library): signatures and the
-    /// NSEC/NSEC3 chain around those names are already up to date, so
-    /// `mongodns-sign resign --follow` has nothing to re-sign for them.
-    pub signed: bool,
-}
-
 /// The change record document of generation `gen` (`signed`: see
 /// [`ChangeRecord::signed`]).
 pub fn change_doc(gen: i64, zone: &Name, names: Option<&[Name]>, signed: bool) -> Document {
@@ -117,54 +101,8 @@ pub fn change_from_doc(d: &Document) -> Option<ChangeRecord> {
     })
 }
 
-/// One RRset as stored: TTL and rdata in uncompressed wire format.
-pub use dns::rrset::RRset;
-
-/// All RRsets at one owner name of one zone version.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Node {
-    /// The owner name.
-    pub name: Name,
-    /// RRsets, in no particular order. Empty for an empty non-terminal.
-    pub rrsets: Vec<Arc<RRset>>,
-    /// Signatures (DNSSEC), one RRSIG RRset per covered RRset that has any:
-    /// `rtype` is RRSIG, `ttl` the covered RRset's. Empty in unsigned zones.
-    pub sigs: Vec<Arc<RRset>>,
-}
-
-impl Node {
-    /// The RRSIGs covering `covered`, as an RRSIG RRset, if there are any.
-    pub fn rrsig(&self, covered: RType) -> Option<&Arc<RRset>> {
-        self.sigs.iter().find(|s| {
-            s.rdata
-                .first()
-                .is_some_and(|rd| rd.len() >= 2 && u16::from_be_bytes([rd[0], rd[1]]) == covered.0)
-        })
-    }
-
-    /// The RRset of `rtype`, if the node has one.
-    pub fn rrset(&self, rtype: RType) -> Option<&Arc<RRset>> {
-        self.rrsets.iter().find(|r| r.rtype == rtype)
-    }
-
-    /// True for an empty non-terminal (a node with no data of its own).
-    pub fn is_empty_non_terminal(&self) -> bool {
-        self.rrsets.is_empty()
-    }
-}
-
-/// What the server needs of a zone document.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ZoneInfo {
-    /// The apex name.
-    pub apex: Name,
-    /// The content version currently served (part of every node `_id`).
-    pub ver: i64,
-    /// The zone's generation: changes whenever any writer changed the zone.
-    pub gen: i64,
-    /// SOA serial as last written by a mongodns writer.
-    pub serial: u32,
-}
+/// The model's values this schema stores and reads (the `dns` crate's).
+pub use dns::{ChangeRecord, Node, RRset, ZoneInfo};
 
 /// A document could not be understood.
 #[derive(Debug, thiserror::Error)]

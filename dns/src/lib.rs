@@ -11,7 +11,9 @@
 //!  rdata well-formed: rdata.rs                SOA serials, RFC 1982: serial.rs
 //!  base64 / hex / base32hex: encoding.rs      dates ⇄ Unix days: civil.rs
 //!  key tag, DS, NSEC3 hash, type bitmaps, RRSIG fields: dnssec.rs
-//!  an RRset: rrset.rs      record edits by RFC 2136's rules: edit.rs
+//!  an RRset: rrset.rs      a name's RRsets and signatures: node.rs
+//!  a zone as served, a generation's change: zone.rs
+//!  record edits by RFC 2136's rules: edit.rs
 //!  presentation format, text ⇄ wire (zone files, one record, one rdata):
 //!    presentation/ (parser and printer)
 //!
@@ -25,6 +27,7 @@ pub mod edit;
 pub mod encoding;
 pub mod journal;
 pub mod name;
+pub mod node;
 pub mod presentation;
 pub mod rcode;
 pub mod rdata;
@@ -32,9 +35,12 @@ pub mod rrset;
 pub mod rtype;
 pub mod serial;
 pub mod types;
+pub mod zone;
 
 pub use name::{Name, NameError};
+pub use node::Node;
 pub use rcode::Rcode;
 pub use rrset::RRset;
 pub use rtype::RType;
 pub use types::{Field, Rdata, TypeInfo};
+pub use zone::{ChangeRecord, ZoneInfo};

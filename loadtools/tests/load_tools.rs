@@ -12,7 +12,9 @@
 //!            TCP to a closed port ─► the run ends, every query lost
 //! ```
 
-use backend_mongo::{Name, Store};
+use backend_mongo::Store;
+
+use dns::Name;
 use loadtools::zonegen::{BigZone, SmallZones};
 use mongodns_testkit::{block_on, database_uri, free_tcp_port, run_bounded, unique_name};
 use std::path::PathBuf;

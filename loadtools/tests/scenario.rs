@@ -13,7 +13,9 @@
 //!
 //! Nothing here is timed: a slow machine only makes the figures smaller.
 
-use backend_mongo::{Name, RType, Store};
+use backend_mongo::Store;
+
+use dns::{Name, RType};
 use mongodns_testkit::{binary, block_on, database_uri, free_port};
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -206,7 +208,7 @@ fn seed_scenario_runs_end_to_end_at_tiny_scale() {
         // signed).
         let signed = nodes(SIGNED_APEX).await;
         let apex: Name = SIGNED_APEX.parse().unwrap();
-        let has = |n: &backend_mongo::Node, t: RType| n.rrsets.iter().any(|r| r.rtype == t);
+        let has = |n: &dns::Node, t: RType| n.rrsets.iter().any(|r| r.rtype == t);
         assert!(
             signed
                 .iter()

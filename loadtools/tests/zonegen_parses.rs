@@ -1,8 +1,8 @@
 //! Every zone mongodns-zonegen writes must be accepted by our own parser
 //! (a 100,000-name set once produced AAAA addresses with a 5-digit group).
 
-use backend_mongo::Name;
 use dns::presentation::ZoneFileReader;
+use dns::Name;
 use std::process::Command;
 
 #[test]

@@ -19,7 +19,11 @@
 //! the zone transfers; anything else a store can do stays behind this line.
 
 use backend_mongo::transfer::NodeStream;
-use backend_mongo::{Name, Node, RType, Store, StoreError, ZoneInfo};
+use backend_mongo::Store;
+/// A backend's fault: a read that failed (the storage layer's error, the
+/// one type of it the answer path sees).
+pub use backend_mongo::StoreError;
+use dns::{Name, Node, RType, ZoneInfo};
 use futures::future::try_join_all;
 use futures::StreamExt;
 use std::future::Future;

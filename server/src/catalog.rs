@@ -26,7 +26,8 @@
 
 use crate::cache::Counters;
 use crate::zones::ZoneRegistry;
-use backend_mongo::{Name, Store};
+use backend_mongo::Store;
+use dns::Name;
 use signer::catalog::CatalogSync;
 use signer::SignError;
 use std::sync::atomic::Ordering;

@@ -34,7 +34,8 @@ use crate::observe::QueryMetrics;
 use crate::querylog::QueryLog;
 use crate::resident::Residency;
 use crate::zones::ZoneRegistry;
-use backend_mongo::{JobProgress, Name, Store};
+use backend_mongo::{JobProgress, Store};
+use dns::Name;
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -33,7 +33,7 @@ pub use reply::reply_is_signed;
 
 use crate::wire::read_name;
 use crate::wire::walk::{self, u16_at, Part, RecordAt};
-use backend_mongo::Name;
+use dns::Name;
 use ring::hmac;
 use subtle::ConstantTimeEq;
 

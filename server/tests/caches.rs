@@ -458,7 +458,7 @@ fn a_writer_between_its_two_steps_is_not_skipped() {
         "$ORIGIN other.test.\n$TTL 60\n@ IN SOA ns admin 1 3600 600 86400 300\n@ IN NS ns\nns IN A 192.0.2.1\n",
         false,
     ));
-    let www: backend_mongo::Name = "www.cache.test.".parse().unwrap();
+    let www: dns::Name = "www.cache.test.".parse().unwrap();
     assert_eq!(a_records(server.port, "www.cache.test.").len(), 1);
     let (deleted, gen) = block_on(delete_nodes_unshown(
         &db.store,

@@ -97,7 +97,7 @@ fn until_knot(dir: &Path, port: u16, name: &str, rcode: ResponseCode, count: usi
 
 #[test]
 fn knot_follows_the_catalog_as_zones_come_and_go() {
-    let catalog: backend_mongo::Name = CATALOG.parse().unwrap();
+    let catalog: dns::Name = CATALOG.parse().unwrap();
     let db = block_on(async {
         let db = TestZoneDb::new("catalog").await;
         db.import(
@@ -166,7 +166,7 @@ fn knot_follows_the_catalog_as_zones_come_and_go() {
     );
 
     let deleted = block_on(async {
-        let one: backend_mongo::Name = "one.cat.test.".parse().unwrap();
+        let one: dns::Name = "one.cat.test.".parse().unwrap();
         db.store.delete_zone(&one).await.unwrap();
         Instant::now()
     });

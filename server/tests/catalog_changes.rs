@@ -12,7 +12,9 @@
 //!  catalog members (PTRs below zones.) == the served zones, catalog aside
 //! ```
 
-use backend_mongo::{Name, WriteMode, ZoneContent};
+use backend_mongo::{WriteMode, ZoneContent};
+
+use dns::Name;
 use mongodns_testkit::*;
 use signer::create::NewZone;
 use std::collections::BTreeSet;

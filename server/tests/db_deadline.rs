@@ -121,11 +121,11 @@ fn listings_the_journal_and_the_transfer_cursor_carry_max_time_ms() {
     assert_eq!(missing, 0, "the API's zone listing carries maxTimeMS");
     // The journal, read by an IXFR over TCP from a serial behind ours.
     let rdata = vec![vec![192, 0, 2, 9].into()];
-    let change = backend_mongo::dns::edit::ChangeSet::new(
+    let change = dns::edit::ChangeSet::new(
         "late.test.".parse().unwrap(),
-        vec![backend_mongo::dns::edit::RecordEdit::add(
+        vec![dns::edit::RecordEdit::add(
             "new.late.test.".parse().unwrap(),
-            backend_mongo::RType::A,
+            dns::RType::A,
             60,
             rdata,
         )],

@@ -351,7 +351,7 @@ fn unauthorised_updates_are_refused() {
 fn updates_keep_a_secured_zone_valid() {
     let (db, server) = served("upd_signed");
     let port = server.port;
-    let zone: backend_mongo::Name = ZONE.parse().unwrap();
+    let zone: dns::Name = ZONE.parse().unwrap();
     let options = signer::SecureOptions::ecdsa(None);
     block_on(signer::secure_zone(
         &db.store,
@@ -693,7 +693,7 @@ fn a_server_taking_updates_reads_a_secured_zones_chain_at_start_not_at_the_first
     let db = block_on(async {
         let db = TestZoneDb::new("upd_warm").await;
         db.import(ZONE, ZONE_TEXT, true).await;
-        let zone: backend_mongo::Name = ZONE.parse().unwrap();
+        let zone: dns::Name = ZONE.parse().unwrap();
         let options = signer::SecureOptions::ecdsa(None);
         signer::secure_zone(&db.store, &zone, &options, &signer::NoProgress)
             .await

@@ -315,15 +315,12 @@ fn well_framed(msg: &[u8]) -> bool {
 async fn hostile_db(
     rng: &mut Rng,
     round: usize,
-) -> (
-    common::TestZoneDb,
-    Vec<(backend_mongo::Name, Vec<backend_mongo::RRset>)>,
-) {
+) -> (common::TestZoneDb, Vec<(dns::Name, Vec<dns::RRset>)>) {
     use backend_mongo::schema::{binary, node_doc, NODES};
     let db = common::TestZoneDb::new(&format!("hostile_data{round}")).await;
     let base = "$ORIGIN hd.test.\n$TTL 300\n@ IN SOA ns admin 1 3600 600 86400 60\n@ IN NS ns\nns IN A 192.0.2.1\n";
     db.import("hd.test.", base, false).await;
-    let apex: backend_mongo::Name = "hd.test.".parse().unwrap();
+    let apex: dns::Name = "hd.test.".parse().unwrap();
     let zone = db.store.find_zone(&apex).await.unwrap().unwrap();
     let nodes = fuzz::hostile_data::random_nodes(rng, &apex, 40);
     let collection = db

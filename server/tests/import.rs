@@ -1,7 +1,7 @@
 //! The importer against a real database: validation before writing,
 //! idempotent re-runs, --replace, serials and generations.
 
-use backend_mongo::{Name, RType};
+use dns::{Name, RType};
 use loadtools::import::ImportError;
 use mongodns_testkit::*;
 

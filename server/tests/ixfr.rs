@@ -20,8 +20,8 @@
 //!     same, its transfers answered from the journal (ixfr_incremental)
 //! ```
 
-use backend_mongo::dns::edit::{ChangeSet, RecordEdit};
-use backend_mongo::{Name, RType};
+use dns::edit::{ChangeSet, RecordEdit};
+use dns::{Name, RType};
 use mongodns_testkit::*;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -55,7 +55,7 @@ fn random_edit(rng: &mut Rng) -> RecordEdit {
         0 => (RType::A, vec![192, 0, 2, 100 + value]),
         _ => (RType::TXT, vec![2, b'v', b'0' + value]),
     };
-    let rrset = backend_mongo::RRset {
+    let rrset = dns::RRset {
         rtype,
         ttl,
         rdata: vec![rdata.into_boxed_slice()],

@@ -21,8 +21,8 @@
 //!     a wrong secret ─► NOTAUTH
 //! ```
 
-use backend_mongo::dns::edit::{ChangeSet, RecordEdit};
-use backend_mongo::{Name, RType};
+use dns::edit::{ChangeSet, RecordEdit};
+use dns::{Name, RType};
 use mongodns_testkit::*;
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -124,7 +124,7 @@ fn ixfr_over_udp_sends_the_changes_when_they_fit() {
             ),
             RecordEdit::ReplaceRRset {
                 name: name("b.ixfr-udp.test."),
-                rrset: backend_mongo::RRset {
+                rrset: dns::RRset {
                     rtype: RType::TXT,
                     ttl: 300,
                     rdata: txt(b"two"),
@@ -141,7 +141,7 @@ fn ixfr_over_udp_sends_the_changes_when_they_fit() {
             },
             RecordEdit::ReplaceRRset {
                 name: name("c.ixfr-udp.test."),
-                rrset: backend_mongo::RRset {
+                rrset: dns::RRset {
                     rtype: RType::A,
                     ttl: 120,
                     rdata: vec![vec![192, 0, 2, 3].into()],

@@ -8,8 +8,8 @@
 //!  answer changes (median ≤ 1 s) ─► AXFR ─► dnssec-verify + ldns-verify-zone
 //! ```
 
-use backend_mongo::dns::edit::{Edited, Ignored, RecordEdit};
-use backend_mongo::{Name, RRset, RType};
+use dns::edit::{Edited, Ignored, RecordEdit};
+use dns::{Name, RRset, RType};
 use hickory_proto::op::ResponseCode;
 use mongodns_testkit::*;
 use signer::{SecureOptions, Validity};
@@ -414,7 +414,7 @@ fn a_resign_signs_what_was_written_unsigned_while_it_held_the_lease() {
         .expect("resign reaches its writing phase");
     // The handed-over write: unsigned, as by a writer that found the lease
     // held (Store::begin_edit without a signer).
-    let change = backend_mongo::dns::edit::ChangeSet::new(zone.clone(), vec![delete_name("mail")]);
+    let change = dns::edit::ChangeSet::new(zone.clone(), vec![delete_name("mail")]);
     let s = block_on(async { db.store.begin_edit(&change, None).await?.publish().await })
         .expect("the unsigned delete");
     assert!(s.gen.is_some(), "the delete was published");

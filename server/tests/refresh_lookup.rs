@@ -13,9 +13,9 @@
 //!  outnumber the look-ups by expiry
 //! ```
 
-use backend_mongo::dns::edit::RecordEdit;
 use backend_mongo::lock::SIGN_LEASE;
-use backend_mongo::{Name, RType};
+use dns::edit::RecordEdit;
+use dns::{Name, RType};
 use mongodns_testkit::*;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

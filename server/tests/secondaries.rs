@@ -26,8 +26,8 @@
 //! Needs `knotd`, `nsd`, `dig` and `ldns-compare-zones` (Debian: knot,
 //! nsd, bind9-dnsutils, ldnsutils).
 
-use backend_mongo::dns::edit::RecordEdit;
-use backend_mongo::{Name, RType};
+use dns::edit::RecordEdit;
+use dns::{Name, RType};
 use mongodns_server::notify::{deliver, Delivery, Sending, Target};
 use mongodns_testkit::*;
 use std::process::Command;

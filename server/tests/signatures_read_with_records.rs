@@ -14,7 +14,9 @@
 //! RRSIG over SOA" (seen once in CI, `dnssec.rs`). No database here: the
 //! point is the order of reads, which a real one cannot be made to hit.
 
-use backend_mongo::{Name, Node, RRset, RType, StoreError, ZoneInfo};
+use backend_mongo::StoreError;
+
+use dns::{Name, Node, RRset, RType, ZoneInfo};
 use hickory_proto::dnssec::rdata::DNSSECRData;
 use hickory_proto::op::Message;
 use hickory_proto::rr::{RData, Record, RecordType};

@@ -21,8 +21,9 @@
 //!  ─► AXFR ─► dnssec-verify + ldns-verify-zone
 //! ```
 
-use backend_mongo::dns::edit::RecordEdit;
-use backend_mongo::{Name, RType, Store};
+use backend_mongo::Store;
+use dns::edit::RecordEdit;
+use dns::{Name, RType};
 use mongodns_testkit::*;
 use signer::SecureOptions;
 use std::collections::BTreeSet;
@@ -218,7 +219,7 @@ fn a_new_name_another_writer_inserted_meanwhile_is_merged_not_lost() {
         db.store.edit_zone(&zone, &[a(99)]).await.unwrap();
         let ours = backend_mongo::NodeWrite {
             name: raced.clone(),
-            rrsets: vec![backend_mongo::RRset::of(RType::A, 300, &[&[192, 0, 2, 1]])],
+            rrsets: vec![dns::RRset::of(RType::A, 300, &[&[192, 0, 2, 1]])],
         };
         let settled = signer.write_new(&db.store, &[ours]).await.unwrap();
         assert!(

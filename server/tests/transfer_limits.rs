@@ -170,11 +170,11 @@ fn a_large_record_is_sent_and_one_no_message_holds_fails_the_transfer() {
         // Writers refuse it; a program writing the database directly might not.
         db.import("huge.test.", &format!("$ORIGIN huge.test.\n{HEAD}"), false)
             .await;
-        let zone: backend_mongo::Name = "huge.test.".parse().unwrap();
+        let zone: dns::Name = "huge.test.".parse().unwrap();
         let huge = backend_mongo::NodeWrite {
             name: "big.huge.test.".parse().unwrap(),
-            rrsets: vec![backend_mongo::RRset::of(
-                backend_mongo::RType::TXT,
+            rrsets: vec![dns::RRset::of(
+                dns::RType::TXT,
                 300,
                 &[&txt_rdata(255, 254)],
             )],
@@ -392,7 +392,7 @@ fn the_first_message_leaves_before_the_cursor_delivers_anything() {
 fn an_ixfr_is_sent_as_its_journal_entries_are_read() {
     // Ten journaled edits of 100 TXT records each (about 13 KB each).
     let (edits, per_edit) = (10, 100);
-    let zone: backend_mongo::Name = "jnl.test.".parse().unwrap();
+    let zone: dns::Name = "jnl.test.".parse().unwrap();
     let db = block_on(async {
         let db = TestZoneDb::new("xfr_journal").await;
         db.import("jnl.test.", &format!("$ORIGIN jnl.test.\n{HEAD}"), false)
@@ -404,15 +404,10 @@ fn an_ixfr_is_sent_as_its_journal_entries_are_read() {
             .map(|i| {
                 let name = format!("e{e}-{i}.jnl.test.").parse().unwrap();
                 let rd = txt_rdata(0, 100).into_boxed_slice();
-                backend_mongo::dns::edit::RecordEdit::add(
-                    name,
-                    backend_mongo::RType::TXT,
-                    300,
-                    vec![rd],
-                )
+                dns::edit::RecordEdit::add(name, dns::RType::TXT, 300, vec![rd])
             })
             .collect();
-        let change = backend_mongo::dns::edit::ChangeSet::new(zone.clone(), adds);
+        let change = dns::edit::ChangeSet::new(zone.clone(), adds);
         block_on(signer::edit::apply(&db.store, &change)).expect("the edit succeeds");
     }
     let want = block_on(db.store.find_zone(&zone)).unwrap().unwrap().serial;

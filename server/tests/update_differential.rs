@@ -35,7 +35,7 @@ const CLASS_ANY: u16 = 255;
 type Rr = UpdateRr;
 
 fn wire_name(name: &str) -> Vec<u8> {
-    let n: backend_mongo::Name = name.parse().unwrap();
+    let n: dns::Name = name.parse().unwrap();
     n.as_wire().to_vec()
 }
 
@@ -250,7 +250,7 @@ fn random_updates_give_the_same_rcodes_and_zones_as_knot() {
         );
         rcodes[usize::from(mine)] += 1;
         // The serials move together: one per change-set that changed something.
-        let zone: backend_mongo::Name = ZONE.parse().unwrap();
+        let zone: dns::Name = ZONE.parse().unwrap();
         let ours_serial = block_on(db.store.find_zone(&zone)).unwrap().unwrap().serial;
         let soa = ask_udp(knot_port, ZONE, 6, None);
         let knot_serial = match soa.answers.first().map(|r| &r.data) {

@@ -6,7 +6,7 @@
 use backend_mongo::dnssec_store::Nsec3Config;
 use backend_mongo::schema::{binary, node_doc, node_id, NODES};
 use backend_mongo::testing::long_wire_name;
-use backend_mongo::{Name, RRset, RType};
+use dns::{Name, RRset, RType};
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::RecordType;
 use mongodb::bson::{doc, Document};

@@ -26,9 +26,10 @@
 
 use crate::create::{create_zone, today_serial, CreateError, NewZone};
 use crate::SignError;
-use backend_mongo::dns::edit::{ChangeSet, RecordEdit};
-use backend_mongo::{Name, NodeWrite, RRset, RType, Store, StoreError};
+use backend_mongo::{NodeWrite, Store, StoreError};
+use dns::edit::{ChangeSet, RecordEdit};
 use dns::encoding::to_hex;
+use dns::{Name, RRset, RType};
 
 mod changes;
 pub use changes::sync_changes;

@@ -16,7 +16,8 @@ use crate::merge::MergeSigner;
 use crate::plan::signer_owned;
 use crate::SignError;
 use backend_mongo::dnssec::{FullNode, SignedRRset};
-use backend_mongo::{ChangeRecord, Name, RType, Store, StoreError};
+use backend_mongo::{Store, StoreError};
+use dns::{ChangeRecord, Name, RType};
 
 /// Most generations looked at record by record in one pass; more: not
 /// accounted for. A pass after a long signing covers every generation
@@ -292,7 +293,8 @@ mod tests {
     use backend_mongo::testing::{
         block_on, example_net, merge_as_foreign_writer, show_generation, TestDb,
     };
-    use backend_mongo::{NodeWrite, RRset};
+    use backend_mongo::NodeWrite;
+    use dns::RRset;
 
     fn a_node(name: &str) -> NodeWrite {
         NodeWrite {

@@ -12,7 +12,7 @@
 //! ```
 
 use backend_mongo::dnssec_store::FullNode;
-use backend_mongo::{Name, RType};
+use dns::{Name, RType};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
@@ -163,7 +163,7 @@ fn has_names_below(name: &Name, types: &BTreeMap<&Name, BTreeSet<RType>>) -> boo
 mod tests {
     use super::*;
     use backend_mongo::dnssec_store::SignedRRset;
-    use backend_mongo::RRset;
+    use dns::RRset;
 
     fn node(name: &str, sets: &[(RType, &[u8])]) -> FullNode {
         FullNode {

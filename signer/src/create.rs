@@ -7,7 +7,9 @@
 //!     ─► begin_zone_write(Replace) ─► write_nodes ─► finish ─► served zone
 //! ```
 
-use backend_mongo::{Name, NodeWrite, RRset, RType, Store, StoreError, WriteMode, ZoneInfo};
+use backend_mongo::{NodeWrite, Store, StoreError, WriteMode};
+
+use dns::{Name, RRset, RType, ZoneInfo};
 use std::time::Duration;
 
 /// The SOA timers of a new zone: refresh, retry, expire, minimum.

@@ -8,8 +8,8 @@
 //! ```
 
 use backend_mongo::dnssec_store::{alg, KeyState, StoredKey};
-use backend_mongo::{Name, RType};
 use dns::dnssec::{dnskey_rdata, key_tag};
+use dns::{Name, RType};
 use mongodb::bson::DateTime;
 use ring::rand::SystemRandom;
 use ring::signature::{self, EcdsaKeyPair, Ed25519KeyPair, KeyPair, RsaKeyPair};

@@ -29,8 +29,9 @@
 
 use crate::merge::MergeSigner;
 use crate::{handoff, kept_signer, lease, SignError};
-use backend_mongo::dns::edit::{ChangeSet, RecordEdit};
-use backend_mongo::{EditSummary, Name, Store, StoreError, ZoneEdit};
+use backend_mongo::{EditSummary, Store, StoreError, ZoneEdit};
+use dns::edit::{ChangeSet, RecordEdit};
+use dns::Name;
 use std::collections::BTreeSet;
 
 /// How many times a version switched under the edit is tolerated.

@@ -25,7 +25,8 @@ use crate::merge::MergeSigner;
 use crate::plan::{KeySet, SignOptions};
 use crate::refresh::refresh_due;
 use crate::{resign_version, NoProgress, PlanStats, Progress, Report, SignError, Validity};
-use backend_mongo::{Name, Store, StoreError, ZoneInfo};
+use backend_mongo::{Store, StoreError};
+use dns::{Name, ZoneInfo};
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 

@@ -15,7 +15,8 @@
 use crate::catchup::unsigned_writes_since;
 use crate::{lease, sign_changes_since, Report, SignError};
 use backend_mongo::lock::SIGN_LEASE;
-use backend_mongo::{Name, Store, StoreError};
+use backend_mongo::{Store, StoreError};
+use dns::Name;
 use std::time::Duration;
 
 /// How long a writer that wrote unsigned into a secured zone waits for

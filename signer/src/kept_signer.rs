@@ -24,7 +24,8 @@ use crate::catchup::records_since;
 use crate::merge::MergeSigner;
 use crate::SignError;
 use backend_mongo::dnssec_store::{DnssecConfig, KeyState, StoredKey};
-use backend_mongo::{bson::DateTime, Name, Store, ZoneInfo};
+use backend_mongo::{bson::DateTime, Store};
+use dns::{Name, ZoneInfo};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 

@@ -21,7 +21,8 @@
 
 use crate::SignError;
 use backend_mongo::lock::{Held, LockKind, RenewGuard, Waiting, SERVICE_LEASE, SIGN_LEASE};
-use backend_mongo::{Name, Store, StoreError};
+use backend_mongo::{Store, StoreError};
+use dns::Name;
 use std::time::Duration;
 
 /// How long a signer waits for another's lease before failing:

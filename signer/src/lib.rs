@@ -48,8 +48,9 @@ pub mod soa;
 mod unsecure;
 
 use backend_mongo::dnssec_store::{FullNode, Nsec3Config, StoredKey};
-use backend_mongo::{Collected, Name, RType, Store, StoreError};
+use backend_mongo::{Collected, Store, StoreError};
 use dns::serial::{serial_gt, soa_serial};
+use dns::{Name, RType};
 use plan::{KeySet, PlanError, PlanStats, SignOptions};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

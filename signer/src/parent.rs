@@ -7,7 +7,7 @@
 //!     ─► Some(largest TTL) when every server lists `ds`, else None
 //! ```
 
-use backend_mongo::Name;
+use dns::Name;
 use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

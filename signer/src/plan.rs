@@ -14,13 +14,13 @@
 
 use crate::crypto::SigningKey;
 use backend_mongo::dnssec_store::{FullNode, Nsec3Config, SignedRRset, StoredKey};
-use backend_mongo::RRset;
 use dns::dnssec::{
     ds_rdata, nsec3_hash, rrset_digest, rrsig_expiration, rrsig_key_tag, type_bitmap,
 };
 use dns::encoding::base32hex;
 use dns::rdata::MAX_NSEC3_ITERATIONS;
 use dns::serial::set_soa_serial;
+use dns::RRset;
 use dns::{Name, RType};
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -14,7 +14,8 @@ use crate::{catchup, lease, next_serial, plan, soa_serial_of, Progress, Report, 
 use backend_mongo::dnssec_store::{DnssecConfig, FullNode};
 use backend_mongo::lock::ZONE_LOCK;
 use backend_mongo::writer::LOCK_WAIT;
-use backend_mongo::{Collected, Name, RType, Store, StoreError, WriteMode};
+use backend_mongo::{Collected, Store, StoreError, WriteMode};
+use dns::{Name, RType};
 use futures::stream::{FuturesUnordered, StreamExt};
 
 /// A pass of the catch-up that copied fewer names than this is followed by
@@ -45,7 +46,7 @@ pub(super) fn switched_report(
 /// A new version being built from the served one.
 pub(super) struct Rebuild {
     /// The zone as served when the rebuild began.
-    pub(super) served: backend_mongo::ZoneInfo,
+    pub(super) served: dns::ZoneInfo,
     /// The writer of the new version (pending).
     pub(super) writer: backend_mongo::ZoneWriter,
     /// The served version's nodes.

@@ -19,8 +19,9 @@
 use crate::plan::{KeySet, SignOptions};
 use crate::SignError;
 use backend_mongo::dnssec_store::{FullNode, NodeChange, Resigned};
-use backend_mongo::{Name, RType, Store};
+use backend_mongo::Store;
 use dns::dnssec::{rrset_digest, rrsig_expiration};
+use dns::{Name, RType};
 
 /// What one refresh pass did.
 #[derive(Debug, Default)]

@@ -19,8 +19,9 @@ use crate::{
 };
 use backend_mongo::dnssec_store::{changed_owners, FullNode, NodeChange};
 use backend_mongo::writer::NodeImages;
-use backend_mongo::{Name, RType, Store, StoreError};
+use backend_mongo::{Store, StoreError};
 use dns::serial::serial_gt;
+use dns::{Name, RType};
 
 /// Field-level changes that turn `current` into `desired`.
 fn diff(current: &[FullNode], desired: &[FullNode]) -> Vec<NodeChange> {

@@ -16,7 +16,8 @@ use crate::{
     SignError, Steps,
 };
 use backend_mongo::dnssec_store::{KeyState, StoredKey};
-use backend_mongo::{Name, Store};
+use backend_mongo::Store;
+use dns::Name;
 
 /// Secures `zone`: makes keys if it has none, signs every authoritative
 /// RRset, builds the chain, and publishes it all at once as a new version;

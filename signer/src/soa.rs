@@ -12,9 +12,10 @@
 use crate::plan::{self, KeySet, SignOptions};
 use crate::{next_serial, SignError, Validity};
 use backend_mongo::dnssec_store::{NodeChange, SignedRRset};
-use backend_mongo::{Name, RType, Store};
+use backend_mongo::Store;
 use dns::dnssec::rrset_digest;
 use dns::serial::{serial_gt, soa_serial};
+use dns::{Name, RType};
 
 /// `soa` with serial `serial`, its digest, and one signature per ZSK of
 /// `keys` over the validity window of `options`.

@@ -12,7 +12,8 @@ use crate::rebuild::{
 };
 use crate::{catchup, cleanup, lease, plan, NoProgress, Progress, Report, SignError, Steps};
 use backend_mongo::dnssec_store::FullNode;
-use backend_mongo::{Name, RType, Store};
+use backend_mongo::Store;
+use dns::{Name, RType};
 use std::time::Duration;
 
 /// Removes every DNSSEC record from `zone` (new version, switched at once)

@@ -68,7 +68,7 @@ fn free_port() -> u16 {
 
 /// A test database holding example.net. and `extra` more names (one A
 /// record each), and its apex.
-fn example_net_db_of(tag: &str, extra: usize) -> (TestDb, backend_mongo::Name) {
+fn example_net_db_of(tag: &str, extra: usize) -> (TestDb, dns::Name) {
     let db = block_on(async {
         let db = TestDb::new(tag).await;
         let (zone, mut nodes) = example_net();
@@ -85,7 +85,7 @@ fn example_net_db_of(tag: &str, extra: usize) -> (TestDb, backend_mongo::Name) {
 }
 
 /// A test database holding example.net., and its apex.
-fn example_net_db(tag: &str) -> (TestDb, backend_mongo::Name) {
+fn example_net_db(tag: &str) -> (TestDb, dns::Name) {
     example_net_db_of(tag, 0)
 }
 
@@ -227,7 +227,7 @@ fn start_service(db: &TestDb, log: &str, args: &[&str]) -> Service {
 
 /// Waits (at most `secs`) until the zone's service lease is held by the
 /// process `pid`.
-fn wait_for_holder(db: &TestDb, zone: &backend_mongo::Name, pid: u32, secs: u64) {
+fn wait_for_holder(db: &TestDb, zone: &dns::Name, pid: u32, secs: u64) {
     let deadline = Instant::now() + Duration::from_secs(secs);
     let mark = format!(":{pid}:");
     loop {

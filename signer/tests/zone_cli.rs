@@ -337,7 +337,7 @@ fn check_zone_names_what_is_wrong() {
 fn set_notify_writes_the_zone_settings_document() {
     let cli = Cli::new("zonecli_notify");
     cli.ok(&["create-zone", "notify.test", "--ns", "ns1.example.net."]);
-    let zone: backend_mongo::Name = "notify.test.".parse().unwrap();
+    let zone: dns::Name = "notify.test.".parse().unwrap();
     let settings = || block_on(cli.db.store.zone_settings(&zone)).unwrap();
     assert_eq!(settings(), None);
     let gen = |out: &str| {

@@ -9,8 +9,10 @@
 //!                    ─► summary line: records, seconds, records/s
 //! ```
 
-use backend_mongo::{Name, ProgressReporter, Store};
+use backend_mongo::{ProgressReporter, Store};
+
 use clap::Parser;
+use dns::Name;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use loadtools::import::{
     baseline, import_file_with, import_zones, BaselineInput, ImportOptions, ImportSummary,

@@ -16,8 +16,9 @@ use super::validate::{validate, Checked};
 use super::{
     write_mode, ImportError, ImportOptions, ImportSummary, ImportTuning, Progress, IMPORT_PHASE,
 };
-use backend_mongo::{Name, Store, WriteMode, WriteStats, ZoneWriter};
+use backend_mongo::{Store, WriteMode, WriteStats, ZoneWriter};
 use dns::presentation::ZoneFileReader;
+use dns::Name;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;

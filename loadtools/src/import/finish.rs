@@ -13,7 +13,8 @@ use super::signed_merge::{zone_secured, MergeSigning};
 use super::ImportError;
 use backend_mongo::lock::ZONE_LOCK;
 use backend_mongo::writer::LOCK_WAIT;
-use backend_mongo::{Store, WriteMode, ZoneInfo, ZoneWriter};
+use backend_mongo::{Store, WriteMode, ZoneWriter};
+use dns::ZoneInfo;
 use signer::merge::MergeSigner;
 use std::time::Duration;
 

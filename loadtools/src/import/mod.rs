@@ -31,8 +31,10 @@ pub use sections::{ZoneSource, MAX_SECTION_BYTES};
 pub use validate::{validate, validate_records, Checked};
 pub use zones::{import_zones, MultiSummary};
 
-use backend_mongo::{Name, StoreError, WriteMode, WriteStats, ZoneInfo};
+use backend_mongo::{StoreError, WriteMode, WriteStats};
+
 use dns::presentation::ParseError;
+use dns::{Name, ZoneInfo};
 use std::path::PathBuf;
 use std::time::Duration;
 

@@ -8,8 +8,10 @@
 //!  owner and the apex pushed as empty nodes (once each, recently seen skipped)
 //! ```
 
-use backend_mongo::{Name, NodeWrite, RRset};
+use backend_mongo::NodeWrite;
+
 use dns::presentation::Record;
+use dns::{Name, RRset};
 use std::collections::{HashSet, VecDeque};
 
 /// Groups records by owner and type into node writes, adding the empty

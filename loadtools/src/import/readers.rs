@@ -12,8 +12,9 @@ use super::jobs::{Job, Payload};
 use super::nodes::NodeBuilder;
 use super::sections::{sections, ZoneSource};
 use super::ImportError;
-use backend_mongo::{Name, NodeWrite, ZoneContent};
+use backend_mongo::{NodeWrite, ZoneContent};
 use dns::presentation::ZoneFileReader;
+use dns::Name;
 use std::thread::JoinHandle;
 use tokio::sync::mpsc;
 

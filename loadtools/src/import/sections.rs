@@ -7,8 +7,8 @@
 //! ```
 
 use super::ImportError;
-use backend_mongo::Name;
 use dns::presentation::ZoneFileReader;
+use dns::Name;
 use std::io::BufRead;
 use std::path::PathBuf;
 

@@ -9,9 +9,9 @@
 //! ```
 
 use super::ImportError;
-use backend_mongo::{Name, RType};
 use dns::presentation::{Record, ZoneFileReader};
 use dns::rrset::{record_octets, too_large_text, MAX_RRSET_OCTETS};
+use dns::{Name, RType};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 

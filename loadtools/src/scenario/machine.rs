@@ -22,7 +22,7 @@ pub(super) fn utc_now() -> String {
         .map(|d| d.as_secs())
         .unwrap_or(0);
     let (days, rem) = (secs / 86400, secs % 86400);
-    let (y, m, d) = backend_mongo::civil::civil_from_days(days as i64);
+    let (y, m, d) = dns::civil::civil_from_days(days as i64);
     format!(
         "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
         rem / 3600,

@@ -11,8 +11,9 @@
 //! ```
 
 use super::json::ApiError;
-use backend_mongo::dns::edit::{Edited, NodeEdit, RecordEdit};
-use backend_mongo::{Name, NodeWrite, RRset};
+use backend_mongo::NodeWrite;
+use dns::edit::{Edited, NodeEdit, RecordEdit};
+use dns::{Name, RRset};
 use std::collections::BTreeMap;
 
 /// The nodes of the new zone `zone`: `apex` with `edits` applied.

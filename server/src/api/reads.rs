@@ -19,7 +19,7 @@ use super::ApiState;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use backend_mongo::{Name, RType, ZoneInfo};
+use dns::{Name, RType, ZoneInfo};
 use futures::stream::{self, StreamExt};
 use std::collections::HashMap;
 

@@ -11,10 +11,11 @@
 //! ```
 
 use super::json::{ApiError, RRsetChange, RRsetJson, Record};
-use backend_mongo::dns::edit::{Edited, RecordEdit};
 use backend_mongo::dnssec_store::FullNode;
-use backend_mongo::{EditSummary, Name, RRset, RType};
+use backend_mongo::EditSummary;
+use dns::edit::{Edited, RecordEdit};
 use dns::presentation::{parse_rdata, rdata_text};
+use dns::{Name, RRset, RType};
 use std::collections::BTreeSet;
 
 /// Types the signer maintains (and RRSIG): not shown, not edited here.

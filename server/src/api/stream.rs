@@ -13,10 +13,10 @@
 //! Memory holds what one cursor batch yields, whatever the listing's size.
 
 use super::json::error_id;
+use crate::backend::StoreError;
 use axum::body::{Body, Bytes};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use backend_mongo::StoreError;
 use futures::stream::{self, BoxStream, StreamExt};
 
 /// Items of a streamed array: per cursor item, its JSON values.

@@ -18,14 +18,15 @@ use super::new_zone::zone_nodes;
 use super::reads::{find_zone, no_such_zone, zone_id, zone_response, RRsetFilter};
 use super::rrsets::{edits_for, refused_edits};
 use super::ApiState;
+use crate::backend::StoreError;
 use crate::write_task::to_end;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use backend_mongo::dns::edit::ChangeSet;
-use backend_mongo::dns::edit::RecordEdit;
-use backend_mongo::{Name, StoreError};
+use dns::edit::ChangeSet;
+use dns::edit::RecordEdit;
+use dns::Name;
 use signer::create::{create_zone, today_serial, CreateError, NewZone};
 use signer::SignError;
 

@@ -21,8 +21,8 @@
 //! way). A record read back is kept only if the key it was read for lies in
 //! its interval, i.e. only if its chain agrees with what the database said.
 
-use backend_mongo::{Name, Node, RType};
 use dns::encoding::base32hex;
+use dns::{Name, Node, RType};
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound::{Included, Unbounded};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -358,8 +358,8 @@ impl DenialCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use backend_mongo::RRset;
     use dns::dnssec::nsec3_hash;
+    use dns::RRset;
 
     fn name(s: &str) -> Name {
         s.parse().unwrap()

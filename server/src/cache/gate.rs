@@ -8,7 +8,7 @@
 //! ```
 
 use super::Counters;
-use backend_mongo::StoreError;
+use crate::backend::StoreError;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::{Semaphore, SemaphorePermit};
 

@@ -12,7 +12,7 @@
 //! Generic over key and value; the record cache keeps one per kind of read
 //! (zones, nodes, denial records).
 
-use backend_mongo::StoreError;
+use crate::backend::StoreError;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::watch;

@@ -574,12 +574,12 @@ fn load_file(path: &Path) -> Result<FileConfig, String> {
 
 impl Config {
     /// The catalog zone to keep, if one is set (absolute, a final dot or not).
-    pub fn catalog(&self) -> Result<Option<backend_mongo::Name>, String> {
+    pub fn catalog(&self) -> Result<Option<dns::Name>, String> {
         let Some(text) = self.catalog_zone.as_deref() else {
             return Ok(None);
         };
         let absolute = format!("{}.", text.trim_end_matches('.'));
-        backend_mongo::Name::parse(&absolute, None)
+        dns::Name::parse(&absolute, None)
             .map(Some)
             .map_err(|e| e.to_string())
     }

@@ -20,7 +20,7 @@ use super::counters::{bump, NOTIFY};
 use super::message::{judge_reply, notify_message, Judged, SoaHint};
 use super::target::Target;
 use crate::tsig::{self, TsigKey};
-use backend_mongo::Name;
+use dns::Name;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::{Duration, Instant};
 use tokio::net::UdpSocket;

@@ -9,7 +9,7 @@
 //!                          │ NotOurs (anything else: keep waiting)
 //! ```
 
-use backend_mongo::Name;
+use dns::Name;
 
 /// The NOTIFY opcode.
 pub const OPCODE_NOTIFY: u8 = 4;

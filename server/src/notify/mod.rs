@@ -35,7 +35,8 @@ pub use target::{check_syntax, parse_target, Target, DEFAULT_PORT};
 
 use crate::tsig::TsigKey;
 use crate::zones::ZoneRegistry;
-use backend_mongo::{Store, ZoneInfo};
+use backend_mongo::Store;
+use dns::ZoneInfo;
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -17,7 +17,7 @@
 use super::counters::{bump, NOTIFY};
 use super::exchange::deliver;
 use super::Notifier;
-use backend_mongo::{Name, RType, ZoneInfo};
+use dns::{Name, RType, ZoneInfo};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

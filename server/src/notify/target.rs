@@ -8,7 +8,7 @@
 //! ```
 
 use crate::tsig::TsigKey;
-use backend_mongo::Name;
+use dns::Name;
 use std::net::{IpAddr, SocketAddr};
 
 /// The port NOTIFY goes to when none is given.

@@ -15,7 +15,8 @@
 use super::target::{parse_target, Target};
 use super::NotifyConfig;
 use crate::tsig::TsigKey;
-use backend_mongo::{Name, Store, ZoneInfo};
+use backend_mongo::Store;
+use dns::{Name, ZoneInfo};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

@@ -17,8 +17,9 @@
 use super::lookup::{self, Walk};
 use super::section::Section;
 use crate::backend::Backend;
+use crate::backend::StoreError;
 use crate::wire::Rcode;
-use backend_mongo::{Name, Node, RRset, RType, StoreError, ZoneInfo};
+use dns::{Name, Node, RRset, RType, ZoneInfo};
 use futures::future::try_join_all;
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -15,7 +15,7 @@ use super::answer::Outcome;
 use super::{answer, Responder, Transport};
 use crate::backend::Backend;
 use crate::cache::{Dependency, NameReach, PacketKey};
-use backend_mongo::ZoneInfo;
+use dns::ZoneInfo;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 

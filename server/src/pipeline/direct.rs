@@ -31,7 +31,7 @@ use crate::backend::{Backend, PlainAnswer, RecordsView};
 use crate::edns::{self, reply_edns};
 use crate::wire::writer::NotWritten;
 use crate::wire::{parse_query, MessageWriter, Query, Rcode, Section, CLASS_IN};
-use backend_mongo::{Name, RType};
+use dns::{Name, RType};
 
 impl<B: Backend> Responder<B> {
     /// Answers `packet` in one step from a resident zone when its question

@@ -28,11 +28,12 @@ use super::answer::{Answer, Outcome};
 use super::lookup;
 use super::section::{Placed, Section};
 use crate::backend::Backend;
-use backend_mongo::rdata::MAX_NSEC3_ITERATIONS;
+use crate::backend::StoreError;
 use backend_mongo::schema::SchemaError;
-use backend_mongo::{Name, Node, RRset, RType, StoreError, ZoneInfo};
 use dns::dnssec::nsec3_hash;
 use dns::encoding::base32hex;
+use dns::rdata::MAX_NSEC3_ITERATIONS;
+use dns::{Name, Node, RRset, RType, ZoneInfo};
 use std::sync::Arc;
 
 /// How a signed zone denies existence.

@@ -13,9 +13,9 @@
 
 use super::{render, Responder, Transport};
 use crate::backend::Backend;
+use crate::backend::StoreError;
 use crate::cache::PacketKey;
 use crate::wire::{parse_query, Query, Rcode};
-use backend_mongo::StoreError;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 

@@ -33,8 +33,9 @@
 //! through expired data (serve-stale while the database is away) waits
 //! for one failed round, not one per level.
 
+use crate::backend::StoreError;
 use crate::backend::{Backend, CachedNode};
-use backend_mongo::{Name, Node, RType, StoreError, ZoneInfo};
+use dns::{Name, Node, RType, ZoneInfo};
 use futures::future::try_join_all;
 use std::sync::Arc;
 

@@ -30,6 +30,7 @@ pub mod section;
 mod signed;
 
 use crate::backend::Backend;
+use crate::backend::StoreError;
 use crate::cache::{Counters, PacketCache, PacketKey};
 use crate::edns;
 use crate::handler::{Handler, TcpPeer, TcpReply, Transport};
@@ -37,8 +38,8 @@ use crate::ratelog::RateLimited;
 use crate::tsig;
 use crate::wire::{parse_query, Query, Rcode, CLASS_ANY, CLASS_IN};
 use crate::zones::ZoneRegistry;
-use backend_mongo::{RType, StoreError, ZoneInfo};
 use cached::Cached;
+use dns::{RType, ZoneInfo};
 use failure::{FailureRecheck, FAULT_LOG_PERIOD};
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};

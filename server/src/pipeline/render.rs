@@ -16,7 +16,7 @@ use super::Transport;
 use crate::edns::reply_edns;
 use crate::wire::writer::{Mark, NotWritten};
 use crate::wire::{flags, MessageWriter, Query, QueryError, Rcode, Section};
-use backend_mongo::RType;
+use dns::RType;
 
 /// The reply size limit for `query` arriving over `transport`.
 pub fn size_limit(query: &Query, transport: Transport, max_udp: u16) -> usize {
@@ -45,7 +45,7 @@ pub(super) fn header_flags(packet: &[u8], aa: bool) -> u16 {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Malformed {
     /// The owner of the RRset.
-    pub owner: backend_mongo::Name,
+    pub owner: dns::Name,
     /// Its type.
     pub rtype: RType,
 }

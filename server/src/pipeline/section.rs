@@ -10,7 +10,7 @@
 //!                 existed; Knot and NSD write them once)
 //! ```
 
-use backend_mongo::{Name, RRset, RType};
+use dns::{Name, RRset, RType};
 use std::sync::Arc;
 
 /// One RRset placed in a reply, under an owner name.

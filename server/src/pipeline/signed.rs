@@ -16,7 +16,7 @@ use super::{render, Responder, Transport};
 use crate::backend::Backend;
 use crate::tsig;
 use crate::wire::{parse_query, Query, Rcode};
-use backend_mongo::RType;
+use dns::RType;
 use std::net::IpAddr;
 
 impl<B: Backend> Responder<B> {

@@ -10,7 +10,7 @@
 //! ```
 
 use super::record::{Record, DNSSEC_OK, EDNS, QUESTION, RD, REPLIED, TCP};
-use backend_mongo::civil::civil_from_days;
+use dns::civil::civil_from_days;
 use std::io::Write;
 use std::net::IpAddr;
 
@@ -94,7 +94,7 @@ pub(super) fn format_body(r: &Record, out: &mut Out) {
         match r.qtype {
             1 => out.bytes(b"A"),
             28 => out.bytes(b"AAAA"),
-            t => out.bytes(backend_mongo::RType(t).mnemonic().as_bytes()),
+            t => out.bytes(dns::RType(t).mnemonic().as_bytes()),
         }
         out.byte(b' ');
     } else {

@@ -13,7 +13,7 @@
 //! ```
 
 use super::node_codec::{self, Unencodable};
-use backend_mongo::{Name, Node};
+use dns::{Name, Node};
 use hashbrown::HashTable;
 use std::hash::BuildHasher;
 
@@ -206,7 +206,7 @@ impl NameIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use backend_mongo::{RRset, RType};
+    use dns::{RRset, RType};
     use std::sync::Arc;
 
     fn node(name: &str, last: u8) -> Node {

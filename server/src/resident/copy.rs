@@ -33,7 +33,7 @@ use super::node_codec::{self, Unencodable};
 use super::pending::PendingNames;
 use super::snapshot::NodeSnapshot;
 use backend_mongo::resident::KeyedNode;
-use backend_mongo::{Name, Node, ZoneInfo};
+use dns::{Name, Node, ZoneInfo};
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -262,12 +262,10 @@ impl ZoneData {
 
     /// True when the zone has NSEC3 nodes (a name read again may own one).
     pub fn has_nsec3(&self) -> bool {
-        self.denials.values().next().is_some_and(|h| {
-            self.arena
-                .node(*h)
-                .rrset(backend_mongo::RType::NSEC3)
-                .is_some()
-        })
+        self.denials
+            .values()
+            .next()
+            .is_some_and(|h| self.arena.node(*h).rrset(dns::RType::NSEC3).is_some())
     }
 }
 
@@ -414,7 +412,7 @@ impl ZoneCopy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use backend_mongo::{RRset, RType};
+    use dns::{RRset, RType};
 
     fn keyed(name: &str, dk: Option<&str>, nsec3: bool, rtype: RType) -> KeyedNode {
         KeyedNode {

@@ -52,9 +52,10 @@ pub use pacing::{Busy, LoadPacing};
 pub use status::{Residence, ResidentConfig, ZoneChoice, ZoneReport};
 pub use summary::{ResidencySummary, ZoneFigures};
 
+use crate::backend::StoreError;
 use crate::backend::{Backend, CachedNode, JournalChain, PlainAnswer};
 use backend_mongo::transfer::NodeStream;
-use backend_mongo::{Name, Node, RType, StoreError, ZoneInfo};
+use dns::{Name, Node, RType, ZoneInfo};
 use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

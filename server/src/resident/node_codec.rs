@@ -19,7 +19,7 @@
 //! answered from the database instead of held wrong.
 
 use crate::backend::RecordsView;
-use backend_mongo::{Name, Node, RRset, RType};
+use dns::{Name, Node, RRset, RType};
 use std::sync::Arc;
 
 /// A node whose counts or lengths do not fit the encoding's integers:

@@ -21,7 +21,7 @@
 //! Denial lookups (the chain between names) still go to today's path until
 //! the copy is current.
 
-use backend_mongo::Name;
+use dns::Name;
 use std::collections::{HashMap, VecDeque};
 
 /// The unbroken chain of merges heard past a copy's generation.

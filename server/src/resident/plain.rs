@@ -24,7 +24,7 @@
 use super::copy::ZoneData;
 use super::node_codec;
 use crate::backend::{PlainAnswer, RecordsView};
-use backend_mongo::{Name, RType};
+use dns::{Name, RType};
 
 /// The longest name in wire form (RFC 1035 §2.3.4).
 const MAX_NAME_LEN: usize = 255;
@@ -163,7 +163,7 @@ impl<'n> Levels<'n> {
 mod tests {
     use super::*;
     use backend_mongo::resident::KeyedNode;
-    use backend_mongo::{Node, RRset};
+    use dns::{Node, RRset};
     use std::sync::Arc;
 
     fn n(s: &str) -> Name {

@@ -15,8 +15,9 @@
 //! as long as the transfer runs (the transfers at once are limited).
 
 use super::node_codec;
+use crate::backend::StoreError;
 use backend_mongo::transfer::NodeStream;
-use backend_mongo::{Node, StoreError};
+use dns::Node;
 use futures::stream::StreamExt;
 
 /// Encoded nodes in canonical order, one after another.

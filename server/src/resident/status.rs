@@ -10,7 +10,7 @@
 //!  ZoneReport: one zone's residence, bytes and records (/metrics)
 //! ```
 
-use backend_mongo::Name;
+use dns::Name;
 use std::collections::HashSet;
 
 /// Which zones may be resident.

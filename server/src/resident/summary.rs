@@ -12,7 +12,7 @@
 //! ```
 
 use super::status::{Residence, ZoneReport};
-use backend_mongo::Name;
+use dns::Name;
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 

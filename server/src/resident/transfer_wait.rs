@@ -18,7 +18,7 @@
 //! the transfers at once, and not the transfer's own time limit.
 
 use super::keeper::Residency;
-use backend_mongo::Name;
+use dns::Name;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 // tokio's clock: std's in the server, virtual (paused) in the tests.

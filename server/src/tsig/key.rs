@@ -12,7 +12,7 @@
 //! ```
 
 use crate::cidr::Cidr;
-use backend_mongo::Name;
+use dns::Name;
 use ring::hmac;
 use std::fmt;
 use std::net::IpAddr;

@@ -12,7 +12,8 @@
 //! signer (`kept_signer`'s gate) rather than reading the chain again.
 
 use crate::tsig::TsigKey;
-use backend_mongo::{Name, Store};
+use backend_mongo::Store;
+use dns::Name;
 use std::time::Instant;
 
 /// Starts the warm-up task for the zones `keys` may update.

@@ -12,7 +12,7 @@
 use super::walk::{name_end, plain_name_end, read_name, records_from, u16_at, Part};
 use super::{Rcode, HEADER_LEN};
 use crate::edns::{request::read_opt, Asked, Edns};
-use backend_mongo::{Name, RType};
+use dns::{Name, RType};
 
 /// A parsed query.
 #[derive(Clone, Debug)]

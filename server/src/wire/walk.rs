@@ -14,8 +14,8 @@
 //! ```
 
 use super::HEADER_LEN;
-use backend_mongo::name::MAX_NAME_LEN;
-use backend_mongo::Name;
+use dns::name::MAX_NAME_LEN;
+use dns::Name;
 use std::ops::Range;
 
 /// The big-endian 16-bit word at `at`, if the message is long enough.

@@ -11,9 +11,9 @@
 
 use super::{Edns, Rcode, HEADER_LEN};
 use crate::edns::reply::{write_opt, EDE_LEN, OPT_LEN};
-use backend_mongo::name::{MAX_LABEL_LEN, MAX_NAME_LEN};
-use backend_mongo::{Name, RRset, RType};
+use dns::name::{MAX_LABEL_LEN, MAX_NAME_LEN};
 use dns::types::{Rdata, TypeInfo};
+use dns::{Name, RRset, RType};
 
 /// A section of the reply.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

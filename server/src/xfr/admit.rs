@@ -34,7 +34,7 @@ use crate::handler::{TcpPeer, TcpReply, Transport};
 use crate::pipeline::{render, Responder};
 use crate::tsig::{self, TsigFailure, TsigSigner};
 use crate::wire::{flags, Query, Rcode};
-use backend_mongo::Name;
+use dns::Name;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;

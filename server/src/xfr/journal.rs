@@ -12,8 +12,8 @@ use super::packer::Packer;
 use super::transfer::{Sink, TransferError};
 use crate::guard::{bump, GUARD};
 use backend_mongo::writer::JournalStream;
-use backend_mongo::{RRset, RType, ZoneInfo};
 use dns::journal::{JournalEntry, JournalRecord};
+use dns::{RRset, RType, ZoneInfo};
 use futures::StreamExt;
 
 /// An incremental IXFR (RFC 1995 §4): our SOA, then each change of the

@@ -10,7 +10,7 @@
 
 use super::transfer::TransferError;
 use crate::wire::{flags, MessageWriter, Query, Rcode, Section};
-use backend_mongo::{Name, RType};
+use dns::{Name, RType};
 
 /// Size a transfer's messages are filled to.
 const MESSAGE_SIZE: usize = 16 * 1024;

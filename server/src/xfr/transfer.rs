@@ -32,13 +32,14 @@
 use super::journal::send_journal;
 use super::packer::{Packer, MAX_MESSAGE_SIZE};
 use crate::backend::Backend;
+use crate::backend::StoreError;
 use crate::guard::{bump, GUARD};
 use crate::handler::Aborted;
 use crate::pipeline::render;
 use crate::tsig::TsigSigner;
 use crate::wire::{Query, Rcode};
-use backend_mongo::{Name, Node, RRset, RType, StoreError, ZoneInfo};
 use dns::serial::{serial_gt, soa_serial};
+use dns::{Name, Node, RRset, RType, ZoneInfo};
 use futures::StreamExt;
 use tokio::sync::mpsc;
 

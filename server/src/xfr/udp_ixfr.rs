@@ -24,12 +24,13 @@ use super::journal::entry_records;
 use super::packer::finish;
 use super::transfer::{self, FirstOptions};
 use crate::backend::Backend;
+use crate::backend::StoreError;
 use crate::guard::{bump, GUARD};
 use crate::pipeline::render;
 use crate::wire::{flags, MessageWriter, Query, Rcode, Section};
 use backend_mongo::writer::JournalStream;
-use backend_mongo::{Name, RRset, RType, StoreError, ZoneInfo};
 use dns::serial::{serial_gt, soa_serial};
+use dns::{Name, RRset, RType, ZoneInfo};
 use futures::StreamExt;
 
 /// Where a UDP reply must fit: `limit` bytes (the client's size, less

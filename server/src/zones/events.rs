@@ -12,7 +12,7 @@
 //! Each is registered once, at start; none may block.
 
 use super::registry::ZoneRegistry;
-use backend_mongo::{Name, ZoneInfo};
+use dns::{Name, ZoneInfo};
 
 /// What a change of one zone drops from the record cache.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -31,8 +31,8 @@ pub use registry::{Known, ZoneRegistry, ZoneState};
 /// A zone at version 1, serial 1, generation `gen` (the registry's and the
 /// poller's unit tests).
 #[cfg(test)]
-fn test_info(apex: &str, gen: i64) -> backend_mongo::ZoneInfo {
-    backend_mongo::ZoneInfo {
+fn test_info(apex: &str, gen: i64) -> dns::ZoneInfo {
+    dns::ZoneInfo {
         apex: apex.parse().unwrap(),
         ver: 1,
         gen,

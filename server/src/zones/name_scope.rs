@@ -18,7 +18,7 @@
 //! A steady import publishing every 200 ms into a zone then voids only the
 //! replies for the names it wrote, not every reply of the zone.
 
-use backend_mongo::Name;
+use dns::Name;
 use std::collections::HashMap;
 
 /// Past this many names remembered, a change counts as whole (memory bound).

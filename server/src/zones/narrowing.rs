@@ -24,7 +24,7 @@
 //! belong to wait for it, and only for a moment; the rest are narrowed to
 //! their names as usual.
 
-use backend_mongo::{ChangeRecord, Name, ZoneInfo};
+use dns::{ChangeRecord, Name, ZoneInfo};
 use std::collections::HashMap;
 
 /// How a poll may narrow the changes it applies.

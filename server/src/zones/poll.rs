@@ -21,7 +21,8 @@
 use super::narrowing::{first_unshown, holes, Narrowing};
 use super::registry::ZoneRegistry;
 use crate::cache::Counters;
-use backend_mongo::{ChangeRecord, Name, Store, StoreError, ZoneInfo};
+use backend_mongo::{Store, StoreError};
+use dns::{ChangeRecord, Name, ZoneInfo};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -77,7 +78,7 @@ async fn apexes_redirecting(
             continue;
         }
         let redirects = match store.get_node(zone, &zone.apex).await {
-            Ok(apex) => apex.is_some_and(|a| a.rrset(backend_mongo::RType::DNAME).is_some()),
+            Ok(apex) => apex.is_some_and(|a| a.rrset(dns::RType::DNAME).is_some()),
             Err(_) => true,
         };
         if redirects {

@@ -24,7 +24,7 @@ use super::events::{NodePurge, NodePurger, SerialWatcher, ZoneEvent, ZoneListene
 use super::name_scope::NameChanges;
 use super::narrowing::{zone_change, Narrowing, ZoneChange};
 use crate::cache::sharded::{ShardedLru, Weigh};
-use backend_mongo::{ChangeRecord, Name, ZoneInfo};
+use dns::{ChangeRecord, Name, ZoneInfo};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};

@@ -22,9 +22,10 @@ mod follow;
 mod writes;
 
 use backend_mongo::dnssec_store::Nsec3Config;
-use backend_mongo::{Name, NodeWrite, RRset, RType, WriteMode};
+use backend_mongo::{NodeWrite, WriteMode};
 use dns::dnssec::nsec3_hash;
 use dns::encoding::base32hex;
+use dns::{Name, RRset, RType};
 use hickory_proto::dnssec::rdata::{DNSSECRData, DNSKEY};
 use hickory_proto::dnssec::Verifier;
 use hickory_proto::op::{Message, ResponseCode};

@@ -13,7 +13,7 @@
 //! ```
 
 use super::Rng;
-use backend_mongo::{Name, RRset, RType};
+use dns::{Name, RRset, RType};
 
 /// The types drawn: those whose rdata the server reads or compresses, and
 /// some it copies as they are.

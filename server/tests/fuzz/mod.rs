@@ -26,7 +26,9 @@ pub mod judged;
 pub mod signed;
 pub mod tsig;
 
-use backend_mongo::{Name, Node, RRset, StoreError, ZoneInfo};
+use backend_mongo::StoreError;
+
+use dns::{Name, Node, RRset, ZoneInfo};
 use hickory_proto::op::Message;
 use mongodns_server::backend::Backend;
 use mongodns_server::cache::{Counters, PacketCache, RecordCache, RecordCacheConfig};

@@ -13,7 +13,8 @@
 use super::{big_rrset, check_query_path, MemBackend, Rig, FUZZ_ZONE, MAX_UDP};
 use backend_mongo::dnssec_store::Nsec3Config;
 use backend_mongo::testing::database_uri;
-use backend_mongo::{Name, Store};
+use backend_mongo::Store;
+use dns::Name;
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::{Record, RecordType};
 use mongodns_server::handler::Transport;

@@ -7,7 +7,9 @@
 //!  end: wait_caught_up ─► axfr ─► compared with the model; verify_signed
 //! ```
 
-use backend_mongo::{Name, Store};
+use backend_mongo::Store;
+
+use dns::Name;
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::RData;
 use loadtools::import::{import_file_with, ImportOptions, ImportSummary, ImportTuning, NoProgress};

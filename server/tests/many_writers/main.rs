@@ -27,8 +27,9 @@ mod signing_lease;
 use harness::runtime;
 use harness::*;
 
-use backend_mongo::dns::edit::RecordEdit;
-use backend_mongo::{Name, RRset, RType, Store};
+use backend_mongo::Store;
+use dns::edit::RecordEdit;
+use dns::{Name, RRset, RType};
 use mongodns_testkit::*;
 use signer::Validity;
 use std::collections::BTreeSet;

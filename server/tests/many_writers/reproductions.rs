@@ -159,7 +159,7 @@ fn secure_while_importing(tag: &str, secured_first: bool) {
         let records = rt
             .block_on(db.store.change_records(gen_before + 1, gen_after))
             .unwrap();
-        let imported = |r: &backend_mongo::ChangeRecord| {
+        let imported = |r: &dns::ChangeRecord| {
             r.names
                 .as_ref()
                 .is_some_and(|n| n.iter().any(|n| n.to_string().starts_with("imp-")))

@@ -15,11 +15,12 @@
 //!  exit status: 0 done, 1 refused or failed, 2 bad input
 //! ```
 
-use backend_mongo::dns::edit::{Edited, RecordEdit};
-use backend_mongo::{Name, NodeWrite, RRset, RType, Store};
+use backend_mongo::{NodeWrite, Store};
 use clap::{Parser, Subcommand};
+use dns::edit::{Edited, RecordEdit};
 use dns::presentation::parse_rdata;
 use dns::serial::{set_soa_serial, soa_serial};
+use dns::{Name, RRset, RType};
 use signer::create::{today_serial, NewZone};
 use signer::export::master_file;
 use std::process::ExitCode;

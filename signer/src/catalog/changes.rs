@@ -19,8 +19,9 @@
 
 use super::{add_member, member_owner, publish, sync, CatalogSync};
 use crate::SignError;
-use backend_mongo::dns::edit::RecordEdit;
-use backend_mongo::{Name, RType, Store, ZoneInfo};
+use backend_mongo::Store;
+use dns::edit::RecordEdit;
+use dns::{Name, RType, ZoneInfo};
 use futures::{StreamExt, TryStreamExt};
 
 /// Catalog nodes read at once.

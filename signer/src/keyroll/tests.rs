@@ -4,7 +4,7 @@
 
 use super::*;
 use backend_mongo::bson::DateTime;
-use backend_mongo::Name;
+use dns::Name;
 
 struct Sim {
     policy: Policy,

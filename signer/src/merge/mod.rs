@@ -43,9 +43,10 @@ use crate::plan::{self, signer_owned, KeySet, SignOptions};
 use crate::SignError;
 use backend_mongo::dnssec_store::{DnssecConfig, FullNode, NodeChange, Nsec3Config, SignedRRset};
 use backend_mongo::writer::NodeImages;
-use backend_mongo::{NodeWrite, RRset, Store, StoreError, WriteStats};
+use backend_mongo::{NodeWrite, Store, StoreError, WriteStats};
 use dns::encoding::{base32hex, from_base32hex};
 use dns::serial::soa_serial;
+use dns::RRset;
 use dns::{Name, RType};
 use std::collections::{BTreeMap, HashMap};
 

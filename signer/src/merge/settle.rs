@@ -20,8 +20,9 @@ use super::{same_node, Entry, Link, MergeSigner, Settled};
 use crate::plan;
 use crate::SignError;
 use backend_mongo::dnssec_store::{changed_owners, FullNode, NodeChange, SignedRRset};
-use backend_mongo::{NodeWrite, RRset, Store};
+use backend_mongo::{NodeWrite, Store};
 use dns::dnssec::rrset_digest;
+use dns::RRset;
 use dns::{Name, RType};
 use std::collections::BTreeMap;
 

@@ -16,8 +16,9 @@ use crate::{crypto, SignError};
 use backend_mongo::bson::DateTime;
 use backend_mongo::dnssec_store::{DnssecConfig, KeyState, StoredKey};
 use backend_mongo::policy::Policy;
-use backend_mongo::{Name, Store};
+use backend_mongo::Store;
 use dns::dnssec::ds_rdata;
+use dns::Name;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 

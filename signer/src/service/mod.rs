@@ -30,7 +30,8 @@ pub use http::serve_control;
 pub use status::{Status, ZoneStatus};
 
 use crate::SignError;
-use backend_mongo::{Name, Store};
+use backend_mongo::Store;
+use dns::Name;
 use std::collections::HashSet;
 use std::time::Duration;
 use tokio::sync::watch;

@@ -6,7 +6,7 @@
 //!  /metrics ─► Status::metrics() ─► one series per zone and what
 //! ```
 
-use backend_mongo::Name;
+use dns::Name;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::{Arc, Mutex};

@@ -183,7 +183,7 @@ fn kept_signer_follows_other_writers(tag: &str, nsec3: bool) {
     let (db, zone) = secured_example_net(tag, nsec3);
     let before = signer::kept_signer::taken_in(&db.store, &zone);
     let add_here = |owner: &str| {
-        let edit = backend_mongo::dns::edit::RecordEdit::Add {
+        let edit = dns::edit::RecordEdit::Add {
             name: owner.parse().unwrap(),
             rrset: RRset {
                 rtype: RType::A,
@@ -238,9 +238,9 @@ fn kept_signer_follows_other_writers_nsec() {
 #[test]
 fn kept_signer_outlives_change_sets_too_large_to_list() {
     let (db, zone) = secured_example_net("signcli_keptbig", false);
-    let edits = |round: usize| -> Vec<backend_mongo::dns::edit::RecordEdit> {
+    let edits = |round: usize| -> Vec<dns::edit::RecordEdit> {
         (0..2100)
-            .map(|i| backend_mongo::dns::edit::RecordEdit::Add {
+            .map(|i| dns::edit::RecordEdit::Add {
                 name: format!("b{round}-{i}.example.net.").parse().unwrap(),
                 rrset: RRset {
                     rtype: RType::A,

@@ -19,7 +19,8 @@ mod output;
 mod versions;
 
 use backend_mongo::testing::{block_on, database_uri, example_net, runtime, unique_name, TestDb};
-use backend_mongo::{Name, NodeWrite, RRset, RType, WriteMode};
+use backend_mongo::{NodeWrite, WriteMode};
+use dns::{Name, RRset, RType};
 use std::ops::Deref;
 use std::process::{Command, Output};
 use std::time::Duration;

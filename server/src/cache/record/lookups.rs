@@ -13,10 +13,11 @@
 
 use super::shared::{DenialKey, NodeEntry, NodeKey, ZoneVer};
 use super::RecordCache;
+use crate::backend::StoreError;
 use crate::backend::{deepest, Backend, CachedNode};
 use crate::cache::denial::{At, Cached};
 use crate::zones::Known;
-use backend_mongo::{Name, Node, StoreError, ZoneInfo};
+use dns::{Name, Node, ZoneInfo};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

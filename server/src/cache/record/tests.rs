@@ -7,7 +7,7 @@
 //! ```
 
 use super::*;
-use backend_mongo::ChangeRecord;
+use dns::ChangeRecord;
 use std::sync::atomic::AtomicUsize;
 
 /// Answers every name with an empty node, and every denial lookup with
@@ -51,8 +51,8 @@ impl Backend for SlowBackend {
         next.extend_from_slice(&[0, 1, 0x40]);
         Ok(Some(Arc::new(Node {
             name: zone.apex.clone(),
-            rrsets: vec![Arc::new(backend_mongo::RRset {
-                rtype: backend_mongo::RType::NSEC,
+            rrsets: vec![Arc::new(dns::RRset {
+                rtype: dns::RType::NSEC,
                 ttl: 300,
                 rdata: vec![next.into()],
             })],

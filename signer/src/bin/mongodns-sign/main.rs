@@ -11,9 +11,10 @@ mod serve;
 mod show;
 
 use backend_mongo::dnssec_store::{KeyState, Nsec3Config};
-use backend_mongo::{Name, ProgressReporter, Store};
+use backend_mongo::{ProgressReporter, Store};
 use clap::{Parser, Subcommand};
 use dns::encoding::from_hex;
+use dns::Name;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use signer::export::master_file;
 use signer::{crypto, Progress, SecureOptions, SignError, Validity};

@@ -12,10 +12,11 @@ use crate::policy::{print_policy, span};
 use backend_mongo::bson::DateTime;
 use backend_mongo::dnssec_store::{DnssecConfig, StoredKey};
 use backend_mongo::lock::SERVICE_LEASE;
-use backend_mongo::{Name, RType, Store};
+use backend_mongo::Store;
 use dns::dnssec::ds_rdata;
 use dns::encoding::to_hex;
 use dns::presentation::rdata_text;
+use dns::{Name, RType};
 use signer::{crypto, keyroll, SignError, Validity};
 use std::time::{SystemTime, UNIX_EPOCH};
 
