@@ -15,6 +15,7 @@
 //! ```
 
 use super::lookup::{self, Walk};
+use super::rules::{self, Take};
 use super::section::Section;
 use crate::backend::Backend;
 use crate::backend::StoreError;
@@ -256,8 +257,9 @@ fn source(owner: &Name, rtype: RType, node: Option<&Arc<Node>>, closest: Option<
     }
 }
 
-/// Takes what `node` has for `qtype` (`node` is the wildcard
-/// `*.closest` when `closest` is set); returns a CNAME target to follow.
+/// Takes what `node` has for `qtype` by the rules (rules.rs `take`;
+/// `node` is the wildcard `*.closest` when `closest` is set); returns a
+/// CNAME target to follow.
 fn take_node(
     answer: &mut Answer,
     owner: &Name,
@@ -266,39 +268,32 @@ fn take_node(
     closest: Option<Name>,
 ) -> Option<Name> {
     let from = |rtype| source(owner, rtype, Some(node), closest.clone());
-    if qtype == RType::ANY {
-        // RFC 8482 §4.1: answer with one RRset of the name, not all of them.
-        // We take the one with the lowest type number, as Knot does, so the
-        // choice is stable (see docs/conformance.md).
-        match node.rrsets.iter().min_by_key(|r| r.rtype.0) {
-            Some(rrset) => {
-                answer.place(owner, rrset, from(rrset.rtype));
-                answer.outcome = Outcome::Hit;
-            }
+    answer.outcome = Outcome::Hit;
+    match rules::take(&**node, qtype) {
+        Take::Any => match node.rrsets.iter().min_by_key(|r| r.rtype.0) {
+            // The lowest type number, as Knot does: a stable choice
+            // (docs/conformance.md).
+            Some(rrset) => answer.place(owner, rrset, from(rrset.rtype)),
             None => answer.outcome = Outcome::NoData,
+        },
+        Take::Signatures => {
+            // One RRSIG RRset per covered type, as NSD does; never
+            // followed through a CNAME.
+            for sigs in &node.sigs {
+                answer.place(owner, sigs, from(RType::RRSIG));
+            }
         }
-        return None;
-    }
-    if qtype == RType::RRSIG && !node.sigs.is_empty() {
-        // RRSIG asked for: every signature at the name, one RRSIG RRset per
-        // covered type, as NSD does; never followed through a CNAME.
-        for sigs in &node.sigs {
-            answer.place(owner, sigs, from(RType::RRSIG));
+        Take::Records => {
+            let rrset = node.rrset(qtype).expect("rules saw the type");
+            answer.place(owner, rrset, from(qtype));
         }
-        answer.outcome = Outcome::Hit;
-        return None;
+        Take::Cname => {
+            let cname = node.rrset(RType::CNAME).expect("rules saw a CNAME");
+            answer.place(owner, cname, from(RType::CNAME));
+            return cname.rdata.first().and_then(|rd| Name::from_wire(rd).ok());
+        }
+        Take::NoData => answer.outcome = Outcome::NoData,
     }
-    if let Some(rrset) = node.rrset(qtype) {
-        answer.place(owner, rrset, from(qtype));
-        answer.outcome = Outcome::Hit;
-        return None;
-    }
-    if let Some(cname) = node.rrset(RType::CNAME) {
-        answer.place(owner, cname, from(RType::CNAME));
-        answer.outcome = Outcome::Hit;
-        return cname.rdata.first().and_then(|rd| Name::from_wire(rd).ok());
-    }
-    answer.outcome = Outcome::NoData;
     None
 }
 

@@ -7,7 +7,8 @@
 //!  zone_for_question: the same, except DS at a zone's apex goes to the
 //!                     parent zone when we serve it (RFC 4035 §3.1.4.1),
 //!                     as the backend's answer_view of it (answer_zone)
-//!  walk(zone, name):  apex … name, top-down (PathReader):
+//!  walk(zone, name):  apex … name, top-down (PathReader), each level
+//!     judged by rules.rs:
 //!     ancestor with NS (below apex) ─► Delegation
 //!     ancestor with DNAME (above name) ─► Dname
 //!     name exists ─► Exact            (NS at name too, unless qtype is DS)
@@ -33,6 +34,7 @@
 //! through expired data (serve-stale while the database is away) waits
 //! for one failed round, not one per level.
 
+use super::rules::{self, Level};
 use crate::backend::StoreError;
 use crate::backend::{Backend, CachedNode};
 use dns::{Name, Node, RType, ZoneInfo};
@@ -133,24 +135,22 @@ pub async fn walk<B: Backend>(
             // its parent is the closest encloser.
             return wildcard(backend, zone, closest).await;
         };
-        let is_apex = i == 0;
-        let is_name = i == last;
-        if !is_apex && node.rrset(RType::NS).is_some() && !(is_name && qtype == RType::DS) {
-            return Ok(Walk::Delegation {
-                cut: at.clone(),
-                node,
-            });
+        match rules::level(&*node, i == 0, i == last, qtype) {
+            Level::Cut => {
+                return Ok(Walk::Delegation {
+                    cut: at.clone(),
+                    node,
+                })
+            }
+            Level::Dname => {
+                return Ok(Walk::Dname {
+                    owner: at.clone(),
+                    node,
+                })
+            }
+            Level::Name => return Ok(Walk::Exact(node)),
+            Level::Above => closest = at.clone(),
         }
-        if !is_name && node.rrset(RType::DNAME).is_some() {
-            return Ok(Walk::Dname {
-                owner: at.clone(),
-                node,
-            });
-        }
-        if is_name {
-            return Ok(Walk::Exact(node));
-        }
-        closest = at.clone();
     }
     // The apex node itself is missing: the zone has no data.
     Ok(Walk::NxDomain { closest })

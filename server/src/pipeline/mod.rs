@@ -10,6 +10,7 @@
 //!     ─► solve_authority  ─► dnssec::prove_denial    (DO=1)   dnssec.rs
 //!     ─► solve_additional ─► dnssec::sign_additional (DO=1)
 //!     ─► render (render.rs) ─► packet cache (cached.rs)
+//!  the walk's and the answer's rules, once for both paths: rules.rs
 //!  AXFR/IXFR over TCP take their own path: crate::xfr (admit, transfer);
 //!  IXFR over UDP too, from the cache miss (never cached) or the TSIG path
 //!  (xfr's admit checks the TSIG with the client's address)
@@ -26,6 +27,7 @@ pub mod dnssec;
 mod failure;
 pub mod lookup;
 pub mod render;
+pub mod rules;
 pub mod section;
 mod signed;
 

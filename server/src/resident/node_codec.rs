@@ -9,6 +9,7 @@
 //!                                                · per rdata: len u16 · rdata
 //!  decode(bytes) ─► Node (fresh allocations, for the answer path)
 //!  owner(bytes)  ─► the name's wire bytes (no allocation: index lookups)
+//!  signed(bytes) ─► any signatures? (the header's count)
 //!  sets(bytes)   ─► each RRset in place (RecordsView: type, TTL, rdata),
 //!                   no allocation (plain.rs answers from it directly)
 //! ```
@@ -126,6 +127,12 @@ pub(super) fn sets(bytes: &[u8]) -> impl Iterator<Item = RecordsView<'_>> {
     (0..sets).map(move |_| r.set())
 }
 
+/// True when an encoded node holds any signatures.
+pub(super) fn signed(bytes: &[u8]) -> bool {
+    let at = 1 + bytes[0] as usize + 2;
+    bytes[at..at + 2] != [0, 0]
+}
+
 /// The node encoded in `bytes` (written by [`encode`]).
 pub(super) fn decode(bytes: &[u8]) -> Node {
     let name = Name::from_wire(owner(bytes)).expect("an encoded owner name is valid");
@@ -178,6 +185,7 @@ mod tests {
             .map(|s| (s.rtype, s.ttl, s.rdata.iter().map(|r| &r[..]).collect()))
             .collect();
         assert_eq!(viewed, want, "the sets read in place, signatures left out");
+        assert!(signed(encoded));
         let back = decode(encoded);
         assert_eq!(back.name, node.name);
         assert_eq!(back.rrsets, node.rrsets);
@@ -197,6 +205,7 @@ mod tests {
         let back = decode(&bytes);
         assert!(back.rrsets.is_empty() && back.sigs.is_empty());
         assert_eq!(records(&bytes), 0);
+        assert!(!signed(&bytes));
     }
 
     #[test]

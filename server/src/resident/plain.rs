@@ -1,29 +1,28 @@
 //! Plain questions answered in place from a resident zone's bytes: the
 //! name walk of pipeline/lookup.rs where it meets no cut, DNAME or CNAME,
-//! without decoding a node.
+//! without decoding a node. Each level and the node at the name are
+//! judged by the same rules as the general stages' (pipeline/rules.rs);
+//! only the way of holding a node differs.
 //!
 //! ```text
 //!  plain(apex, name, qtype)   (qtype ANY, RRSIG, DS ─► None)
-//!    levels apex … name, top-down, each found by the name index:
-//!      the apex: a DNAME above the name ─► None
-//!      a level:  NS below the apex (a cut), or DNAME above the name ─► None
-//!                missing ─► the wildcard *.(level above): exists ─► its
-//!                           answer below, for the name; else NxDomain
-//!    at the name (or its wildcard):
-//!      the qtype's RRset ─► Records
-//!      a CNAME (a chain) ─► None
-//!      else ─► NoData
+//!    the apex, then each level down to the name, found by the name index:
+//!      missing ─► the wildcard *.(level above): exists ─► its answer
+//!                 below, for the name; else NxDomain
+//!      rules::level: Cut or Dname ─► None; Above ─► on down
+//!    at the name (or its wildcard), rules::take:
+//!      Records ─► the qtype's RRset      NoData ─► NoData
+//!      Cname (a chain) ─► None
 //!    NoData, NxDomain carry the apex's SOA (no SOA ─► None)
 //! ```
 //!
 //! `None` is never an answer: it sends the question to the general stages,
-//! which answer every case. The rules here are theirs for the cases kept
-//! (pipeline/lookup.rs `walk` and `wildcard`, pipeline/answer.rs
-//! `take_node`).
+//! which answer every case.
 
 use super::copy::ZoneData;
 use super::node_codec;
 use crate::backend::{PlainAnswer, RecordsView};
+use crate::pipeline::rules::{self, Level, NodeTypes, Take};
 use dns::{Name, RType};
 
 /// The longest name in wire form (RFC 1035 §2.3.4).
@@ -42,27 +41,29 @@ impl ZoneData {
         }
         let (apex_bytes, levels) = self.levels(apex, name)?;
         let depth = levels.len();
-        if depth > 0 && has(apex_bytes, RType::DNAME) {
-            return None;
-        }
-        let wire = name.as_wire();
-        let mut node = apex_bytes;
+        let mut node = Encoded(apex_bytes);
         let mut closest = apex.as_wire();
-        for (i, suffix) in levels.iter().rev().enumerate() {
-            let Some(h) = self.names.get_wire(&self.arena, suffix) else {
-                // Every ancestor of a stored name is stored: nothing below
-                // here exists, and `closest` is the closest encloser.
-                return self.wildcard_answer(apex_bytes, closest, qtype);
-            };
-            node = self.arena.get(h);
-            let is_name = i + 1 == depth;
-            if has(node, RType::NS) || (!is_name && has(node, RType::DNAME)) {
-                return None;
+        // The apex, then each level below it down to the name.
+        for i in 0..=depth {
+            if i > 0 {
+                let suffix = levels.get(depth - i);
+                let Some(h) = self.names.get_wire(&self.arena, suffix) else {
+                    // Every ancestor of a stored name is stored: nothing
+                    // below here exists, and `closest` is the closest
+                    // encloser.
+                    return self.wildcard_answer(apex_bytes, closest, qtype);
+                };
+                node = Encoded(self.arena.get(h));
+                closest = suffix;
             }
-            closest = suffix;
+            match rules::level(&node, i == 0, i == depth, qtype) {
+                Level::Above => {}
+                Level::Name => return answer_at(node, apex_bytes, qtype),
+                // A referral or a DNAME: the general stages.
+                Level::Cut | Level::Dname => return None,
+            }
         }
-        debug_assert_eq!(closest, wire);
-        answer_at(node, apex_bytes, qtype)
+        None
     }
 
     /// The answer for a missing name whose closest encloser is `closest`:
@@ -83,7 +84,7 @@ impl ZoneData {
             None // `*.closest` would be too long: no wildcard can exist
         };
         match found {
-            Some(h) => answer_at(self.arena.get(h), apex_bytes, qtype),
+            Some(h) => answer_at(Encoded(self.arena.get(h)), apex_bytes, qtype),
             None => Some(PlainAnswer::NxDomain(soa(apex_bytes)?)),
         }
     }
@@ -118,25 +119,41 @@ impl ZoneData {
 }
 
 /// What `node` (the name's, or the wildcard's standing for it) answers
-/// for `qtype`, as pipeline/answer.rs `take_node` does for these types.
-fn answer_at<'a>(node: &'a [u8], apex_bytes: &'a [u8], qtype: RType) -> Option<PlainAnswer<'a>> {
-    if let Some(set) = node_codec::sets(node).find(|s| s.rtype == qtype) {
-        return Some(PlainAnswer::Records(set));
+/// for `qtype`, by the rules (pipeline/rules.rs `take`) for the types
+/// kept here.
+fn answer_at<'a>(node: Encoded<'a>, apex_bytes: &'a [u8], qtype: RType) -> Option<PlainAnswer<'a>> {
+    match rules::take(&node, qtype) {
+        Take::Records => node.set(qtype).map(PlainAnswer::Records),
+        Take::NoData => Some(PlainAnswer::NoData(soa(apex_bytes)?)),
+        // A CNAME to follow; ANY and RRSIG never come here.
+        Take::Cname | Take::Any | Take::Signatures => None,
     }
-    if has(node, RType::CNAME) {
-        return None;
-    }
-    Some(PlainAnswer::NoData(soa(apex_bytes)?))
 }
 
 /// The apex's SOA RRset.
 fn soa(apex_bytes: &[u8]) -> Option<RecordsView<'_>> {
-    node_codec::sets(apex_bytes).find(|s| s.rtype == RType::SOA)
+    Encoded(apex_bytes).set(RType::SOA)
 }
 
-/// True when the encoded node holds an RRset of `rtype`.
-fn has(node: &[u8], rtype: RType) -> bool {
-    node_codec::sets(node).any(|s| s.rtype == rtype)
+/// An encoded node (node_codec.rs), as the rules read it.
+#[derive(Clone, Copy)]
+struct Encoded<'a>(&'a [u8]);
+
+impl<'a> Encoded<'a> {
+    /// The RRset of `rtype`, in place.
+    fn set(self, rtype: RType) -> Option<RecordsView<'a>> {
+        node_codec::sets(self.0).find(|s| s.rtype == rtype)
+    }
+}
+
+impl NodeTypes for Encoded<'_> {
+    fn has(&self, rtype: RType) -> bool {
+        self.set(rtype).is_some()
+    }
+
+    fn has_sigs(&self) -> bool {
+        node_codec::signed(self.0)
+    }
 }
 
 /// The names from one name up to (not including) an apex, as suffixes of
@@ -152,10 +169,9 @@ impl<'n> Levels<'n> {
         self.len
     }
 
-    fn iter(&self) -> impl DoubleEndedIterator<Item = &'n [u8]> + '_ {
-        self.starts[..self.len]
-            .iter()
-            .map(|&s| &self.wire[usize::from(s)..])
+    /// The level `i` above the name (0: the name itself).
+    fn get(&self, i: usize) -> &'n [u8] {
+        &self.wire[usize::from(self.starts[i])..]
     }
 }
 
