@@ -5,7 +5,8 @@
 //!  pass(): zones._id ─► still serving `from`? (else: replaced, start over)
 //!     ─► change records of gen seen+1..=now (every one accounted for,
 //!        else start over) ─► names
-//!     ─► each name: ordinary RRsets read from `from`, written into `to`
+//!     ─► each name (COPIES_AT_ONCE at a time): ordinary RRsets read from
+//!        `from`, written into `to`
 //!        (a name gone from `from` is deleted from `to`)
 //!        (keeping `to`'s chain fields) ─► signed: MergeSigner::resign_names
 //!  the caller repeats passes until one is small, then takes the zone lock
@@ -18,6 +19,7 @@ use crate::SignError;
 use backend_mongo::dnssec::{FullNode, SignedRRset};
 use backend_mongo::{Store, StoreError};
 use dns::{ChangeRecord, Name, RType};
+use futures::{StreamExt, TryStreamExt};
 
 /// Most generations looked at record by record in one pass; more: not
 /// accounted for. A pass after a long signing covers every generation
@@ -26,6 +28,10 @@ pub(crate) const MAX_GENERATIONS: i64 = 65_536;
 
 /// Change records read at once (point reads by `_id`, concurrently).
 const RECORDS_AT_ONCE: i64 = 256;
+
+/// Names a pass copies at once (two point reads and one single-document
+/// write each: few enough for FerretDB's connection pool).
+const COPIES_AT_ONCE: usize = 8;
 
 /// The change records of `zone` for generations `from+1..=to`, or `None`
 /// when they do not account for every generation in between (a record
@@ -219,9 +225,13 @@ impl<'a> CatchUp<'a> {
             .collect();
         names.sort();
         names.dedup();
-        for name in &names {
-            self.copy(name).await?;
-        }
+        // Each name is its own document: copied several at once, so the
+        // last pass (under the zone lock, merge writers waiting) is short.
+        let copies: Vec<_> = names.iter().map(|name| self.copy(name)).collect();
+        futures::stream::iter(copies)
+            .buffer_unordered(COPIES_AT_ONCE)
+            .try_collect::<Vec<()>>()
+            .await?;
         if let Some(signer) = self.signer.as_mut() {
             signer.resign_names(self.store, &names).await?;
             if signer.needs_full_resign() {
