@@ -18,10 +18,13 @@
 //!  Knot (testkit Secondary, refresh a day) told by --notify ─► three edits
 //!     ─► each served, its log says IXFR; NSD (testkit Secondary) the
 //!     same, its transfers answered from the journal (ixfr_incremental)
+//!  an edit's journal insert held back on the wire after its publish ─►
+//!     the IXFR asked meanwhile waits for the entry: incremental
 //! ```
 
 use dns::edit::{ChangeSet, RecordEdit};
 use dns::{Name, RType};
+use futures::StreamExt;
 use mongodns_testkit::*;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -506,4 +509,68 @@ fn signed_zone_ixfr(nsec3: bool) {
     verify_signed_zone(&db.dir, ZONE, &axfr_text(ours.port, ZONE));
     drop(ours);
     block_on(db.drop_db());
+}
+
+/// Polls `done` every 10 ms until it is true; panics after `limit`.
+async fn until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// An IXFR asked after a record edit's publish but before its journal
+/// entry is written (the edit still holding the zone lock: here its
+/// journal insert is held back on the wire) waits for the entry and is
+/// incremental, rather than the whole zone: what a secondary told by
+/// NOTIFY at once gets.
+#[test]
+fn an_ixfr_between_a_publish_and_its_journal_entry_waits_for_the_entry() {
+    let zone = name(ZONE);
+    block_on(async {
+        let db = TestZoneDb::new("ixfr_pending").await;
+        db.import(ZONE, ZONE_TEXT, true).await;
+        let before = db.store.find_zone(&zone).await.unwrap().unwrap();
+        let held = Relay::to_database();
+        held.hold_requests(|req| !sent_commands(req, "insert", "journal").is_empty());
+        let writer = backend_mongo::Store::connect(&held.uri(), &db.name, Duration::from_secs(10))
+            .await
+            .expect("a writer through the relay");
+        let add = RecordEdit::add(
+            name("new.ixfr.test."),
+            RType::A,
+            300,
+            vec![vec![192, 0, 2, 7].into()],
+        );
+        let edit =
+            tokio::spawn(
+                async move { signer::edit::edit_zone(&writer, &name(ZONE), &[add]).await },
+            );
+        until("the journal insert held", Duration::from_secs(30), || {
+            held.held() > 0
+        })
+        .await;
+        let now = db.store.find_zone(&zone).await.unwrap().unwrap();
+        assert!(now.gen > before.gen, "published before its journal entry");
+        let tap = Relay::tapping_database();
+        let reader = backend_mongo::Store::connect(&tap.uri(), &db.name, Duration::from_secs(10))
+            .await
+            .expect("a reader through a tap");
+        let chain = tokio::spawn(async move { reader.journal_chain(&now, before.serial).await });
+        until(
+            "the reader's first look at the journal",
+            Duration::from_secs(30),
+            || !sent_commands(&tap.sent(), "find", "journal").is_empty(),
+        )
+        .await;
+        held.release();
+        let chain = chain.await.unwrap().expect("the journal read");
+        let entries: Vec<_> = chain
+            .expect("an incremental chain, not the whole zone")
+            .collect::<Vec<_>>()
+            .await;
+        assert_eq!(entries.len(), 1, "the edit's one entry");
+        edit.await.unwrap().expect("the edit succeeds");
+    });
 }

@@ -10,6 +10,9 @@
 //!     their serial ─► the gens, oldest first; else None (another writer
 //!     changed the zone between, an entry pruned or too large): the caller
 //!     sends the whole zone
+//!     no entry for the zone's gen yet while a writer holds the zone lock
+//!     (it journals right after its publish, under the lock): look again
+//!     every ENTRY_PENDING_POLL, for ENTRY_PENDING_WAIT at most
 //!   stream: {zone, gen ∈ plan} by gen, JOURNAL_BATCH entries a round trip
 //!     ─► one JournalEntry at a time; an entry of the plan missing (pruned
 //!     meanwhile) or out of order: an error, so the transfer is aborted
@@ -22,6 +25,7 @@
 //! JOURNAL_KEPT entries of MAX_JOURNAL_RECORDS records.
 
 use super::journal::{entry_from, soa_serial, JOURNAL_KEPT};
+use crate::lock::ZONE_LOCK;
 use crate::schema::ZoneInfo;
 use crate::store::{Store, StoreError};
 use crate::transfer::TRANSFER_MAX_TIME;
@@ -30,6 +34,7 @@ use dns::journal::JournalEntry;
 use futures::stream::{BoxStream, StreamExt};
 use futures::TryStreamExt;
 use mongodb::bson::doc;
+use std::time::Duration;
 
 /// Journal entries fetched per round trip while an IXFR is sent: an
 /// entry may hold up to MAX_JOURNAL_RECORDS records.
@@ -48,19 +53,26 @@ impl Store {
         zone: &ZoneInfo,
         theirs: u32,
     ) -> Result<Option<JournalStream>, StoreError> {
-        let Some(gens) = self.journal_plan(zone, theirs).await? else {
-            return Ok(None);
-        };
-        Ok(Some(self.journal_entries(&zone.apex, gens).await?))
+        let waiting_since = std::time::Instant::now();
+        loop {
+            match self.journal_plan(zone, theirs).await? {
+                Plan::Chain(gens) => {
+                    return Ok(Some(self.journal_entries(&zone.apex, gens).await?))
+                }
+                Plan::Pending
+                    if waiting_since.elapsed() < ENTRY_PENDING_WAIT
+                        && self.lock_holder(ZONE_LOCK, &zone.apex).await?.is_some() =>
+                {
+                    tokio::time::sleep(ENTRY_PENDING_POLL).await;
+                }
+                Plan::Pending | Plan::None => return Ok(None),
+            }
+        }
     }
 
     /// The generations of the chain from `theirs` to `zone` now, oldest
-    /// first, read from the entries' heads; `None` when there is none.
-    async fn journal_plan(
-        &self,
-        zone: &ZoneInfo,
-        theirs: u32,
-    ) -> Result<Option<Vec<i64>>, StoreError> {
+    /// first, read from the entries' heads.
+    async fn journal_plan(&self, zone: &ZoneInfo, theirs: u32) -> Result<Plan, StoreError> {
         let journal = self.journal();
         let mut find = journal
             .find(doc! {"zone": zone.apex.to_string(), "gen": {"$lte": zone.gen}})
@@ -79,22 +91,31 @@ impl Store {
             if entry.gen > gen {
                 continue;
             }
+            if gens.is_empty() && entry.gen < zone.gen {
+                // The newest entry is older than the zone: the current
+                // generation's may not be written yet.
+                return Ok(Plan::Pending);
+            }
             let ends_here = entry.gen == gen && soa_serial(&entry.to_soa) == Some(serial);
             if !ends_here || !entry.exact {
-                return Ok(None);
+                return Ok(Plan::None);
             }
             gen = entry.base_gen;
             let Some(from) = soa_serial(&entry.from_soa) else {
-                return Ok(None);
+                return Ok(Plan::None);
             };
             serial = from;
             gens.push(entry.gen);
             if serial == theirs {
                 gens.reverse();
-                return Ok(Some(gens));
+                return Ok(Plan::Chain(gens));
             }
         }
-        Ok(None)
+        Ok(if gens.is_empty() {
+            Plan::Pending
+        } else {
+            Plan::None
+        })
     }
 
     /// The entries `gens` of `zone` in that order, whole, a batch at a time.
@@ -131,6 +152,24 @@ impl Store {
         Ok(entries.boxed())
     }
 }
+
+/// What the journal's heads say of a chain.
+enum Plan {
+    /// The generations of the chain, oldest first.
+    Chain(Vec<i64>),
+    /// No entry for the zone's current generation (yet: the writer that
+    /// published it journals it under the zone lock, right after).
+    Pending,
+    /// The journal does not reach their serial.
+    None,
+}
+
+/// How long an IXFR waits, at most, for the entry of a generation just
+/// published while its writer still holds the zone lock.
+const ENTRY_PENDING_WAIT: Duration = Duration::from_secs(1);
+
+/// How often it looks again meanwhile.
+const ENTRY_PENDING_POLL: Duration = Duration::from_millis(20);
 
 /// The entry `gen` of `zone` went while its chain was read.
 fn pruned(zone: &Name, gen: i64) -> StoreError {
