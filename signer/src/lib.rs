@@ -26,6 +26,7 @@
 pub mod catalog;
 mod catchup;
 pub mod check;
+mod cpu_work;
 pub mod create;
 pub mod crypto;
 mod database_args;
@@ -301,15 +302,9 @@ async fn run_plan(
             progress.set(n)
         })
     };
-    // Signing is CPU work on threads of its own; keep the runtime's worker
-    // free when it has others (a current-thread runtime just waits).
-    let multi = tokio::runtime::Handle::try_current()
-        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-    let result = if multi {
-        tokio::task::block_in_place(work)
-    } else {
-        work()
-    }?;
+    // Signing is CPU work on threads of its own: the runtime's worker
+    // stays free.
+    let result = cpu_work::cpu_work(work)?;
     Ok((current, result.0, result.1))
 }
 

@@ -228,8 +228,6 @@ pub(super) async fn insert_batches(
         "writing",
         batches.iter().map(|b| b.nodes.len() as u64).sum(),
     );
-    let multi = tokio::runtime::Handle::try_current()
-        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
     let mut pending = FuturesUnordered::new();
     let mut done = 0u64;
     let joined = |r: Result<Result<u64, StoreError>, tokio::task::JoinError>| match r {
@@ -239,12 +237,7 @@ pub(super) async fn insert_batches(
     let mut signed = 0;
     for mut batch in batches {
         if let Some((keys, options)) = signer {
-            let mut sign = || batch.sign(keys, options);
-            signed += if multi {
-                tokio::task::block_in_place(sign)
-            } else {
-                sign()
-            };
+            signed += crate::cpu_work::cpu_work(|| batch.sign(keys, options));
         }
         if let Some(chain) = chain.as_mut() {
             chain.extend(

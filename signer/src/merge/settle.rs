@@ -92,21 +92,24 @@ impl MergeSigner {
         self.chain_was.clear();
         let mut batch = self.classify(store, entries).await?;
         let classified = t.elapsed();
-        let mut work = ChainWork::default();
-        self.unlink_leaving(&mut batch, &mut work);
-        self.link_members(&mut batch, &mut work)?;
-        self.carry_neighbours(&mut batch, &work);
-        let Batch {
-            nodes,
-            stored,
-            exists,
-            kinds,
-        } = batch;
-        let signed = self.sign(nodes, &kinds, work.nsec3_nodes, work.neighbours);
+        // The chain's relinking and the signing are CPU work: off the
+        // runtime's worker (a server's queries go on meanwhile).
+        let (signed, stored, exists, leaving) = crate::cpu_work::cpu_work(|| {
+            let mut work = ChainWork::default();
+            self.unlink_leaving(&mut batch, &mut work);
+            self.link_members(&mut batch, &mut work)?;
+            self.carry_neighbours(&mut batch, &work);
+            let Batch {
+                nodes,
+                stored,
+                exists,
+                kinds,
+            } = batch;
+            let signed = self.sign(nodes, &kinds, work.nsec3_nodes, work.neighbours);
+            Ok::<_, SignError>((signed, stored, exists, work.leaving))
+        })?;
         let signed_at = t.elapsed();
-        let r = self
-            .write(store, signed, &stored, &exists, work.leaving)
-            .await;
+        let r = self.write(store, signed, &stored, &exists, leaving).await;
         tracing::debug!(zone = %self.zone, ?classified, signed = ?signed_at,
             written = ?t.elapsed(), "batch settled");
         r
