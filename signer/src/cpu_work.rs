@@ -55,7 +55,9 @@ mod tests {
     #[test]
     fn without_a_multi_thread_runtime_the_work_just_runs() {
         assert_eq!(cpu_work(|| 7), 7);
-        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
         assert_eq!(rt.block_on(async { cpu_work(|| 8) }), 8);
     }
 }
