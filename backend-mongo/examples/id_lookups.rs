@@ -16,47 +16,37 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod common;
+
 #[tokio::main]
 async fn main() {
-    if let Err(e) = run().await {
-        eprintln!("id_lookups: {e}");
-        std::process::exit(1);
-    }
+    common::finish("id_lookups", run().await);
 }
 
 async fn run() -> Result<(), String> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.len() < 4 {
-        return Err(
-            "usage: id_lookups URI DATABASE ZONE NAMES_FILE [CONCURRENCY=64] [SECONDS=5]".into(),
-        );
-    }
-    let number = |i: usize, default: u64| -> Result<u64, String> {
-        args.get(i).map_or(Ok(default), |s| {
-            s.parse().map_err(|_| format!("not a number: {s}"))
-        })
-    };
-    let (concurrency, seconds) = (number(4, 64)? as usize, number(5, 5)?);
-    let zone: Name = args[2]
-        .parse()
-        .map_err(|e| format!("zone {}: {e}", args[2]))?;
-    let text = std::fs::read_to_string(&args[3]).map_err(|e| format!("{}: {e}", args[3]))?;
+    let usage = "id_lookups URI DATABASE ZONE NAMES_FILE [CONCURRENCY=64] [SECONDS=5]";
+    let args = common::Words::read(usage, 4)?;
+    let (concurrency, seconds) = (args.number(4, 64usize)?, args.number(5, 5u64)?);
+    let (uri, database, zone, names_file) =
+        (args.word(0), args.word(1), args.word(2), args.word(3));
+    let zone: Name = zone.parse().map_err(|e| format!("zone {zone}: {e}"))?;
+    let text = std::fs::read_to_string(names_file).map_err(|e| format!("{names_file}: {e}"))?;
     let names: Vec<Name> = text
         .lines()
         .filter_map(|l| l.split_whitespace().next()?.parse().ok())
         .filter(|n: &Name| n.is_subdomain_of(&zone))
         .collect();
     if names.is_empty() {
-        return Err(format!("no names of {zone} in {}", args[3]));
+        return Err(format!("no names of {zone} in {names_file}"));
     }
-    let store = Store::connect(&args[0], &args[1], Duration::from_secs(5))
+    let store = Store::connect(uri, database, Duration::from_secs(5))
         .await
         .map_err(|e| e.to_string())?;
     let info = store
         .find_zone(&zone)
         .await
         .map_err(|e| e.to_string())?
-        .ok_or_else(|| format!("zone {zone} is not served in database {}", args[1]))?;
+        .ok_or_else(|| format!("zone {zone} is not served in database {database}"))?;
     let names = Arc::new(names);
     let next = Arc::new(AtomicUsize::new(0));
     let (done, failed, latency_us) = (

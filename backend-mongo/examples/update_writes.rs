@@ -29,12 +29,11 @@ const NODES: &str = "nodes";
 const INSERT_BATCH: usize = 1000;
 const PER_COMMAND: usize = 16;
 
+mod common;
+
 #[tokio::main]
 async fn main() {
-    if let Err(e) = run().await {
-        eprintln!("update_writes: {e}");
-        std::process::exit(1);
-    }
+    common::finish("update_writes", run().await);
 }
 
 /// The command line, parsed.
@@ -47,21 +46,14 @@ struct Args {
 }
 
 fn args() -> Result<Args, String> {
-    let a: Vec<String> = std::env::args().skip(1).collect();
-    if a.len() < 2 {
-        return Err("usage: update_writes URI DATABASE [BASE=100000] [PER=2000] [ROUNDS=3]".into());
-    }
-    let number = |i: usize, default: usize| -> Result<usize, String> {
-        a.get(i).map_or(Ok(default), |s| {
-            s.parse().map_err(|_| format!("not a number: {s}"))
-        })
-    };
+    let usage = "update_writes URI DATABASE [BASE=100000] [PER=2000] [ROUNDS=3]";
+    let a = common::Words::read(usage, 2)?;
     Ok(Args {
-        uri: a[0].clone(),
-        database: a[1].clone(),
-        base: number(2, 100_000)?,
-        per: number(3, 2000)?,
-        rounds: number(4, 3)?,
+        uri: a.word(0).into(),
+        database: a.word(1).into(),
+        base: a.number(2, 100_000)?,
+        per: a.number(3, 2000)?,
+        rounds: a.number(4, 3)?,
     })
 }
 

@@ -31,12 +31,11 @@ use std::time::{Duration, Instant};
 /// Point reads in flight at once, as the server sent them before.
 const POINT_READS_AT_ONCE: usize = 32;
 
+mod common;
+
 #[tokio::main]
 async fn main() {
-    if let Err(e) = run().await {
-        eprintln!("zone_lookups: {e}");
-        std::process::exit(1);
-    }
+    common::finish("zone_lookups", run().await);
 }
 
 /// The command line, parsed.
@@ -50,25 +49,15 @@ struct Args {
 }
 
 fn args() -> Result<Args, String> {
-    let a: Vec<String> = std::env::args().skip(1).collect();
-    if a.len() < 3 {
-        return Err(
-            "usage: zone_lookups URI DATABASE ZONES [ROUNDS=200] [CONCURRENCY=16] [SECONDS=5]"
-                .into(),
-        );
-    }
-    let number = |i: usize, default: usize| -> Result<usize, String> {
-        a.get(i).map_or(Ok(default), |s| {
-            s.parse().map_err(|_| format!("not a number: {s}"))
-        })
-    };
+    let usage = "zone_lookups URI DATABASE ZONES [ROUNDS=200] [CONCURRENCY=16] [SECONDS=5]";
+    let a = common::Words::read(usage, 3)?;
     Ok(Args {
-        uri: a[0].clone(),
-        database: a[1].clone(),
-        zones: number(2, 2000)?,
-        rounds: number(3, 200)?,
-        concurrency: number(4, 16)?,
-        seconds: number(5, 5)? as u64,
+        uri: a.word(0).into(),
+        database: a.word(1).into(),
+        zones: a.number(2, 2000)?,
+        rounds: a.number(3, 200)?,
+        concurrency: a.number(4, 16)?,
+        seconds: a.number(5, 5)?,
     })
 }
 

@@ -411,21 +411,13 @@ impl Store {
         }
         let ids: Vec<String> = apexes.iter().map(Name::to_string).collect();
         let most = u32::try_from(ids.len()).unwrap_or(u32::MAX);
-        let mut find = self
+        let find = self
             .zones
             .find(doc! {"_id": {"$in": ids}, "ver": {"$exists": true}})
             .projection(doc! {"_id": 1, "ver": 1, "gen": 1, "serial": 1})
             .limit(i64::from(most))
             .batch_size(most);
-        if let Some(d) = self.read_deadline {
-            find = find.max_time(d);
-        }
-        let mut cursor = find.await?;
-        let mut out = Vec::new();
-        while let Some(d) = cursor.try_next().await? {
-            out.push(schema::zone_from_doc(&d)?);
-        }
-        Ok(out)
+        zones_found(find, self.read_deadline).await
     }
 
     /// The node `name` in the served version of `zone`.
@@ -622,20 +614,12 @@ impl Store {
             Some(a) => doc! {"_id": {"$gt": a.to_string()}, "ver": {"$exists": true}},
             None => doc! {"ver": {"$exists": true}},
         };
-        let mut find = self
+        let find = self
             .zones
             .find(filter)
             .sort(doc! {"_id": 1})
             .limit(i64::try_from(limit).unwrap_or(i64::MAX));
-        if let Some(d) = self.listing_deadline() {
-            find = find.max_time(d);
-        }
-        let mut cursor = find.await?;
-        let mut out = Vec::new();
-        while let Some(d) = cursor.try_next().await? {
-            out.push(schema::zone_from_doc(&d)?);
-        }
-        Ok(out)
+        zones_found(find, self.listing_deadline()).await
     }
 
     /// How many owner names (node documents, empty non-terminals included)
@@ -749,6 +733,24 @@ fn version_at_least(version: &str, min: (u32, u32)) -> bool {
     let major = parts.next().unwrap_or(0);
     let minor = parts.next().unwrap_or(0);
     (major, minor) >= min
+}
+
+/// Every zone `find` returns (each a served zone: the filter asks for
+/// `ver`), within `deadline` when one is given.
+async fn zones_found(
+    find: mongodb::action::Find<'_, Document>,
+    deadline: Option<Duration>,
+) -> Result<Vec<ZoneInfo>, StoreError> {
+    let find = match deadline {
+        Some(d) => find.max_time(d),
+        None => find,
+    };
+    let mut cursor = find.await?;
+    let mut out = Vec::new();
+    while let Some(d) = cursor.try_next().await? {
+        out.push(schema::zone_from_doc(&d)?);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 
 use backend_mongo::dns::edit::{ChangeSet, Edited, Ignored, RecordEdit};
 use backend_mongo::testing::{block_on, example_net, TestDb};
-use backend_mongo::{Name, RRset, RType, StoreError};
+use backend_mongo::{EditSummary, Name, RRset, RType, StoreError, ZoneInfo};
 
 fn n(s: &str) -> Name {
     s.parse().unwrap()
@@ -16,25 +16,27 @@ fn a(name: &str, last: u8) -> RecordEdit {
 }
 
 async fn exists(db: &TestDb, name: &str) -> bool {
-    let zone = db
-        .store
-        .find_zone(&n("example.net."))
-        .await
-        .unwrap()
-        .unwrap();
+    let zone = current(db).await;
     db.store.get_node(&zone, &n(name)).await.unwrap().is_some()
 }
 
 async fn records(db: &TestDb, name: &str, t: RType) -> usize {
-    let zone = db
-        .store
-        .find_zone(&n("example.net."))
-        .await
-        .unwrap()
-        .unwrap();
+    let zone = current(db).await;
     let node = db.store.get_node(&zone, &n(name)).await.unwrap();
     node.and_then(|n| n.rrset(t).map(|r| r.rdata.len()))
         .unwrap_or(0)
+}
+
+/// example.net. as served now.
+async fn current(db: &TestDb) -> ZoneInfo {
+    let zone = db.store.find_zone(&n("example.net.")).await.unwrap();
+    zone.expect("example.net. is served")
+}
+
+/// `edits` applied to example.net. as one change-set.
+async fn change(db: &TestDb, edits: &[RecordEdit]) -> EditSummary {
+    let zone = n("example.net.");
+    db.store.edit_zone(&zone, edits).await.unwrap()
 }
 
 /// A database of its own serving `example.net.`.
@@ -57,15 +59,11 @@ fn soa(serial: u32) -> Vec<u8> {
 fn records_are_added_and_deleted_one_at_a_time() {
     block_on(async {
         let (db, zone) = served("edit_one").await;
-        let before = db.store.find_zone(&zone).await.unwrap().unwrap();
+        let before = current(&db).await;
 
         // A deep new name: its empty non-terminals come with it.
         let deep = "x.b.c.example.net.";
-        let s = db
-            .store
-            .edit_zone(&zone, &[a(deep, 1), a(deep, 2)])
-            .await
-            .unwrap();
+        let s = change(&db, &[a(deep, 1), a(deep, 2)]).await;
         assert_eq!(s.outcomes, vec![Edited::Changed, Edited::Changed]);
         assert_eq!(s.serial, 2, "the serial moves by one per change-set");
         for name in [deep, "b.c.example.net.", "c.example.net.", "example.net."] {
@@ -82,22 +80,19 @@ fn records_are_added_and_deleted_one_at_a_time() {
         assert_eq!(rec.names.as_deref(), Some(&s.names[..]));
 
         // A sibling below b: deleting x keeps b (a name remains below it).
-        db.store
-            .edit_zone(&zone, &[a("y.b.c.example.net.", 3)])
-            .await
-            .unwrap();
+        change(&db, &[a("y.b.c.example.net.", 3)]).await;
         let del = RecordEdit::DeleteRecords {
             name: n(deep),
             rtype: RType::A,
             rdata: vec![vec![192, 0, 2, 1].into()],
         };
-        db.store.edit_zone(&zone, &[del]).await.unwrap();
+        change(&db, &[del]).await;
         assert_eq!(records(&db, deep, RType::A).await, 1);
         let gone = RecordEdit::DeleteRRset {
             name: n(deep),
             rtype: RType::A,
         };
-        let s = db.store.edit_zone(&zone, &[gone]).await.unwrap();
+        let s = change(&db, &[gone]).await;
         assert!(!exists(&db, deep).await, "an emptied leaf is deleted");
         assert!(exists(&db, "b.c.example.net.").await, "y is still below b");
         assert!(s.names.contains(&n(deep)));
@@ -106,7 +101,7 @@ fn records_are_added_and_deleted_one_at_a_time() {
         let last = RecordEdit::DeleteName {
             name: n("y.b.c.example.net."),
         };
-        let s = db.store.edit_zone(&zone, &[last]).await.unwrap();
+        let s = change(&db, &[last]).await;
         for name in ["y.b.c.example.net.", "b.c.example.net.", "c.example.net."] {
             assert!(!exists(&db, name).await, "{name} deleted");
             assert!(s.names.contains(&n(name)), "{name} listed");
@@ -119,16 +114,13 @@ fn records_are_added_and_deleted_one_at_a_time() {
 #[test]
 fn a_name_with_names_below_becomes_an_empty_non_terminal() {
     block_on(async {
-        let (db, zone) = served("edit_ent").await;
-        db.store
-            .edit_zone(&zone, &[a("p.example.net.", 1), a("q.p.example.net.", 2)])
-            .await
-            .unwrap();
+        let (db, _) = served("edit_ent").await;
+        change(&db, &[a("p.example.net.", 1), a("q.p.example.net.", 2)]).await;
         let del = RecordEdit::DeleteName {
             name: n("p.example.net."),
         };
-        db.store.edit_zone(&zone, &[del]).await.unwrap();
-        let served = db.store.find_zone(&zone).await.unwrap().unwrap();
+        change(&db, &[del]).await;
+        let served = current(&db).await;
         let p = db.store.get_node(&served, &n("p.example.net.")).await;
         assert!(p.unwrap().expect("kept").is_empty_non_terminal());
         assert_eq!(records(&db, "q.p.example.net.", RType::A).await, 1);
@@ -140,7 +132,7 @@ fn a_name_with_names_below_becomes_an_empty_non_terminal() {
 fn the_apex_keeps_its_soa_and_ns_and_nothing_changed_publishes_nothing() {
     block_on(async {
         let (db, zone) = served("edit_apex").await;
-        let before = db.store.find_zone(&zone).await.unwrap().unwrap();
+        let before = current(&db).await;
         let edits = [
             RecordEdit::DeleteRRset {
                 name: zone.clone(),
@@ -155,12 +147,12 @@ fn the_apex_keeps_its_soa_and_ns_and_nothing_changed_publishes_nothing() {
                 name: n("nothing.example.net."),
             },
         ];
-        let s = db.store.edit_zone(&zone, &edits).await.unwrap();
+        let s = change(&db, &edits).await;
         let apex = Edited::Ignored(Ignored::ApexSoaOrNs);
         let expect = vec![apex, apex, Edited::Unchanged, Edited::Unchanged];
         assert_eq!(s.outcomes, expect);
         assert_eq!(s.gen, None);
-        let after = db.store.find_zone(&zone).await.unwrap().unwrap();
+        let after = current(&db).await;
         assert_eq!((after.serial, after.gen), (before.serial, before.gen));
         assert_eq!(records(&db, "example.net.", RType::SOA).await, 1);
         assert_eq!(records(&db, "example.net.", RType::NS).await, 1);
@@ -200,7 +192,7 @@ fn a_replaced_rrset_and_a_new_soa_serial() {
                 rdata: vec![vec![10, 0, 0, 1].into(), vec![10, 0, 0, 2].into()],
             },
         };
-        db.store.edit_zone(&zone, &[two]).await.unwrap();
+        change(&db, &[two]).await;
         assert_eq!(records(&db, "ns1.example.net.", RType::A).await, 2);
         // An SOA with a later serial replaces the stored one, and is kept.
         let new_soa = RecordEdit::Add {
@@ -211,7 +203,7 @@ fn a_replaced_rrset_and_a_new_soa_serial() {
                 rdata: vec![soa(2026120100).into()],
             },
         };
-        let s = db.store.edit_zone(&zone, &[new_soa]).await.unwrap();
+        let s = change(&db, &[new_soa]).await;
         assert_eq!(s.outcomes, vec![Edited::Changed]);
         assert_eq!(s.serial, 2026120100);
         db.drop_db().await;
@@ -222,7 +214,7 @@ fn a_replaced_rrset_and_a_new_soa_serial() {
 fn a_refused_edit_can_make_the_whole_change_set_write_nothing() {
     block_on(async {
         let (db, zone) = served("edit_whole").await;
-        let before = db.store.find_zone(&zone).await.unwrap().unwrap();
+        let before = current(&db).await;
         let cname = RecordEdit::add(
             n("ns1.example.net."),
             RType::CNAME,
@@ -239,10 +231,10 @@ fn a_refused_edit_can_make_the_whole_change_set_write_nothing() {
         );
         assert_eq!(s.gen, None, "nothing published");
         assert!(!exists(&db, "fine.example.net.").await, "nothing written");
-        let after = db.store.find_zone(&zone).await.unwrap().unwrap();
+        let after = current(&db).await;
         assert_eq!(after.serial, before.serial);
         // Applying the rest (DNS UPDATE's way) writes the first edit.
-        let s = db.store.edit_zone(&zone, &edits).await.unwrap();
+        let s = change(&db, &edits).await;
         assert!(s.gen.is_some());
         assert!(exists(&db, "fine.example.net.").await);
         db.drop_db().await;
@@ -253,7 +245,7 @@ fn a_refused_edit_can_make_the_whole_change_set_write_nothing() {
 fn a_deleted_zone_written_again_by_a_multi_zone_import_starts_above_it() {
     block_on(async {
         let (db, zone) = served("delete_multi").await;
-        let before = db.store.find_zone(&zone).await.unwrap().unwrap();
+        let before = current(&db).await;
         db.store.delete_zone(&zone).await.unwrap();
         assert!(db.store.find_zone(&zone).await.unwrap().is_none());
         assert!(db
@@ -301,10 +293,7 @@ fn journal_entries_past_the_age_limit_are_pruned() {
     block_on(async {
         let (db, zone) = served("journal_age").await;
         for last in 1..=3 {
-            db.store
-                .edit_zone(&zone, &[a("aged.example.net.", last)])
-                .await
-                .unwrap();
+            change(&db, &[a("aged.example.net.", last)]).await;
         }
         let journal = db
             .store

@@ -65,13 +65,7 @@ impl Name {
         for label in labels {
             push_label(&mut wire, label)?;
         }
-        wire.push(0);
-        if wire.len() > MAX_NAME_LEN {
-            return Err(NameError::NameTooLong);
-        }
-        let mut wire: Box<[u8]> = wire.into();
-        lower_labels(&mut wire);
-        Ok(Name { wire })
+        finish_name(wire)
     }
 
     /// Parses an uncompressed wire-format name that fills `bytes` exactly.
@@ -177,13 +171,7 @@ impl Name {
             let origin = origin.ok_or(NameError::NoOrigin)?;
             wire.extend_from_slice(&origin.wire[..origin.wire.len() - 1]);
         }
-        wire.push(0);
-        if wire.len() > MAX_NAME_LEN {
-            return Err(NameError::NameTooLong);
-        }
-        let mut wire: Box<[u8]> = wire.into();
-        lower_labels(&mut wire);
-        Ok(Name { wire })
+        finish_name(wire)
     }
 
     /// The uncompressed wire form, lower case.
@@ -355,6 +343,18 @@ fn push_label(wire: &mut Vec<u8>, label: &[u8]) -> Result<(), NameError> {
     wire.push(label.len() as u8);
     wire.extend_from_slice(label);
     Ok(())
+}
+
+/// The name whose labels `wire` holds (without the root label): the root
+/// label added, the length checked, lower-cased.
+fn finish_name(mut wire: Vec<u8>) -> Result<Name, NameError> {
+    wire.push(0);
+    if wire.len() > MAX_NAME_LEN {
+        return Err(NameError::NameTooLong);
+    }
+    let mut wire: Box<[u8]> = wire.into();
+    lower_labels(&mut wire);
+    Ok(Name { wire })
 }
 
 fn lower_labels(wire: &mut [u8]) {

@@ -14,7 +14,7 @@
 
 use backend_mongo::Store;
 
-use dns::Name;
+use dns::{Name, Node};
 use loadtools::zonegen::{BigZone, SmallZones};
 use mongodns_testkit::{block_on, database_uri, free_tcp_port, run_bounded, unique_name};
 use std::path::PathBuf;
@@ -76,20 +76,25 @@ async fn dump(store: &Store, zones: &[Name]) -> Vec<String> {
         assert!(served.contains_key(&z.to_string()), "zone {z} not served");
     }
     for d in &nodes {
-        let node = backend_mongo::schema::node_from_doc(d).unwrap();
-        let mut sets: Vec<String> = node
-            .rrsets
-            .iter()
-            .map(|r| {
-                let mut rd: Vec<&[u8]> = r.rdata.iter().map(|b| &b[..]).collect();
-                rd.sort();
-                format!("{} {} {:?}", r.rtype, r.ttl, rd)
-            })
-            .collect();
-        sets.sort();
-        out.push(format!("{} {}", node.name, sets.join(" | ")));
+        out.push(node_line(&backend_mongo::schema::node_from_doc(d).unwrap()));
     }
     out
+}
+
+/// A node as comparable text: its name, then its RRsets sorted, each
+/// with its rdata sorted.
+fn node_line(node: &Node) -> String {
+    let mut sets: Vec<String> = node
+        .rrsets
+        .iter()
+        .map(|r| {
+            let mut rd: Vec<&[u8]> = r.rdata.iter().map(|b| &b[..]).collect();
+            rd.sort();
+            format!("{} {} {:?}", r.rtype, r.ttl, rd)
+        })
+        .collect();
+    sets.sort();
+    format!("{} {}", node.name, sets.join(" | "))
 }
 
 /// Like [`dump`], through the server's own read path (one zone).
@@ -103,17 +108,7 @@ async fn dump_zone(store: &Store, zones: &[Name]) -> Vec<String> {
             .unwrap_or_else(|| panic!("zone {z} not served"));
         out.push(format!("zone {z} serial {}", info.serial));
         for node in store.zone_nodes(&info).await.unwrap() {
-            let mut sets: Vec<String> = node
-                .rrsets
-                .iter()
-                .map(|r| {
-                    let mut rd: Vec<&[u8]> = r.rdata.iter().map(|b| &b[..]).collect();
-                    rd.sort();
-                    format!("{} {} {:?}", r.rtype, r.ttl, rd)
-                })
-                .collect();
-            sets.sort();
-            out.push(format!("{} {}", node.name, sets.join(" | ")));
+            out.push(node_line(&node));
         }
     }
     out

@@ -23,6 +23,9 @@ use backend_mongo::Store;
 /// A backend's fault: a read that failed (the storage layer's error, the
 /// one type of it the answer path sees).
 pub use backend_mongo::StoreError;
+
+/// What a node read gives: the node (shared), none, or a storage fault.
+pub type NodeRead = Result<Option<Arc<Node>>, StoreError>;
 use dns::{Name, Node, RType, ZoneInfo};
 use futures::future::try_join_all;
 use futures::StreamExt;
@@ -61,11 +64,7 @@ pub trait Backend: Send + Sync + 'static {
         }
     }
     /// The node `name` of `zone`, if it exists.
-    fn get_node(
-        &self,
-        zone: &ZoneInfo,
-        name: &Name,
-    ) -> impl Future<Output = Result<Option<Arc<Node>>, StoreError>> + Send;
+    fn get_node(&self, zone: &ZoneInfo, name: &Name) -> impl Future<Output = NodeRead> + Send;
     /// Every node of `zone`, in canonical order, from one consistent version.
     fn zone_nodes(
         &self,
@@ -122,7 +121,7 @@ pub trait Backend: Send + Sync + 'static {
         zone: &ZoneInfo,
         key: &str,
         wrap: bool,
-    ) -> impl Future<Output = Result<Option<Arc<Node>>, StoreError>> + Send;
+    ) -> impl Future<Output = NodeRead> + Send;
 
     /// Every node of `zone` in canonical order, one at a time as storage
     /// delivers them (zone transfers). The default reads them all first.
@@ -251,11 +250,7 @@ impl Backend for Store {
         self.served_zones_among(apexes).await
     }
 
-    async fn get_node(
-        &self,
-        zone: &ZoneInfo,
-        name: &Name,
-    ) -> Result<Option<Arc<Node>>, StoreError> {
+    async fn get_node(&self, zone: &ZoneInfo, name: &Name) -> NodeRead {
         Ok(Store::get_node(self, zone, name).await?.map(Arc::new))
     }
 
@@ -279,12 +274,7 @@ impl Backend for Store {
         Store::journal_chain(self, zone, theirs).await
     }
 
-    async fn denial(
-        &self,
-        zone: &ZoneInfo,
-        key: &str,
-        wrap: bool,
-    ) -> Result<Option<Arc<Node>>, StoreError> {
+    async fn denial(&self, zone: &ZoneInfo, key: &str, wrap: bool) -> NodeRead {
         Ok(Store::denial(self, zone, key, wrap).await?.map(Arc::new))
     }
 }

@@ -19,11 +19,11 @@
 //!
 //! Files: this one holds what the endpoint sees (`Control`), `/health` and
 //! the purges; `serve.rs` the HTTP (connections, limits, routing, the
-//! token); `metrics.rs` the numbers (`snapshot`, each typed counter or
-//! gauge) and their two formats; `residency.rs` the resident zones' numbers.
+//! token); `metrics/` the numbers (`snapshot`, each typed counter or
+//! gauge, from a table per subsystem; the resident zones' in
+//! `metrics/residency.rs`) and their two formats.
 
 mod metrics;
-mod residency;
 mod serve;
 
 pub use metrics::{Metric, MetricKind};

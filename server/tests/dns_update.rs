@@ -21,11 +21,7 @@ const ZONE: &str = "upd.test.";
 const SECRET: &str = "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LTAxMjM=";
 const READER: &str = "cmVhZGVyLXJlYWRlci1yZWFkZXItcmVhZGVyLTAxMjM=";
 
-const ZONE_TEXT: &str = "$ORIGIN upd.test.\n$TTL 300\n\
-@ IN SOA ns.upd.test. hostmaster.upd.test. 1 7200 900 1209600 60\n\
-@ IN NS ns.upd.test.\n\
-ns IN A 192.0.2.53\n\
-www IN A 192.0.2.1\n";
+const ZONE_TEXT: &str = small_zone!("upd.test.", "www IN A 192.0.2.1\n");
 
 /// The keys: `upd` may update upd.test., `reader` may not update.
 fn key_args() -> Vec<String> {
@@ -40,15 +36,19 @@ fn key_args() -> Vec<String> {
 }
 
 fn served(tag: &str) -> (TestZoneDb, ServerProcess) {
-    let db = block_on(async {
-        let db = TestZoneDb::new(tag).await;
-        db.import(ZONE, ZONE_TEXT, true).await;
-        db
-    });
+    let db = zone_db(tag, ZONE, ZONE_TEXT);
     let args = key_args();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let server = ServerProcess::start(&db.name, &args);
     (db, server)
+}
+
+/// Secures the zone (ECDSA P-256, NSEC).
+async fn secure(db: &TestZoneDb) {
+    let zone: dns::Name = ZONE.parse().unwrap();
+    let options = signer::SecureOptions::ecdsa(None);
+    let secured = signer::secure_zone(&db.store, &zone, &options, &signer::NoProgress);
+    secured.await.expect("secure-zone");
 }
 
 /// Runs an update tool with `script` on stdin; returns (success, output).
@@ -59,19 +59,8 @@ fn run_tool(tool: &str, key: Option<&str>, script: &str) -> (bool, String) {
     if let Some(k) = key {
         cmd.args(["-y", k]);
     }
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
+    let out = run_with_input(cmd, script)
         .unwrap_or_else(|e| panic!("{tool} is needed (bind9-dnsutils / knot-dnsutils): {e}"));
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(script.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -105,12 +94,7 @@ fn nsupdate(port: u16, tcp: bool, lines: &[&str]) -> (bool, String) {
 fn nsupdate_and_knsupdate_add_and_delete_records() {
     let (db, server) = served("upd_tools");
     let port = server.port;
-    assert_eq!(
-        ask_udp(port, "new.upd.test.", 1, None)
-            .metadata
-            .response_code,
-        ResponseCode::NXDomain
-    );
+    assert_eq!(rcode_udp(port, "new.upd.test.", 1), ResponseCode::NXDomain);
     let mut took = Vec::new();
     // nsupdate over UDP: two records and a deep name.
     let (ok, out) = nsupdate(
@@ -337,12 +321,7 @@ fn unauthorised_updates_are_refused() {
     let other = format!("server 127.0.0.1 {port}\nzone other.test.\nupdate add a.other.test. 300 A 192.0.2.1\nsend\n");
     let (ok, out) = run_tool("nsupdate", Some(&upd_key()), &other);
     assert!(!ok, "another zone: {out}");
-    assert_eq!(
-        ask_udp(port, "evil.upd.test.", 1, None)
-            .metadata
-            .response_code,
-        ResponseCode::NXDomain
-    );
+    assert_eq!(rcode_udp(port, "evil.upd.test.", 1), ResponseCode::NXDomain);
     drop(server);
     block_on(db.drop_db());
 }
@@ -351,18 +330,9 @@ fn unauthorised_updates_are_refused() {
 fn updates_keep_a_secured_zone_valid() {
     let (db, server) = served("upd_signed");
     let port = server.port;
-    let zone: dns::Name = ZONE.parse().unwrap();
-    let options = signer::SecureOptions::ecdsa(None);
-    block_on(signer::secure_zone(
-        &db.store,
-        &zone,
-        &options,
-        &signer::NoProgress,
-    ))
-    .expect("secure-zone");
+    block_on(secure(&db));
     let check = |what: &str| {
-        let text = axfr_text(port, ZONE);
-        verify_signed_zone(&db.dir, ZONE, &text);
+        verify_served_zone(port, &db.dir, ZONE);
         println!("{what}: verified");
     };
     let (ok, out) = nsupdate(
@@ -446,11 +416,7 @@ fn an_update_under_dnsperf_load_is_answered_within_a_second() {
 
 #[test]
 fn a_key_bound_to_address_blocks_updates_only_from_them() {
-    let db = block_on(async {
-        let db = TestZoneDb::new("upd_from").await;
-        db.import(ZONE, ZONE_TEXT, true).await;
-        db
-    });
+    let db = zone_db("upd_from", ZONE, ZONE_TEXT);
     let inside = format!("hmac-sha256:upd:{SECRET} zones={ZONE} from=127.0.0.0/8 update");
     let outside = format!("hmac-sha256:far:{READER} zones={ZONE} from=192.0.2.0/24 update");
     let server = ServerProcess::start(&db.name, &["--tsig-key", &inside, "--tsig-key", &outside]);
@@ -482,12 +448,7 @@ fn a_key_bound_to_address_blocks_updates_only_from_them() {
     let (reply, _, _) = captured_update(port, &inside_key, &add);
     assert_ne!(reply[2] & 0x02, 0, "TC over UDP for a from= key");
     assert!(!stored(&db, "udp.upd.test."), "applied from a UDP source");
-    assert_eq!(
-        ask_udp(port, "far.upd.test.", 1, None)
-            .metadata
-            .response_code,
-        ResponseCode::NXDomain
-    );
+    assert_eq!(rcode_udp(port, "far.upd.test.", 1), ResponseCode::NXDomain);
     drop(server);
     block_on(db.drop_db());
 }
@@ -588,11 +549,7 @@ fn signed_update_bytes(lines: &[&str]) -> Vec<u8> {
 
 #[test]
 fn an_update_waiting_for_the_zone_lock_does_not_hold_udp_back() {
-    let db = block_on(async {
-        let db = TestZoneDb::new("upd_lockwait").await;
-        db.import(ZONE, ZONE_TEXT, true).await;
-        db
-    });
+    let db = zone_db("upd_lockwait", ZONE, ZONE_TEXT);
     let mut args = key_args();
     args.extend(["--udp-max-misses".into(), "1".into()]);
     args.extend(["--query-timeout-ms".into(), "1000".into()]);
@@ -690,16 +647,8 @@ fn chain_reads(sent: &[u8]) -> usize {
 
 #[test]
 fn a_server_taking_updates_reads_a_secured_zones_chain_at_start_not_at_the_first_update() {
-    let db = block_on(async {
-        let db = TestZoneDb::new("upd_warm").await;
-        db.import(ZONE, ZONE_TEXT, true).await;
-        let zone: dns::Name = ZONE.parse().unwrap();
-        let options = signer::SecureOptions::ecdsa(None);
-        signer::secure_zone(&db.store, &zone, &options, &signer::NoProgress)
-            .await
-            .expect("secure-zone");
-        db
-    });
+    let db = zone_db("upd_warm", ZONE, ZONE_TEXT);
+    block_on(secure(&db));
     let tap = Relay::tapping_database();
     let args = key_args();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -729,7 +678,7 @@ fn a_server_taking_updates_reads_a_secured_zones_chain_at_start_not_at_the_first
         1,
         "the first UPDATE took up the signer made at start, its chain not read again"
     );
-    verify_signed_zone(&db.dir, ZONE, &axfr_text(server.port, ZONE));
+    verify_served_zone(server.port, &db.dir, ZONE);
     drop(server);
     block_on(db.drop_db());
 }

@@ -76,6 +76,20 @@ fn answered_under_flood(flood: &SilentFlood, port: u16, path: &str, headers: &st
     }
 }
 
+/// The flood stopped: it had connections evicted, counted by the
+/// endpoint (`evictions` on the control endpoint), never by the DNS
+/// listener.
+fn evicted_by_http(flood: SilentFlood, what: &str, control: u16, evictions: &str) {
+    let reconnects = flood.stop();
+    eprintln!("{what}: the flood reconnected {reconnects} times");
+    assert!(stat(control, evictions) > 0);
+    assert_eq!(
+        stat(control, "tcp_evictions"),
+        0,
+        "HTTP is not the DNS listener"
+    );
+}
+
 #[test]
 fn silent_prefixes_cannot_keep_health_from_being_answered() {
     let db = setup("hs_ctl");
@@ -83,14 +97,7 @@ fn silent_prefixes_cannot_keep_health_from_being_answered() {
     // Five prefixes × the share (4): 20 silent connections for 16 slots.
     let flood = SilentFlood::start(control, 2..7, 4);
     answered_under_flood(&flood, control, "/health", "");
-    let reconnects = flood.stop();
-    eprintln!("control: the flood reconnected {reconnects} times");
-    assert!(stat(control, "control_evictions") > 0);
-    assert_eq!(
-        stat(control, "tcp_evictions"),
-        0,
-        "HTTP is not the DNS listener"
-    );
+    evicted_by_http(flood, "control", control, "control_evictions");
     drop(server);
     block_on(db.drop_db());
 }
@@ -103,14 +110,7 @@ fn silent_prefixes_cannot_keep_the_api_from_answering() {
     let flood = SilentFlood::start(api, 2..7, 16);
     let key = format!("X-API-Key: {KEY}\r\n");
     answered_under_flood(&flood, api, "/api/v1/servers/localhost/zones", &key);
-    let reconnects = flood.stop();
-    eprintln!("API: the flood reconnected {reconnects} times");
-    assert!(stat(control, "api_evictions") > 0);
-    assert_eq!(
-        stat(control, "tcp_evictions"),
-        0,
-        "HTTP is not the DNS listener"
-    );
+    evicted_by_http(flood, "API", control, "api_evictions");
     drop(server);
     block_on(db.drop_db());
 }

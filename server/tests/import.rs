@@ -1,18 +1,29 @@
 //! The importer against a real database: validation before writing,
 //! idempotent re-runs, --replace, serials and generations.
 
-use dns::{Name, RType};
+use dns::{Name, RType, ZoneInfo};
 use loadtools::import::ImportError;
+use mongodb::bson::{doc, Document};
 use mongodns_testkit::*;
 
 const BASE: &str = "$ORIGIN imp.test.\n$TTL 300\n@ IN SOA ns admin 10 1 1 1 60\n@ IN NS ns\nns IN A 192.0.2.1\nwww IN A 192.0.2.2\n";
 
-async fn node_a(db: &TestZoneDb, name: &str) -> Option<Vec<Vec<u8>>> {
-    let zone = db
-        .store
+/// `imp.test.` as served, if it is.
+async fn served(db: &TestZoneDb) -> Option<ZoneInfo> {
+    db.store
         .find_zone(&"imp.test.".parse().unwrap())
         .await
-        .unwrap()?;
+        .unwrap()
+}
+
+/// Every node document of the database, of any version.
+async fn node_documents(db: &TestZoneDb) -> u64 {
+    let nodes = db.store.database().collection::<Document>("nodes");
+    nodes.count_documents(doc! {}).await.unwrap()
+}
+
+async fn node_a(db: &TestZoneDb, name: &str) -> Option<Vec<Vec<u8>>> {
+    let zone = served(db).await?;
     let node = db
         .store
         .get_node(&zone, &name.parse::<Name>().unwrap())
@@ -24,11 +35,7 @@ async fn node_a(db: &TestZoneDb, name: &str) -> Option<Vec<Vec<u8>>> {
 
 /// True when `imp.test.` does not exist: nothing was written.
 async fn nothing_stored(db: &TestZoneDb) -> bool {
-    db.store
-        .find_zone(&"imp.test.".parse().unwrap())
-        .await
-        .unwrap()
-        .is_none()
+    served(db).await.is_none()
 }
 
 #[test]
@@ -98,22 +105,11 @@ fn reimport_is_idempotent_and_replace_is_exact() {
         // The serial in the file (10) is not newer: it was bumped past the last one.
         assert_eq!(replaced.zone.serial, 13);
         // The old version's documents are deleted.
-        let zone = db
-            .store
-            .find_zone(&"imp.test.".parse().unwrap())
-            .await
-            .unwrap()
-            .unwrap();
+        let zone = served(&db).await.unwrap();
         let all = db.store.zone_nodes(&zone).await.unwrap();
         let names: Vec<String> = all.iter().map(|n| n.name.to_string()).collect();
         assert_eq!(names, vec!["imp.test.", "ns.imp.test.", "www.imp.test."]);
-        let count = db
-            .store
-            .database()
-            .collection::<mongodb::bson::Document>("nodes")
-            .count_documents(mongodb::bson::doc! {})
-            .await
-            .unwrap();
+        let count = node_documents(&db).await;
         assert_eq!(count, 3, "old versions are removed after the switch");
         db.drop_db().await;
     });
@@ -134,12 +130,7 @@ fn records_of_one_name_spread_over_the_file_are_merged() {
         assert_eq!(summary.records, 64);
         assert_eq!(node_a(&db, "spread.imp.test.").await.unwrap().len(), 20);
         // Empty non-terminals exist as nodes without data.
-        let zone = db
-            .store
-            .find_zone(&"imp.test.".parse().unwrap())
-            .await
-            .unwrap()
-            .unwrap();
+        let zone = served(&db).await.unwrap();
         for ent in ["deep.imp.test.", "y3.deep.imp.test."] {
             let node = db
                 .store
@@ -171,13 +162,7 @@ fn replacing_a_zone_larger_than_sqlites_variable_limit_removes_the_old_version()
         assert_eq!(first.records, 33_004);
         let replaced = db.import("imp.test.", BASE, true).await;
         assert!(replaced.zone.ver > first.zone.ver);
-        let count = db
-            .store
-            .database()
-            .collection::<mongodb::bson::Document>("nodes")
-            .count_documents(mongodb::bson::doc! {})
-            .await
-            .unwrap();
+        let count = node_documents(&db).await;
         assert_eq!(count, 3, "only the new version's nodes remain");
         db.drop_db().await;
     });

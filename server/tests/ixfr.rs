@@ -30,13 +30,12 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 const ZONE: &str = "ixfr.test.";
-const ZONE_TEXT: &str = "$ORIGIN ixfr.test.\n$TTL 300\n\
-@ IN SOA ns.ixfr.test. hostmaster.ixfr.test. 1 7200 900 1209600 60\n\
-@ IN NS ns.ixfr.test.\n\
-ns IN A 192.0.2.53\n\
-a IN A 192.0.2.1\n\
-b IN TXT \"one\"\n\
-x.deep IN A 192.0.2.9\n";
+const ZONE_TEXT: &str = small_zone!(
+    "ixfr.test.",
+    "a IN A 192.0.2.1\n\
+     b IN TXT \"one\"\n\
+     x.deep IN A 192.0.2.9\n"
+);
 
 fn name(text: &str) -> Name {
     text.parse().unwrap()
@@ -117,21 +116,71 @@ fn ixfr_gives(
     incremental
 }
 
+/// The zones a test holds IXFR against: the oldest (at its serial) and the
+/// one it saw last.
+struct Held {
+    oldest: BTreeSet<String>,
+    first_serial: u32,
+    recent: BTreeSet<String>,
+    recent_serial: u32,
+}
+
+impl Held {
+    /// The zone served on `port` now, held as both.
+    fn now(port: u16) -> Held {
+        let oldest = axfr(port);
+        let serial = serial_of(oldest.iter().find(|l| is_soa(l)).unwrap());
+        Held {
+            recent: oldest.clone(),
+            oldest,
+            first_serial: serial,
+            recent_serial: serial,
+        }
+    }
+
+    /// IXFR from both held zones gives the zone served now, at `serial`,
+    /// which is then the recent one; returns how many were incremental.
+    fn step(&mut self, port: u16, serial: u32, what: &str) -> usize {
+        let now = axfr(port);
+        let bases = [
+            (self.first_serial, &self.oldest),
+            (self.recent_serial, &self.recent),
+        ];
+        let incremental = ixfr_gives(port, &bases, &now, what);
+        (self.recent, self.recent_serial) = (now, serial);
+        incremental
+    }
+}
+
+/// An edit that always changes the zone: `n` gets a value of `round`.
+fn marker(round: u8) -> RecordEdit {
+    let rdata = vec![vec![198, 51, 100, round].into()];
+    RecordEdit::add(name("n.ixfr.test."), RType::A, 60, rdata)
+}
+
+/// The merge import both tests journal: new names, a name that gains a
+/// record at a new TTL, an empty non-terminal (not in IXFR).
+fn merge_import(db: &TestZoneDb) {
+    let more = "$ORIGIN ixfr.test.\n$TTL 300\nm IN A 192.0.2.77\n\
+                a 120 IN A 192.0.2.2\nx.ent.m IN TXT \"deep\"\n";
+    block_on(db.import(ZONE, more, false));
+}
+
+/// A replace import of the small zone with one name more.
+fn replace_import(db: &TestZoneDb) {
+    let text = format!("{ZONE_TEXT}r IN A 192.0.2.78\n");
+    block_on(db.import(ZONE, &text, true));
+}
+
 #[test]
 fn ixfr_applied_to_the_old_zone_gives_the_new_one() {
     let seed = seed("IXFR_SEED");
     eprintln!("ixfr: IXFR_SEED={seed}");
     let mut rng = Rng(seed);
-    let db = block_on(async {
-        let db = TestZoneDb::new("ixfr").await;
-        db.import(ZONE, ZONE_TEXT, true).await;
-        db
-    });
+    let db = zone_db("ixfr", ZONE, ZONE_TEXT);
     let (ours, control) = start_with_control(&db.name, &["--axfr-allow", "127.0.0.1/32"]);
-    let oldest = axfr(ours.port);
-    let first_serial = serial_of(oldest.iter().find(|l| is_soa(l)).unwrap());
-    let (mut recent, mut recent_serial) = (oldest.clone(), first_serial);
-    let mut serial = first_serial;
+    let mut held = Held::now(ours.port);
+    let mut serial = held.first_serial;
     let mut incremental = 0;
     for round in 0..12 {
         for _ in 0..3 {
@@ -142,41 +191,24 @@ fn ixfr_applied_to_the_old_zone_gives_the_new_one() {
         }
         // A round whose edits all changed nothing leaves the serial.
         if serial_of(&transfer(ours.port, "SOA")[0]) == serial {
-            apply(
-                &db,
-                vec![
-                    random_edit(&mut rng),
-                    RecordEdit::add(
-                        name("n.ixfr.test."),
-                        RType::A,
-                        60,
-                        vec![vec![198, 51, 100, round].into()],
-                    ),
-                ],
-            );
+            apply(&db, vec![random_edit(&mut rng), marker(round)]);
         }
         serial = until_serial_after(ours.port, serial);
-        let now = axfr(ours.port);
         let what = format!("seed {seed}, round {round}");
-        incremental += ixfr_gives(
-            ours.port,
-            &[(first_serial, &oldest), (recent_serial, &recent)],
-            &now,
-            &what,
-        );
-        (recent, recent_serial) = (now, serial);
+        incremental += held.step(ours.port, serial, &what);
     }
     assert_eq!(incremental, 24, "every IXFR was incremental (seed {seed})");
     assert_eq!(stat(control, "ixfr_incremental"), 24);
+    let Held {
+        oldest,
+        first_serial,
+        ..
+    } = held;
 
     // A merge import is journaled too: new names, a name that gains a
     // record at a new TTL, an empty non-terminal (not in IXFR).
     let before_merge = (axfr(ours.port), serial);
-    block_on(async {
-        let more = "$ORIGIN ixfr.test.\n$TTL 300\nm IN A 192.0.2.77\n\
-                    a 120 IN A 192.0.2.2\nx.ent.m IN TXT \"deep\"\n";
-        db.import(ZONE, more, false).await;
-    });
+    merge_import(&db);
     serial = until_serial_after(ours.port, serial);
     for (from, base) in [(first_serial, &oldest), (before_merge.1, &before_merge.0)] {
         let mut zone = base.clone();
@@ -188,10 +220,7 @@ fn ixfr_applied_to_the_old_zone_gives_the_new_one() {
 
     // A replace of a small zone is journaled as its difference from the
     // version it replaced.
-    block_on(async {
-        let text = format!("{ZONE_TEXT}r IN A 192.0.2.78\n");
-        db.import(ZONE, &text, true).await;
-    });
+    replace_import(&db);
     serial = until_serial_after(ours.port, serial);
     let now = axfr(ours.port);
     assert_eq!(
@@ -278,17 +307,20 @@ fn follow_three_edits(
     }
 }
 
-#[test]
-fn knot_follows_record_edits_by_notify_and_ixfr() {
-    let db = block_on(async {
-        let db = TestZoneDb::new("ixfr_knot").await;
-        db.import(ZONE, ZONE_TEXT, true).await;
-        db
-    });
+/// The zone on a server that NOTIFYs a secondary on a port chosen here:
+/// (database, server, its control port, the secondary's port).
+fn notifying_primary(tag: &str) -> (TestZoneDb, ServerProcess, u16, u16) {
+    let db = zone_db(tag, ZONE, ZONE_TEXT);
     let port = free_port();
     let notify = format!("127.0.0.1:{port}");
     let args = ["--axfr-allow", "127.0.0.1/32", "--notify", &notify];
     let (ours, control) = start_with_control(&db.name, &args);
+    (db, ours, control, port)
+}
+
+#[test]
+fn knot_follows_record_edits_by_notify_and_ixfr() {
+    let (db, ours, control, port) = notifying_primary("ixfr_knot");
     // Refresh a day: only NOTIFY explains a quick update.
     let knot = Secondary::knot(&db.dir, port, ours.port, &[ZONE], None);
     let log = || knot.log_text();
@@ -308,15 +340,7 @@ fn knot_follows_record_edits_by_notify_and_ixfr() {
 
 #[test]
 fn nsd_follows_record_edits_by_notify_and_ixfr() {
-    let db = block_on(async {
-        let db = TestZoneDb::new("ixfr_nsd").await;
-        db.import(ZONE, ZONE_TEXT, true).await;
-        db
-    });
-    let nsd_port = free_port();
-    let notify = format!("127.0.0.1:{nsd_port}");
-    let args = ["--axfr-allow", "127.0.0.1/32", "--notify", &notify];
-    let (ours, control) = start_with_control(&db.name, &args);
+    let (db, ours, control, nsd_port) = notifying_primary("ixfr_nsd");
     // Refresh a day: only NOTIFY explains a quick update.
     let nsd = Secondary::nsd(&db.dir, nsd_port, ours.port, &[ZONE], None);
     let log = || nsd.log_text();
@@ -344,11 +368,7 @@ fn add_name(db: &TestZoneDb, port: u16, label: &str, serial: u32) -> u32 {
 
 #[test]
 fn while_a_merge_is_live_other_writers_entries_are_not_exact() {
-    let db = block_on(async {
-        let db = TestZoneDb::new("ixfr_live_merge").await;
-        db.import(ZONE, ZONE_TEXT, true).await;
-        db
-    });
+    let db = zone_db("ixfr_live_merge", ZONE, ZONE_TEXT);
     let (ours, control) = start_with_control(&db.name, &["--axfr-allow", "127.0.0.1/32"]);
     let zone = name(ZONE);
     // A merge that has begun (and may be writing, or was killed mid-batch):
@@ -404,11 +424,7 @@ fn signed_zone_ixfr(nsec3: bool) {
     let seed = seed("IXFR_SEED");
     eprintln!("ixfr of a signed zone (nsec3: {nsec3}): IXFR_SEED={seed}");
     let mut rng = Rng(seed);
-    let db = block_on(async {
-        let db = TestZoneDb::new("ixfr_signed").await;
-        db.import(ZONE, ZONE_TEXT, true).await;
-        db
-    });
+    let db = zone_db("ixfr_signed", ZONE, ZONE_TEXT);
     let (ours, control) = start_with_control(&db.name, &["--axfr-allow", "127.0.0.1/32"]);
     let mut serial = serial_of(&transfer(ours.port, "SOA")[0]);
     let (unsigned, unsigned_serial) = (axfr(ours.port), serial);
@@ -418,45 +434,28 @@ fn signed_zone_ixfr(nsec3: bool) {
     };
     run_tool(&db.name, "mongodns-sign", args);
     serial = until_serial_after(ours.port, serial);
-    let oldest = axfr(ours.port);
-    let first_serial = serial;
-    let (mut recent, mut recent_serial) = (oldest.clone(), first_serial);
+    let mut held = Held::now(ours.port);
     let mut incremental = 0;
     for round in 0..6u8 {
-        let edits = vec![
-            random_edit(&mut rng),
-            random_edit(&mut rng),
-            RecordEdit::add(
-                name("n.ixfr.test."),
-                RType::A,
-                60,
-                vec![vec![198, 51, 100, round].into()],
-            ),
-        ];
+        let edits = vec![random_edit(&mut rng), random_edit(&mut rng), marker(round)];
         apply(&db, edits);
         serial = until_serial_after(ours.port, serial);
-        let now = axfr(ours.port);
         let what = format!("signed, nsec3 {nsec3}, seed {seed}, round {round}");
-        incremental += ixfr_gives(
-            ours.port,
-            &[(first_serial, &oldest), (recent_serial, &recent)],
-            &now,
-            &what,
-        );
-        (recent, recent_serial) = (now, serial);
+        incremental += held.step(ours.port, serial, &what);
     }
     // A full re-sign in place (every signature new) is journaled too.
+    let before_resign = held.recent_serial;
     run_tool(&db.name, "mongodns-sign", &["-q", "resign", "--full", ZONE]);
-    until_serial_after(ours.port, serial);
-    let now = axfr(ours.port);
+    let resigned = until_serial_after(ours.port, serial);
     let what = format!("re-signed, nsec3 {nsec3}, seed {seed}");
-    incremental += ixfr_gives(
-        ours.port,
-        &[(first_serial, &oldest), (recent_serial, &recent)],
-        &now,
-        &what,
-    );
-    let ixfr = transfer(ours.port, &format!("IXFR={recent_serial}"));
+    incremental += held.step(ours.port, resigned, &what);
+    let Held {
+        oldest,
+        first_serial,
+        recent: now,
+        ..
+    } = held;
+    let ixfr = transfer(ours.port, &format!("IXFR={before_resign}"));
     let rrsigs = ixfr.iter().filter(|l| l.contains(" RRSIG ")).count();
     assert!(
         rrsigs >= 2 * now.iter().filter(|l| l.contains(" RRSIG ")).count(),
@@ -465,10 +464,7 @@ fn signed_zone_ixfr(nsec3: bool) {
     // A replace of the secured zone (signed before its switch) is
     // journaled as its difference too.
     let serial = serial_of(&transfer(ours.port, "SOA")[0]);
-    block_on(async {
-        let text = format!("{ZONE_TEXT}r IN A 192.0.2.78\n");
-        db.import(ZONE, &text, true).await;
-    });
+    replace_import(&db);
     until_serial_after(ours.port, serial);
     let now = axfr(ours.port);
     let what = format!("replaced, nsec3 {nsec3}, seed {seed}");
@@ -477,11 +473,7 @@ fn signed_zone_ixfr(nsec3: bool) {
     // journaled from its signer's node images.
     let serial = serial_of(&transfer(ours.port, "SOA")[0]);
     let before_merge = axfr(ours.port);
-    block_on(async {
-        let more = "$ORIGIN ixfr.test.\n$TTL 300\nm IN A 192.0.2.77\n\
-                    a 120 IN A 192.0.2.2\nx.ent.m IN TXT \"deep\"\n";
-        db.import(ZONE, more, false).await;
-    });
+    merge_import(&db);
     let merged = until_serial_after(ours.port, serial);
     let now = axfr(ours.port);
     let what = format!("merged, nsec3 {nsec3}, seed {seed}");

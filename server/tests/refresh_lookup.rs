@@ -22,11 +22,7 @@ use std::time::{Duration, Instant};
 
 const ZONE: &str = "due.test.";
 
-const ZONE_TEXT: &str = "$ORIGIN due.test.\n$TTL 300\n\
-@ IN SOA ns.due.test. hostmaster.due.test. 1 7200 900 1209600 60\n\
-@ IN NS ns.due.test.\n\
-ns IN A 192.0.2.53\n\
-www IN A 192.0.2.1\n";
+const ZONE_TEXT: &str = small_zone!("due.test.", "www IN A 192.0.2.1\n");
 
 /// A `serve` process, killed when dropped.
 struct Service(Child);
@@ -66,22 +62,11 @@ fn secured(tag: &str, extra: usize, refresh: &str) -> TestZoneDb {
         db.import(ZONE, &text, false).await;
         db
     });
-    let policy = [
-        "add-policy",
-        "brief",
-        "--rrsig-lifetime",
-        "60",
-        "--rrsig-refresh",
-        refresh,
-        "--rrsig-jitter",
-        "1",
-        "--zsk-lifetime",
-        "0",
-        "--dnskey-ttl",
-        "1",
-        "--zone-max-ttl",
-        "1",
-    ];
+    let policy = format!(
+        "add-policy brief --rrsig-lifetime 60 --rrsig-refresh {refresh} --rrsig-jitter 1 \
+         --zsk-lifetime 0 --dnskey-ttl 1 --zone-max-ttl 1"
+    );
+    let policy: Vec<&str> = policy.split(' ').collect();
     run_tool(&db.name, "mongodns-sign", &policy);
     let set = ["set-policy", ZONE, "--policy", "brief"];
     run_tool(&db.name, "mongodns-sign", &set);

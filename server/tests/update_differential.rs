@@ -21,12 +21,11 @@ use std::time::{Duration, Instant};
 const ZONE: &str = "upd.test.";
 const SECRET: &str = "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LTAxMjM=";
 
-const ZONE_TEXT: &str = "$ORIGIN upd.test.\n$TTL 300\n\
-@ IN SOA ns.upd.test. hostmaster.upd.test. 1 7200 900 1209600 60\n\
-@ IN NS ns.upd.test.\n\
-ns IN A 192.0.2.53\n\
-a IN A 192.0.2.1\n\
-b IN TXT \"one\"\n";
+const ZONE_TEXT: &str = small_zone!(
+    "upd.test.",
+    "a IN A 192.0.2.1\n\
+     b IN TXT \"one\"\n"
+);
 
 const CLASS_IN: u16 = 1;
 const CLASS_NONE: u16 = 254;
@@ -202,11 +201,7 @@ fn random_updates_give_the_same_rcodes_and_zones_as_knot() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(300);
     eprintln!("update differential: UPDATE_DIFF_SEED={seed} UPDATE_DIFF_MESSAGES={messages}");
-    let db = block_on(async {
-        let db = TestZoneDb::new("upd_diff").await;
-        db.import(ZONE, ZONE_TEXT, true).await;
-        db
-    });
+    let db = zone_db("upd_diff", ZONE, ZONE_TEXT);
     let key_arg = format!("hmac-sha256:upd:{SECRET} zones={ZONE} update");
     let ours = ServerProcess::start(
         &db.name,

@@ -18,7 +18,7 @@ use crate::plan::signer_owned;
 use crate::SignError;
 use backend_mongo::dnssec::{FullNode, SignedRRset};
 use backend_mongo::{Store, StoreError};
-use dns::{ChangeRecord, Name, RType};
+use dns::{ChangeRecord, Name, RType, ZoneInfo};
 use futures::{StreamExt, TryStreamExt};
 
 /// Most generations looked at record by record in one pass; more: not
@@ -175,21 +175,22 @@ pub(crate) struct CatchUp<'a> {
 }
 
 impl<'a> CatchUp<'a> {
-    /// Starts from generation `seen` (read before `from` was read).
+    /// Catches version `to` up with `served`, the version it was built
+    /// from, from the generation `served` carries (read before its nodes
+    /// were).
     pub(crate) fn new(
         store: &'a Store,
         zone: &'a Name,
-        from: i64,
+        served: &ZoneInfo,
         to: i64,
-        seen: i64,
         signer: Option<MergeSigner>,
     ) -> Self {
         CatchUp {
             store,
             zone,
-            from,
+            from: served.ver,
             to,
-            seen,
+            seen: served.gen,
             signer,
             copied: 0,
         }

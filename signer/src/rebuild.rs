@@ -7,6 +7,8 @@
 //!     (signed chain links kept when the new version is signed)
 //!  switch_caught_up: catch-up passes until one is small, then under the
 //!     zone lock the last pass, the SOA past the served serial, the switch
+//!  rebuild_and_switch: begin_rebuild ─► the caller's attempt (write, then
+//!     switch_caught_up) ─► started over? again, three attempts at most
 //! ```
 
 use crate::plan::{KeySet, PlanStats, SignOptions};
@@ -23,7 +25,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 const SMALL_PASS: usize = 200;
 
 /// What a rebuild that switched did.
-pub(super) fn switched_report(
+fn switched_report(
     nodes: u64,
     stats: PlanStats,
     written: u64,
@@ -41,6 +43,64 @@ pub(super) fn switched_report(
         cleanup: Collected::default(),
         published_gen: None,
     }
+}
+
+/// What an attempt that switched did: the signing figures, the documents
+/// written (catch-up copies included) and the switch.
+pub(super) struct Built {
+    pub(super) stats: PlanStats,
+    pub(super) written: u64,
+    pub(super) switched: backend_mongo::Switched,
+}
+
+/// Where a rebuild runs: the zone, under its signing lease, reporting
+/// progress.
+#[derive(Clone, Copy)]
+pub(super) struct Site<'a> {
+    pub(super) store: &'a Store,
+    pub(super) zone: &'a Name,
+    pub(super) lease: &'a lease::Lease,
+    pub(super) progress: &'a dyn Progress,
+}
+
+/// How an attempt ended: switched, or to start over (and why).
+pub(super) type Attempted = Result<Result<Built, catchup::StartOver>, SignError>;
+
+/// One way of building a new version (secure-zone's, unsecure-zone's).
+pub(super) trait Rebuilder {
+    /// Writes the new version `rebuild` begun (its steps timed in
+    /// `steps`) and switches to it; or says why it must start over.
+    async fn attempt(&self, at: Site<'_>, rebuild: Rebuild, steps: &mut Steps) -> Attempted;
+}
+
+/// Builds a new version of the zone `how` says and switches to it, three
+/// attempts at most: each begins a rebuild (timed in `steps`) and hands it
+/// to `how`; an attempt that must start over (a replace switched
+/// meanwhile) is followed by the next. Returns the report, or why the last
+/// attempt started over.
+pub(super) async fn rebuild_and_switch(
+    at: Site<'_>,
+    mut steps: Steps,
+    how: &impl Rebuilder,
+) -> Result<Result<Report, String>, SignError> {
+    let mut last_why = String::new();
+    for _attempt in 0..3 {
+        let rebuild = begin_rebuild(at.store, at.zone, at.progress, &mut steps).await?;
+        let nodes = rebuild.current.len() as u64;
+        match how.attempt(at, rebuild, &mut steps).await? {
+            Ok(built) => {
+                steps.end("catch-up+switch");
+                let Built {
+                    stats,
+                    written,
+                    switched,
+                } = built;
+                return Ok(Ok(switched_report(nodes, stats, written, &switched, steps)));
+            }
+            Err(catchup::StartOver(why)) => last_why = why,
+        }
+    }
+    Ok(Err(last_why))
 }
 
 /// A new version being built from the served one.

@@ -3,19 +3,23 @@
 //!
 //! ```text
 //!  secure_zone_switch ─► the signing lease ─► secure_under_lease:
-//!     ensure_keys ─► begin_rebuild (read served) ─► plan (sign, chain)
-//!     ─► sign_and_insert into the new version ─► catch-up passes
+//!     ensure_keys ─► rebuild_and_switch (up to three attempts, each
+//!     Securing::attempt): begin_rebuild (read served) ─► plan (sign,
+//!     chain) ─► sign_and_insert into the new version ─► catch-up passes
 //!     ─► switch_caught_up (zone lock) ─► secured = true
 //!  secure_zone = the same, then cleanup of the replaced version
 //! ```
 
 use crate::plan::KeySet;
-use crate::rebuild::{begin_rebuild, sign_and_insert, switch_caught_up, switched_report, Rebuild};
+use crate::rebuild::{
+    rebuild_and_switch, sign_and_insert, switch_caught_up, Attempted, Built, Rebuild, Rebuilder,
+    Site,
+};
 use crate::{
     catchup, cleanup, crypto, lease, merge, plan, sign_options, Progress, Report, SecureOptions,
     SignError, Steps,
 };
-use backend_mongo::dnssec_store::{KeyState, StoredKey};
+use backend_mongo::dnssec_store::{DnssecConfig, KeyState, StoredKey};
 use backend_mongo::Store;
 use dns::Name;
 
@@ -98,7 +102,7 @@ async fn secure_under_lease(
     progress: &dyn Progress,
     lease: &lease::Lease,
 ) -> Result<Report, SignError> {
-    let mut steps = Steps::new();
+    let steps = Steps::new();
     let mut config = store.dnssec_config(zone).await?;
     config.secured = true;
     config.nsec3 = options.nsec3.clone();
@@ -106,15 +110,51 @@ async fn secure_under_lease(
     // Every node it writes carries its exact `sx` (FullNode::to_doc).
     config.marked = true;
     let keys = ensure_keys(store, zone, options).await?;
-    let mut last_err = None;
-    for _attempt in 0..3 {
+    let at = Site {
+        store,
+        zone,
+        lease,
+        progress,
+    };
+    let how = Securing {
+        options,
+        keys,
+        config,
+    };
+    rebuild_and_switch(at, steps, &how).await?.map_err(|why| {
+        SignError::Usage(format!(
+            "zone {zone}: {why}; signing started over three times, giving up (try again)"
+        ))
+    })
+}
+
+/// secure-zone's new version: every RRset signed with `keys`, the chain
+/// built, the zone's DNSSEC settings `config` set by the switch.
+struct Securing<'a> {
+    options: &'a SecureOptions,
+    keys: Vec<StoredKey>,
+    config: DnssecConfig,
+}
+
+impl Rebuilder for Securing<'_> {
+    async fn attempt(&self, at: Site<'_>, rebuild: Rebuild, steps: &mut Steps) -> Attempted {
+        let Site {
+            store,
+            zone,
+            lease,
+            progress,
+        } = at;
+        let Securing {
+            options,
+            keys,
+            config,
+        } = self;
         let Rebuild {
             served,
             writer,
             current,
             serial,
-        } = begin_rebuild(store, zone, progress, &mut steps).await?;
-        let nodes = current.len() as u64;
+        } = rebuild;
         let mut opts = sign_options(
             options.nsec3.clone(),
             &options.validity,
@@ -122,7 +162,7 @@ async fn secure_under_lease(
             true,
         );
         opts.cds = options.cds;
-        let keyset = KeySet::load(zone, &keys)?;
+        let keyset = KeySet::load(zone, keys)?;
         let prepared = plan::prepare(zone, &current, &keyset, &opts, Some(serial))?;
         drop(current);
         steps.end("chain");
@@ -140,42 +180,24 @@ async fn secure_under_lease(
         let signer =
             merge::MergeSigner::with_config(store, zone, writer.ver(), config.clone(), Some(chain))
                 .await?;
-        let mut catch_up = catchup::CatchUp::new(
-            store,
-            zone,
-            served.ver,
-            writer.ver(),
-            served.gen,
-            Some(signer),
-        );
-        match switch_caught_up(
+        let mut catch_up = catchup::CatchUp::new(store, zone, &served, writer.ver(), Some(signer));
+        let switched = switch_caught_up(
             store,
             zone,
             writer,
             &mut catch_up,
-            Some(&config),
+            Some(config),
             lease,
             progress,
         )
-        .await?
-        {
-            Ok(switched) => {
-                steps.end("catch-up+switch");
-                return Ok(switched_report(
-                    nodes,
-                    stats,
-                    written + catch_up.copied,
-                    &switched,
-                    steps,
-                ));
-            }
-            Err(catchup::StartOver(why)) => {
-                last_err = Some(SignError::Usage(format!(
-                    "zone {zone}: {why}; signing started over three times, giving up (try again)"
-                )));
-                tracing::info!(%zone, reason = %why, "secure-zone starts over");
-            }
+        .await?;
+        if let Err(catchup::StartOver(why)) = &switched {
+            tracing::info!(%zone, reason = %why, "secure-zone starts over");
         }
+        Ok(switched.map(|switched| Built {
+            stats,
+            written: written + catch_up.copied,
+            switched,
+        }))
     }
-    Err(last_err.expect("three attempts failed"))
 }

@@ -7,6 +7,7 @@
 //!     one RRSIG per ZSK
 //!  sign_soa_past(zone, ver, served) ─► the apex of `ver` read ─► its serial
 //!     already after `served`? nothing ─► else with_serial(next) ─► one update
+//!  stored_soa(zone, ver) ─► the apex SOA of `ver` as stored (or NoSoa)
 //! ```
 
 use crate::plan::{self, KeySet, SignOptions};
@@ -16,6 +17,19 @@ use backend_mongo::Store;
 use dns::dnssec::rrset_digest;
 use dns::serial::{serial_gt, soa_serial};
 use dns::{Name, RType};
+
+/// The apex SOA of version `ver` of `zone` as stored, its signatures
+/// with it; an error when the apex or its SOA is missing.
+pub(crate) async fn stored_soa(
+    store: &Store,
+    zone: &Name,
+    ver: i64,
+) -> Result<SignedRRset, SignError> {
+    let no_soa = || plan::PlanError::NoSoa(zone.to_string());
+    let apex = store.read_full_node(zone, ver, zone).await?;
+    let soa = apex.ok_or_else(no_soa)?.get(RType::SOA).cloned();
+    Ok(soa.ok_or_else(no_soa)?)
+}
 
 /// `soa` with serial `serial`, its digest, and one signature per ZSK of
 /// `keys` over the validity window of `options`.
@@ -61,14 +75,7 @@ pub async fn sign_soa_past(
     ver: i64,
     served: u32,
 ) -> Result<Option<u32>, SignError> {
-    let apex = store
-        .read_full_node(zone, ver, zone)
-        .await?
-        .ok_or_else(|| plan::PlanError::NoSoa(zone.to_string()))?;
-    let soa = apex
-        .get(RType::SOA)
-        .cloned()
-        .ok_or_else(|| plan::PlanError::NoSoa(zone.to_string()))?;
+    let soa = stored_soa(store, zone, ver).await?;
     let current = soa_serial(&soa.rrset.rdata[0]).unwrap_or(served);
     if serial_gt(current, served) {
         return Ok(None);

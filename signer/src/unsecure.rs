@@ -2,13 +2,16 @@
 //! like secure-zone's.
 //!
 //! ```text
-//!  unsecure_zone_switch ─► the signing lease ─► begin_rebuild
+//!  unsecure_zone_switch ─► the signing lease ─► rebuild_and_switch (up
+//!     to three attempts, each Unsecuring::attempt): begin_rebuild
 //!     ─► strip_dnssec ─► insert_batches ─► switch_caught_up ─► secured = false
+//!     ─► keys deleted (unless kept)
 //! ```
 
 use crate::plan::PlanStats;
 use crate::rebuild::{
-    begin_rebuild, insert_batches, switch_caught_up, switched_report, Rebuild, WRITE_BATCH,
+    insert_batches, rebuild_and_switch, switch_caught_up, Attempted, Built, Rebuild, Rebuilder,
+    Site, WRITE_BATCH,
 };
 use crate::{catchup, cleanup, lease, plan, NoProgress, Progress, Report, SignError, Steps};
 use backend_mongo::dnssec_store::FullNode;
@@ -76,18 +79,34 @@ async fn unsecure_under_lease(
     progress: &dyn Progress,
     lease: &lease::Lease,
 ) -> Result<Report, SignError> {
-    let mut steps = Steps::new();
-    let mut last_err = None;
-    for _attempt in 0..3 {
-        let Rebuild {
-            served,
-            writer,
-            current,
-            serial,
-        } = begin_rebuild(store, zone, progress, &mut steps).await?;
-        let nodes = current.len() as u64;
+    let at = Site {
+        store,
+        zone,
+        lease,
+        progress,
+    };
+    let how = Unsecuring { keep_keys };
+    rebuild_and_switch(at, Steps::new(), &how)
+        .await?
+        .map_err(|why| {
+            SignError::Usage(format!(
+                "zone {zone}: {why}; started over three times, giving up (try again)"
+            ))
+        })
+}
+
+/// unsecure-zone's new version: every DNSSEC record left out; the keys
+/// deleted after the switch unless `keep_keys`.
+struct Unsecuring {
+    keep_keys: bool,
+}
+
+impl Rebuilder for Unsecuring {
+    async fn attempt(&self, at: Site<'_>, rebuild: Rebuild, steps: &mut Steps) -> Attempted {
+        let (store, zone, progress) = (at.store, at.zone, at.progress);
+        let writer = rebuild.writer;
         let (batches, _) = plan::Prepared {
-            nodes: strip_dnssec(zone, current, serial),
+            nodes: strip_dnssec(zone, rebuild.current, rebuild.serial),
             jobs: Vec::new(),
             stats: PlanStats::default(),
         }
@@ -95,30 +114,19 @@ async fn unsecure_under_lease(
         let (written, _) =
             insert_batches(store, zone, writer.ver(), batches, None, None, progress).await?;
         steps.end("write");
-        let mut catch_up =
-            catchup::CatchUp::new(store, zone, served.ver, writer.ver(), served.gen, None);
-        match switch_caught_up(store, zone, writer, &mut catch_up, None, lease, progress).await? {
-            Ok(switched) => {
-                if !keep_keys {
-                    for k in store.zone_keys(zone).await? {
-                        store.delete_key(&k.id).await?;
-                    }
-                }
-                steps.end("catch-up+switch");
-                return Ok(switched_report(
-                    nodes,
-                    PlanStats::default(),
-                    written + catch_up.copied,
-                    &switched,
-                    steps,
-                ));
-            }
-            Err(catchup::StartOver(why)) => {
-                last_err = Some(SignError::Usage(format!(
-                    "zone {zone}: {why}; started over three times, giving up (try again)"
-                )));
+        let served = &rebuild.served;
+        let mut catch_up = catchup::CatchUp::new(store, zone, served, writer.ver(), None);
+        let switched =
+            switch_caught_up(store, zone, writer, &mut catch_up, None, at.lease, progress).await?;
+        if switched.is_ok() && !self.keep_keys {
+            for k in store.zone_keys(zone).await? {
+                store.delete_key(&k.id).await?;
             }
         }
+        Ok(switched.map(|switched| Built {
+            stats: PlanStats::default(),
+            written: written + catch_up.copied,
+            switched,
+        }))
     }
-    Err(last_err.expect("three attempts failed"))
 }

@@ -9,7 +9,7 @@
 //!                    ─► summary line: records, seconds, records/s
 //! ```
 
-use backend_mongo::{ProgressReporter, Store};
+use backend_mongo::{ProgressReporter, Store, WriteStats};
 
 use clap::Parser;
 use dns::Name;
@@ -247,34 +247,44 @@ fn settings(args: &Args, zone: Option<&Name>) -> (ImportOptions, ImportTuning) {
 
 /// The summary line of a one-zone import.
 fn one_zone_line(summary: &ImportSummary) -> String {
-    let secs = summary.elapsed.as_secs_f64();
     format!(
-        "imported {} records into {} (serial {}, version {}; {} stored by an earlier run): {} inserted, {} merged, {:.2} s, {:.0} records/s",
+        "imported {} records into {} (serial {}, version {}; {} stored by an earlier run): {}",
         summary.records,
         summary.zone.apex,
         summary.zone.serial,
         summary.zone.ver,
         summary.resumed_from,
-        summary.writes.inserted,
-        summary.writes.merged,
-        secs,
-        summary.records as f64 / secs.max(1e-9)
-    ) + &left_out(summary.signer_owned)
+        pace(
+            &summary.writes,
+            summary.records,
+            summary.elapsed,
+            summary.signer_owned
+        )
+    )
 }
 
 /// The summary line of a multi-zone import.
 fn many_zones_line(s: &MultiSummary) -> String {
-    let secs = s.elapsed.as_secs_f64();
     format!(
-        "imported {} records in {} zones ({} already stored by an earlier run): {} inserted, {} merged, {:.2} s, {:.0} records/s",
+        "imported {} records in {} zones ({} already stored by an earlier run): {}",
         s.records,
         s.zones,
         s.zones_resumed,
-        s.writes.inserted,
-        s.writes.merged,
+        pace(&s.writes, s.records, s.elapsed, s.signer_owned)
+    )
+}
+
+/// The end of a summary line: documents inserted and merged, time taken,
+/// records a second, and the DNSSEC records left out.
+fn pace(writes: &WriteStats, records: u64, elapsed: Duration, signer_owned: u64) -> String {
+    let secs = elapsed.as_secs_f64();
+    format!(
+        "{} inserted, {} merged, {:.2} s, {:.0} records/s",
+        writes.inserted,
+        writes.merged,
         secs,
-        s.records as f64 / secs.max(1e-9)
-    ) + &left_out(s.signer_owned)
+        records as f64 / secs.max(1e-9)
+    ) + &left_out(signer_owned)
 }
 
 /// What the summary says of the DNSSEC records left out, if any.

@@ -4,7 +4,7 @@
 //!  exchange.rs: each datagram sent ─► sent; a matching NOERROR reply ─► acknowledged;
 //!     an error reply, or no reply after the last retry ─► failed
 //!  schedule.rs: a publish folded into a NOTIFY still to come ─► coalesced
-//!  NOTIFY.snapshot() ─► control/metrics.rs (mongodns_notify_*)
+//!  NOTIFY.snapshot() ─► control/metrics/process.rs (mongodns_notify_*)
 //! ```
 
 use std::sync::atomic::{AtomicU64, Ordering};

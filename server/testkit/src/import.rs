@@ -4,6 +4,8 @@
 //!  TestZoneDb::new(tag) ─► db.import(zone, text, replace)
 //!      text ─► a file in db.dir ─► loadtools::import::import_file
 //!      (small batches, 3 in flight, no grace) ─► ImportSummary
+//!  zone_db(tag, zone, text): both at once, for a test's one zone
+//!  small_zone!(apex, records): zone text with the usual SOA, NS and ns A
 //! ```
 
 use backend_mongo::testing::TestDb;
@@ -14,6 +16,40 @@ use std::time::Duration;
 
 /// A test database that zone text is imported into ([`ZoneImport`]).
 pub type TestZoneDb = TestDb;
+
+/// The text of a small test zone at `$apex` (a literal with its final
+/// dot): `$TTL 300`, an SOA (serial 1, negative TTL 60), `NS ns.$apex`,
+/// `ns.$apex A 192.0.2.53`, then `$records` (relative names, each line
+/// ending in `\n`). A `&'static str`, for a `const`.
+#[macro_export]
+macro_rules! small_zone {
+    ($apex:literal, $records:literal) => {
+        concat!(
+            "$ORIGIN ",
+            $apex,
+            "\n$TTL 300\n",
+            "@ IN SOA ns.",
+            $apex,
+            " hostmaster.",
+            $apex,
+            " 1 7200 900 1209600 60\n",
+            "@ IN NS ns.",
+            $apex,
+            "\nns IN A 192.0.2.53\n",
+            $records
+        )
+    };
+}
+
+/// A fresh test database (named after `tag`) serving `zone`, imported
+/// from `text` whole (a replace).
+pub fn zone_db(tag: &str, zone: &str, text: &str) -> TestZoneDb {
+    crate::block_on(async {
+        let db = TestZoneDb::new(tag).await;
+        db.import(zone, text, true).await;
+        db
+    })
+}
 
 /// Imports zone text into a [`TestDb`].
 #[allow(async_fn_in_trait)]

@@ -5,13 +5,16 @@
 //! ```text
 //!  backend_mongo::testing (re-exported): database_uri, TestDb, block_on,
 //!                                        example_net, foreign writers
-//!  TestZoneDb + ZoneImport: a TestDb that imports zone text in-process
+//!  TestZoneDb + ZoneImport: a TestDb that imports zone text in-process;
+//!  zone_db: a fresh one serving one imported zone; small_zone!: such a text
 //!  binary(name) ─► target/<profile>/name, built by cargo when missing
 //!  ServerProcess::start ─► mongodns-server on a free port, ready to answer
 //!  ask_udp / ask_tcp: hand-built query ─► reply parsed by hickory-proto
 //!  http / stat: the control endpoint;  Relay: a database link to cut,
 //!  freeze, slow down or listen to;  run_bounded: a child with a time limit
-//!  axfr_text / verify_signed_zone: the served zone by dig, and both verifiers
+//!  axfr_text / verify_signed_zone: the served zone by dig, and both verifiers;
+//!  verify_served_zone: both at once;  run_with_input: a tool fed a script;
+//!  rcode_udp: the rcode of a question
 //!  update_message: a DNS UPDATE built by hand (the caller signs it)
 //!  seed / Rng: seeded randomness that a printed seed replays
 //!  dig_transfer: AXFR/IXFR/SOA by dig, one text block;  transfer_lines,
@@ -42,22 +45,22 @@ mod zone_check;
 pub use backend_mongo::testing::*;
 pub use binaries::{bin_dir, binary, run_tool};
 pub use control::{closed_within, connect_loopback, dechunk, http, http_as, http_request, stat};
-pub use import::{TestZoneDb, ZoneImport};
+pub use import::{zone_db, TestZoneDb, ZoneImport};
 pub use ixfr_check::{
     apply_ixfr, axfr_set, is_soa, ixfr_query, serial_after, serial_of, transfer_lines,
 };
 pub use ports::{free_port, free_tcp_port};
-pub use process::run_bounded;
+pub use process::{run_bounded, run_with_input};
 pub use query::{
     answered_after, ask_tcp, ask_udp, assert_median_within, assert_median_within_a_second,
-    build_query, lines, tcp_exchange, time_until, udp_exchange,
+    build_query, lines, rcode_udp, tcp_exchange, time_until, udp_exchange,
 };
 pub use relay::{bson_has_key, is_get_more, sent_commands, Relay};
-pub use secondary::{soa_serial, Secondary, SecondaryKind, SharedKey};
+pub use secondary::{soa_serial, Keyed, Secondary, SecondaryKind, SharedKey};
 pub use seeded::{seed, Rng};
 pub use server::{start_with_control, start_with_control_uri, ServerProcess};
 pub use update::{update_message, UpdateRr};
 pub use zone_check::{
     axfr_text, comparable_transfer, dig_transfer, dig_transfer_with, record_lines,
-    verify_signed_zone,
+    verify_served_zone, verify_signed_zone,
 };

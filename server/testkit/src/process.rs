@@ -3,9 +3,10 @@
 //! ```text
 //!  run_bounded(cmd, what, limit) ─► stdout and stderr drained on threads
 //!      ─► exited: Output (time taken printed) | past limit: killed, panic
+//!  run_with_input(cmd, input) ─► input on its stdin ─► Output
 //! ```
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::process::{Child, Command, Output, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -41,6 +42,20 @@ pub fn run_bounded(mut cmd: Command, what: &str, limit: Duration) -> Output {
         stdout: out.join().unwrap(),
         stderr: err.join().unwrap(),
     }
+}
+
+/// Runs `cmd` with `input` on its stdin (an `nsupdate` script), its output
+/// captured; an error when it cannot be started.
+pub fn run_with_input(mut cmd: Command, input: &str) -> std::io::Result<Output> {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.as_bytes()).unwrap();
+    drop(stdin);
+    child.wait_with_output()
 }
 
 /// Reads `pipe` to its end on a thread of its own.

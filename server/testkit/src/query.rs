@@ -3,13 +3,14 @@
 //! ```text
 //!  build_query(id, name, qtype, edns, rd) ─► wire bytes
 //!  udp_exchange / tcp_exchange ─► raw reply
-//!  ask_udp / ask_tcp ─► reply parsed by hickory-proto;  lines(section)
+//!  ask_udp / ask_tcp ─► reply parsed by hickory-proto;  lines(section);
+//!  rcode_udp ─► its rcode alone
 //!  answered_after ─► ask until the answer changes (a write seen), its delay
 //!  assert_median_within_a_second ─► the delays of several writes, held to 1 s
 //!  time_until ─► how long until a check holds (a write's delay, printed)
 //! ```
 
-use hickory_proto::op::Message;
+use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::Record;
 use std::io::{Read, Write};
 use std::net::{TcpStream, UdpSocket};
@@ -87,6 +88,11 @@ pub fn ask_udp(port: u16, name: &str, qtype: u16, edns: Option<(u16, bool)>) -> 
     let q = build_query(0x1234, name, qtype, edns, false);
     let raw = udp_exchange(port, &q, Duration::from_secs(5)).expect("no UDP reply");
     Message::from_vec(&raw).expect("reply does not parse")
+}
+
+/// The rcode of a UDP question (no EDNS).
+pub fn rcode_udp(port: u16, name: &str, qtype: u16) -> ResponseCode {
+    ask_udp(port, name, qtype, None).metadata.response_code
 }
 
 /// Asks over TCP and parses the reply.

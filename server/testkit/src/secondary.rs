@@ -37,6 +37,18 @@ impl SharedKey {
     }
 }
 
+/// The TSIG key a secondary shares with its primary, if any.
+pub type Keyed<'a> = Option<&'a SharedKey>;
+
+/// How a secondary is wired to its primary: where it serves, the
+/// primary's port, its zones and the key they share.
+struct Wiring<'a> {
+    port: u16,
+    primary: u16,
+    zones: &'a [&'a str],
+    key: Keyed<'a>,
+}
+
 /// Which secondary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SecondaryKind {
@@ -61,45 +73,42 @@ impl Secondary {
     /// Knot on `port` (from [`crate::free_port`], chosen before the
     /// primary starts, which needs it for `--notify`) as a secondary of
     /// the primary on `primary`, for `zones`.
-    pub fn knot(
-        dir: &Path,
-        port: u16,
-        primary: u16,
-        zones: &[&str],
-        key: Option<&SharedKey>,
-    ) -> Secondary {
-        let conf = |d: &Path| knot_conf(d, port, primary, zones, key);
-        Self::start(SecondaryKind::Knot, dir, port, zones, conf)
+    pub fn knot(dir: &Path, port: u16, primary: u16, zones: &[&str], key: Keyed) -> Secondary {
+        Self::start(SecondaryKind::Knot, dir, port, primary, zones, key)
     }
 
     /// NSD on `port` as a secondary of the primary on `primary`, for `zones`.
-    pub fn nsd(
-        dir: &Path,
-        port: u16,
-        primary: u16,
-        zones: &[&str],
-        key: Option<&SharedKey>,
-    ) -> Secondary {
-        let conf = |d: &Path| nsd_conf(d, port, primary, zones, key);
-        Self::start(SecondaryKind::Nsd, dir, port, zones, conf)
+    pub fn nsd(dir: &Path, port: u16, primary: u16, zones: &[&str], key: Keyed) -> Secondary {
+        Self::start(SecondaryKind::Nsd, dir, port, primary, zones, key)
     }
 
-    /// Writes `conf(DIR/kind)` as its configuration and starts it.
+    /// Writes its configuration in DIR/kind and starts it.
     fn start(
         kind: SecondaryKind,
         dir: &Path,
         port: u16,
+        primary: u16,
         zones: &[&str],
-        conf: impl Fn(&Path) -> String,
+        key: Keyed,
     ) -> Secondary {
+        let wiring = Wiring {
+            port,
+            primary,
+            zones,
+            key,
+        };
         let (name, program, flags): (_, _, &[&str]) = match kind {
             SecondaryKind::Knot => ("knot", "knotd", &["-c"]),
             SecondaryKind::Nsd => ("nsd", "nsd", &["-d", "-c"]),
         };
+        let conf = match kind {
+            SecondaryKind::Knot => knot_conf,
+            SecondaryKind::Nsd => nsd_conf,
+        };
         let dir = dir.join(name);
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join(format!("{name}.conf"));
-        std::fs::write(&file, conf(&dir)).unwrap();
+        std::fs::write(&file, conf(&dir, &wiring)).unwrap();
         let mut cmd = Command::new(program);
         cmd.args(flags).arg(&file);
         Self::spawn(kind, cmd, &dir, port, zones)
@@ -181,13 +190,8 @@ pub fn soa_serial(port: u16, zone: &str) -> Option<u32> {
     })
 }
 
-fn knot_conf(
-    dir: &Path,
-    port: u16,
-    primary: u16,
-    zones: &[&str],
-    key: Option<&SharedKey>,
-) -> String {
+fn knot_conf(dir: &Path, w: &Wiring) -> String {
+    let (port, primary, zones, key) = (w.port, w.primary, w.zones, w.key);
     let d = dir.display();
     let mut c = format!(
         "server:\n    listen: 127.0.0.1@{port}\n    rundir: \"{d}\"\n\
@@ -218,13 +222,8 @@ fn knot_conf(
     c
 }
 
-fn nsd_conf(
-    dir: &Path,
-    port: u16,
-    primary: u16,
-    zones: &[&str],
-    key: Option<&SharedKey>,
-) -> String {
+fn nsd_conf(dir: &Path, w: &Wiring) -> String {
+    let (port, primary, zones, key) = (w.port, w.primary, w.zones, w.key);
     let d = dir.display();
     let mut c = format!(
         "server:\n    ip-address: 127.0.0.1@{port}\n    server-count: 1\n    username: \"\"\n\

@@ -7,6 +7,7 @@
 //!  axfr_text(port, zone) ─► dig AXFR ─► the zone file text (two SOAs, or panic)
 //!  comparable_transfer(text) ─► SOA, the records sorted, SOA (two transfers compared)
 //!  verify_signed_zone(dir, zone, text) ─► dnssec-verify -o zone ─► ldns-verify-zone
+//!  verify_served_zone(port, dir, zone) ─► the same on axfr_text
 //! ```
 
 use std::path::Path;
@@ -100,4 +101,10 @@ pub fn verify_signed_zone(dir: &Path, zone: &str, text: &str) {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     );
+}
+
+/// Asserts that the zone `zone` the server on `port` transfers (AXFR)
+/// verifies ([`verify_signed_zone`], written into `dir`).
+pub fn verify_served_zone(port: u16, dir: &Path, zone: &str) {
+    verify_signed_zone(dir, zone, &axfr_text(port, zone));
 }

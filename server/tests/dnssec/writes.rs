@@ -20,23 +20,18 @@ fn an_interrupted_secure_zone_exposes_nothing_and_a_rerun_completes() {
     let zone = name("example.com.");
     // A run killed midway: a new version half written, with a DNSKEY, never
     // switched to.
+    let dnskey = NodeWrite {
+        name: zone.clone(),
+        rrsets: vec![RRset {
+            rtype: RType::DNSKEY,
+            ttl: 3600,
+            rdata: vec![vec![1, 1, 3, 13, 9, 9].into_boxed_slice()],
+        }],
+    };
     block_on(async {
-        let writer = db
-            .store
-            .begin_zone_write(&zone, WriteMode::Replace)
-            .await
-            .unwrap();
-        writer
-            .write_nodes(&[NodeWrite {
-                name: zone.clone(),
-                rrsets: vec![RRset {
-                    rtype: RType::DNSKEY,
-                    ttl: 3600,
-                    rdata: vec![vec![1, 1, 3, 13, 9, 9].into_boxed_slice()],
-                }],
-            }])
-            .await
-            .unwrap();
+        let replace = db.store.begin_zone_write(&zone, WriteMode::Replace);
+        let writer = replace.await.unwrap();
+        writer.write_nodes(&[dnskey]).await.unwrap();
         drop(writer);
     });
     // Resolvers see the zone unsigned: no DNSKEY, no RRSIG, no NSEC.

@@ -30,7 +30,7 @@ use backend_mongo::StoreError;
 
 use dns::{Name, Node, RRset, ZoneInfo};
 use hickory_proto::op::Message;
-use mongodns_server::backend::Backend;
+use mongodns_server::backend::{Backend, NodeRead};
 use mongodns_server::cache::{Counters, PacketCache, RecordCache, RecordCacheConfig};
 use mongodns_server::handler::Transport;
 use mongodns_server::pipeline::{PipelineConfig, ReplyCache, Responder};
@@ -159,20 +159,11 @@ impl Backend for MemBackend {
         Ok(self.zones.get(apex).cloned())
     }
 
-    async fn get_node(
-        &self,
-        zone: &ZoneInfo,
-        name: &Name,
-    ) -> Result<Option<Arc<Node>>, StoreError> {
+    async fn get_node(&self, zone: &ZoneInfo, name: &Name) -> NodeRead {
         Ok(self.nodes.get(&(zone.apex.clone(), name.clone())).cloned())
     }
 
-    async fn denial(
-        &self,
-        zone: &ZoneInfo,
-        key: &str,
-        wrap: bool,
-    ) -> Result<Option<Arc<Node>>, StoreError> {
+    async fn denial(&self, zone: &ZoneInfo, key: &str, wrap: bool) -> NodeRead {
         // As `Store::denial`: the greatest key not above `key`, or with
         // `wrap` the greatest of all. Unsigned zones have none.
         let Some(keys) = self.denials.get(&zone.apex) else {

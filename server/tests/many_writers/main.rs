@@ -33,6 +33,7 @@ use dns::{Name, RRset, RType};
 use mongodns_testkit::*;
 use signer::Validity;
 use std::collections::BTreeSet;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -92,6 +93,42 @@ where
         }
     }
     (r, true)
+}
+
+/// What an importing writer works with: the store, the directory of its
+/// files, the shared generator and the operations recorded.
+type Importer<'a> = (&'a Store, &'a Path, &'a Mutex<Rng>, &'a Mutex<Vec<Op>>);
+
+/// One import of `names` from `file` by an importing writer: a merge (at
+/// 1,000 records/s) or, with `replace`, a replace; cancelled at random and
+/// run again, recorded as an [`Op`]. A replace may fail the documented
+/// way, its version taken over.
+async fn recorded_import(writer: Importer<'_>, file: String, names: Vec<String>, replace: bool) {
+    let (store, dir, rng, ops) = writer;
+    let (kind, text, rate) = match replace {
+        true => ("replace", zone_text(1, true, &names), None),
+        false => ("merge", zone_text(0, false, &names), Some(1000.0)),
+    };
+    let started = Instant::now();
+    let (r, killed) = maybe_cancelled(rng, 4, || {
+        let (store, dir, text, file) = (store.clone(), dir.to_owned(), text.clone(), file.clone());
+        async move { import(&store, &dir, &file, &text, replace, rate).await }
+    })
+    .await;
+    if let Err(e) = &r {
+        eprintln!("{kind} {file} failed: {e}");
+    }
+    let taken_over = replace && r.as_ref().is_err_and(|e| e.contains("took over version"));
+    ops.lock().unwrap().push(Op {
+        kind,
+        names,
+        started,
+        ended: Instant::now(),
+        ok: r.is_ok(),
+        taken_over,
+        error: r.err(),
+        killed,
+    });
 }
 
 /// The record-edit writer of the randomized test: every 0.1–0.6 s a
@@ -251,28 +288,9 @@ fn randomized_many_writers_lose_nothing() {
                     n += 1;
                     let size = 50 + rng.lock().unwrap().below(300) as usize;
                     let names = labels(&format!("m{w}x{n}"), size);
-                    let text = zone_text(0, false, &names);
                     let file = format!("merge-{w}-{n}.zone");
-                    let started = Instant::now();
-                    let (r, killed) = maybe_cancelled(&rng, 4, || {
-                        let (store, dir, text, file) =
-                            (store.clone(), dir.clone(), text.clone(), file.clone());
-                        async move { import(&store, &dir, &file, &text, false, Some(1000.0)).await }
-                    })
-                    .await;
-                    if let Err(e) = &r {
-                        eprintln!("merge {file} failed: {e}");
-                    }
-                    ops.lock().unwrap().push(Op {
-                        kind: "merge",
-                        names,
-                        started,
-                        ended: Instant::now(),
-                        ok: r.is_ok(),
-                        taken_over: false,
-                        error: r.err(),
-                        killed,
-                    });
+                    let writer = (&store, dir.as_path(), &*rng, &*ops);
+                    recorded_import(writer, file, names, false).await;
                 }
             }));
         }
@@ -288,29 +306,9 @@ fn randomized_many_writers_lose_nothing() {
                     tokio::time::sleep(Duration::from_millis(pause)).await;
                     let size = 50 + rng.lock().unwrap().below(200) as usize;
                     let names = labels(&format!("r{n}"), size);
-                    let text = zone_text(1, true, &names);
                     let file = format!("replace-{n}.zone");
-                    let started = Instant::now();
-                    let (r, killed) = maybe_cancelled(&rng, 4, || {
-                        let (store, dir, text, file) =
-                            (store.clone(), dir.clone(), text.clone(), file.clone());
-                        async move { import(&store, &dir, &file, &text, true, None).await }
-                    })
-                    .await;
-                    if let Err(e) = &r {
-                        eprintln!("replace {file} failed: {e}");
-                    }
-                    let taken_over = r.as_ref().is_err_and(|e| e.contains("took over version"));
-                    ops.lock().unwrap().push(Op {
-                        kind: "replace",
-                        names,
-                        started,
-                        ended: Instant::now(),
-                        ok: r.is_ok(),
-                        taken_over,
-                        error: r.err(),
-                        killed,
-                    });
+                    let writer = (&store, dir.as_path(), &*rng, &*ops);
+                    recorded_import(writer, file, names, true).await;
                 }
             }));
         }

@@ -8,9 +8,8 @@
 //!  pause: set ─► the round in progress ends, `idle` set until resumed
 //! ```
 
-use mongodns_testkit::binary;
-use std::io::Write;
-use std::process::{Command, Stdio};
+use mongodns_testkit::{binary, run_with_input};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -98,20 +97,10 @@ fn nsupdate(t: &Target, n: u64) -> Result<String, String> {
         t.zone,
         n % 250
     );
-    let mut child = Command::new("nsupdate")
-        .args(["-v", "-y", &t.tsig])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
+    let mut cmd = Command::new("nsupdate");
+    cmd.args(["-v", "-y", &t.tsig]);
+    let out = run_with_input(cmd, &script)
         .map_err(|e| format!("nsupdate is needed (bind9-dnsutils): {e}"))?;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(script.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().map_err(|e| e.to_string())?;
     match out.status.success() {
         true => Ok(name),
         false => Err(String::from_utf8_lossy(&out.stderr).into_owned()),

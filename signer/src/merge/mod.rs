@@ -186,13 +186,7 @@ impl MergeSigner {
             plan::check_nsec3(n)?;
         }
         let keys = KeySet::load(zone, &store.zone_keys(zone).await?)?;
-        let apex = store
-            .read_full_node(zone, ver, zone)
-            .await?
-            .ok_or_else(|| plan::PlanError::NoSoa(zone.to_string()))?;
-        let soa = apex
-            .get(RType::SOA)
-            .ok_or_else(|| plan::PlanError::NoSoa(zone.to_string()))?;
+        let soa = crate::soa::stored_soa(store, zone, ver).await?;
         let neg_ttl = soa.rrset.ttl.min(plan::soa_minimum(&soa.rrset.rdata[0]));
         let chain_type = if config.nsec3.is_some() {
             RType::NSEC3
@@ -593,14 +587,7 @@ impl MergeSigner {
     /// Moves the SOA serial past `served` and signs it, in one update; call
     /// before `ZoneWriter::finish` (which then leaves the serial alone).
     pub async fn sign_soa(&mut self, store: &Store, served: u32) -> Result<u32, SignError> {
-        let apex = store
-            .read_full_node(&self.zone, self.ver, &self.zone)
-            .await?
-            .ok_or_else(|| plan::PlanError::NoSoa(self.zone.to_string()))?;
-        let soa = apex
-            .get(RType::SOA)
-            .cloned()
-            .ok_or_else(|| plan::PlanError::NoSoa(self.zone.to_string()))?;
+        let soa = crate::soa::stored_soa(store, &self.zone, self.ver).await?;
         let current = soa_serial(&soa.rrset.rdata[0]).unwrap_or(served);
         let serial = crate::next_serial(&[served, current]);
         let soa = crate::soa::with_serial(&self.zone, soa, serial, &self.keys, &self.options);

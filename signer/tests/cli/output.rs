@@ -69,6 +69,11 @@ fn short_commands_exit_without_a_panic() {
     db.drop_db();
 }
 
+/// The phase the signing job of example.net. reports.
+async fn phase(db: &Db) -> Option<String> {
+    db.store.progress_phase("sign:example.net.").await.unwrap()
+}
+
 #[test]
 fn progress_reports_carry_the_step() {
     let db = Db::new("signcli_progress");
@@ -94,14 +99,7 @@ fn progress_reports_carry_the_step() {
         }
         let j = seen.expect("a running report");
         assert_eq!((j.state.as_str(), j.total), ("running", 10));
-        assert_eq!(
-            db.store
-                .progress_phase("sign:example.net.")
-                .await
-                .unwrap()
-                .as_deref(),
-            Some("writing")
-        );
+        assert_eq!(phase(&db).await.as_deref(), Some("writing"));
         job.set_phase("cleanup", 3);
         job.set_done(3);
         job.finish(true).await;
@@ -114,14 +112,7 @@ fn progress_reports_carry_the_step() {
             .find(|j| j.id == "sign:example.net.")
             .unwrap();
         assert_eq!((j.state.as_str(), j.done, j.total), ("done", 3, 3));
-        assert_eq!(
-            db.store
-                .progress_phase("sign:example.net.")
-                .await
-                .unwrap()
-                .as_deref(),
-            Some("cleanup")
-        );
+        assert_eq!(phase(&db).await.as_deref(), Some("cleanup"));
     });
     db.drop_db();
 }

@@ -13,13 +13,12 @@
 
 use super::shared::{DenialKey, NodeEntry, NodeKey, ZoneVer};
 use super::RecordCache;
-use crate::backend::StoreError;
 use crate::backend::{deepest, Backend, CachedNode};
+use crate::backend::{NodeRead, StoreError};
 use crate::cache::denial::{At, Cached};
 use crate::zones::Known;
 use dns::{Name, Node, ZoneInfo};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 impl<B: Backend> Backend for RecordCache<B> {
@@ -85,11 +84,7 @@ impl<B: Backend> Backend for RecordCache<B> {
         Ok(zone.map(|info| self.zones.state(&info.apex).map_or(info, |s| s.info())))
     }
 
-    async fn get_node(
-        &self,
-        zone: &ZoneInfo,
-        name: &Name,
-    ) -> Result<Option<Arc<Node>>, StoreError> {
+    async fn get_node(&self, zone: &ZoneInfo, name: &Name) -> NodeRead {
         let counters = &self.shared.counters;
         if !self.config.enabled && *name != zone.apex {
             counters.record_misses.fetch_add(1, Ordering::Relaxed);
@@ -172,12 +167,7 @@ impl<B: Backend> Backend for RecordCache<B> {
         self.uncached(self.shared.inner.zone_nodes(zone)).await
     }
 
-    async fn denial(
-        &self,
-        zone: &ZoneInfo,
-        key: &str,
-        wrap: bool,
-    ) -> Result<Option<Arc<Node>>, StoreError> {
+    async fn denial(&self, zone: &ZoneInfo, key: &str, wrap: bool) -> NodeRead {
         let counters = &self.shared.counters;
         if !self.config.enabled {
             counters.denial_misses.fetch_add(1, Ordering::Relaxed);

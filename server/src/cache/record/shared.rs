@@ -17,7 +17,7 @@ use super::super::gate::DbGate;
 use super::super::sharded::{ShardedLru, Weigh};
 use super::super::Counters;
 use crate::backend::Backend;
-use crate::backend::StoreError;
+use crate::backend::{NodeRead, StoreError};
 use dns::{Name, Node, ZoneInfo};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -105,11 +105,7 @@ impl<B: Backend> Shared<B> {
     }
 
     /// One database read of a node, through the gate, counted.
-    pub(super) async fn fetch_node(
-        &self,
-        zone: &ZoneInfo,
-        name: &Name,
-    ) -> Result<Option<Arc<Node>>, StoreError> {
+    pub(super) async fn fetch_node(&self, zone: &ZoneInfo, name: &Name) -> NodeRead {
         let _slot = self.gate.enter(&self.counters).await?;
         let started = Instant::now();
         self.counters.db_inflight.fetch_add(1, Ordering::Relaxed);
@@ -132,12 +128,7 @@ impl<B: Backend> Shared<B> {
     }
 
     /// One denial read, through the gate, counted.
-    pub(super) async fn fetch_denial(
-        &self,
-        zone: &ZoneInfo,
-        key: &str,
-        wrap: bool,
-    ) -> Result<Option<Arc<Node>>, StoreError> {
+    pub(super) async fn fetch_denial(&self, zone: &ZoneInfo, key: &str, wrap: bool) -> NodeRead {
         let _slot = self.gate.enter(&self.counters).await?;
         let started = Instant::now();
         self.counters.db_inflight.fetch_add(1, Ordering::Relaxed);

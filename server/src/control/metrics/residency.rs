@@ -23,8 +23,8 @@
 //! stays bounded with a million resident zones: four lines for each of at
 //! most `--metrics-zone-series` zones.
 
-use super::metrics::{counter, escape, family, gauge, Metric, MetricKind};
-use super::Control;
+use super::{counter, escape, family, gauge, Metric, MetricKind};
+use crate::control::Control;
 use crate::resident::{ResidencySummary, ZoneReport};
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
