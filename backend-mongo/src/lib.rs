@@ -7,7 +7,8 @@
 //!  the HTTP API's reads: zones and a version's nodes streamed (api_reads.rs)
 //!  zone transfers: the nodes of a version streamed from the cursor (transfer.rs)
 //!  resident zones: a version with its denial keys, names read again (resident.rs)
-//!  keys, signatures, NSEC/NSEC3 chains as documents: dnssec_store.rs
+//!  keys, signatures, NSEC/NSEC3 chains as documents and their reads:
+//!    dnssec_store/ (their writes: writer/signed_nodes.rs, publish_in_place.rs)
 //!  key and signing policies, the signing service's reads: policy.rs, signing.rs
 //!  documents ◄──► values: schema.rs      writers' lease: lock.rs
 //!  job progress documents: progress.rs   the test database: testing.rs

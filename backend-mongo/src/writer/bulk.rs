@@ -3,14 +3,13 @@
 //!
 //! ```text
 //!  insert_nodes(docs) ─► one unordered insert ─► indexes of duplicates
-//!  insert_batches(docs), insert_new_full_nodes(signed nodes) ─► insert_nodes
-//!     in commands of INSERT_BATCH
+//!  insert_batches(docs) ─► insert_nodes in commands of INSERT_BATCH
+//!     (signed nodes: insert_new_full_nodes, signed_nodes.rs)
 //!  duplicates ─► merge_update (upsert: $set ttl, $addToSet rd) ─► run_updates
 //!  run_updates ─► commands of ≤ MAX_UPDATES_PER_COMMAND, one at a time
 //! ```
 
 use super::NodeWrite;
-use crate::dnssec_store::FullNode;
 use crate::schema::{self, node_id};
 use crate::store::{Store, StoreError};
 use crate::Name;
@@ -100,6 +99,15 @@ pub(crate) fn command_errors(reply: &Document) -> Vec<(usize, i32, String)> {
     out
 }
 
+/// Fails with [`write_failure`] when a command's `reply` lists write errors.
+pub(crate) fn check_reply(what: &str, reply: &Document) -> Result<(), StoreError> {
+    let errors = command_errors(reply);
+    match errors.is_empty() {
+        true => Ok(()),
+        false => Err(write_failure(what, &errors)),
+    }
+}
+
 pub(crate) fn write_failure(what: &str, errors: &[(usize, i32, String)]) -> StoreError {
     let (index, code, msg) = &errors[0];
     StoreError::Database(mongodb::error::Error::custom(format!(
@@ -127,10 +135,7 @@ impl Store {
                 .db
                 .run_command(doc! {"update": coll, "updates": part.to_vec(), "ordered": false})
                 .await?;
-            let errors = command_errors(&reply);
-            if !errors.is_empty() {
-                return Err(write_failure("update", &errors));
-            }
+            check_reply("update", &reply)?;
         }
         Ok(())
     }
@@ -158,20 +163,5 @@ impl Store {
             docs = rest;
         }
         Ok(dups)
-    }
-
-    /// Inserts `nodes`, none of which was stored when read, whole (records,
-    /// signatures, chain record, denial key, earliest expiration) into
-    /// version `ver` of `zone`, in unordered commands of [`INSERT_BATCH`].
-    /// Returns the indexes (into `nodes`) of those another writer inserted
-    /// meanwhile: they were not written.
-    pub async fn insert_new_full_nodes(
-        &self,
-        zone: &Name,
-        ver: i64,
-        nodes: &[FullNode],
-    ) -> Result<Vec<usize>, StoreError> {
-        let docs = nodes.iter().map(|n| n.to_doc(zone, ver)).collect();
-        self.insert_batches(docs).await
     }
 }

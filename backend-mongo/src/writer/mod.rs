@@ -25,6 +25,9 @@
 //!        its writes: edit_writes.rs)
 //!  Store::set_zone_notify ─► [zone lock] zone_settings{_id}, change record
 //!        with no names, gen = seq                             (settings.rs)
+//!  signers: Store::apply_changes / insert_full_nodes ─► signed nodes
+//!        (signed_nodes.rs) ─► Store::publish_in_place ─► [zone lock] still
+//!        the served ver? serial, change record, gen = seq (publish_in_place.rs)
 //! ```
 //!
 //! Every write of a zone document happens under the zone lock
@@ -46,8 +49,10 @@ mod merge_journal;
 mod meta;
 mod node_images;
 mod publish;
+mod publish_in_place;
 mod replace_diff;
 mod settings;
+mod signed_nodes;
 mod zones;
 
 pub use crate::serial::{serial_gt, soa_serial};
