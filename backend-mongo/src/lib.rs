@@ -11,7 +11,8 @@
 //!    dnssec_store/ (their writes: writer/signed_nodes.rs, publish_in_place.rs)
 //!  key and signing policies, the signing service's reads: policy.rs, signing.rs
 //!  documents ◄──► values: schema.rs      writers' lease: lock.rs
-//!  job progress documents: progress.rs   the test database: testing.rs
+//!  job progress documents: progress.rs
+//!  the test database: testing.rs (feature `testing`, for tests only)
 //!
 //!  the values stored (Name, RType, rdata checks, serials, encodings, DNSSEC
 //!  wire maths) are the `dns` crate (dns/), re-exported here
@@ -32,6 +33,7 @@ pub mod resident;
 pub mod schema;
 mod signing;
 pub mod store;
+#[cfg(feature = "testing")]
 pub mod testing;
 pub mod transfer;
 pub mod writer;

@@ -296,7 +296,7 @@ mod tests {
         let node = |rtype: &str, rd: &[u8]| {
             doc! {"_id": "x", "name": "a.", "rrsets": {rtype: {"ttl": 1, "rd": [binary(rd)]}}}
         };
-        let long = crate::testing::long_wire_name(256);
+        let long = dns::name::long_wire_name(256);
         let err = node_from_doc(&node("CNAME", &long)).unwrap_err();
         assert!(err.to_string().contains("CNAME"), "{err}");
         assert!(node_from_doc(&node("CNAME", &[0xC0, 0x0C])).is_err());
