@@ -283,12 +283,8 @@ fn take_node(
                 answer.place(owner, sigs, from(RType::RRSIG));
             }
         }
-        Take::Records => {
-            let rrset = node.rrset(qtype).expect("rules saw the type");
-            answer.place(owner, rrset, from(qtype));
-        }
-        Take::Cname => {
-            let cname = node.rrset(RType::CNAME).expect("rules saw a CNAME");
+        Take::Records(rrset) => answer.place(owner, rrset, from(qtype)),
+        Take::Cname(cname) => {
             answer.place(owner, cname, from(RType::CNAME));
             return cname.rdata.first().and_then(|rd| Name::from_wire(rd).ok());
         }

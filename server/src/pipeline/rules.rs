@@ -13,22 +13,35 @@
 //!     else                                          ─► Above (walk on)
 //!  take(node, qtype):
 //!     ANY ─► Any (one RRset, RFC 8482)   RRSIG with signatures ─► Signatures
-//!     the type held ─► Records   a CNAME ─► Cname (follow it)   else NoData
+//!     the type held ─► Records(its RRset)   a CNAME ─► Cname(it): follow
+//!     else NoData
 //! ```
 
-use dns::{Node, RType};
+use dns::{Node, RRset, RType};
+use std::sync::Arc;
 
-/// What the rules read of a node: which types it holds.
+/// What the rules read of a node: the RRset of a type, and whether it
+/// holds signatures.
 pub trait NodeTypes {
-    /// True when the node holds an RRset of `rtype` (signatures aside).
-    fn has(&self, rtype: RType) -> bool;
+    /// An RRset as this way of holding a node gives it.
+    type Set<'s>
+    where
+        Self: 's;
+    /// The node's RRset of `rtype` (signatures aside), if it has one.
+    fn set(&self, rtype: RType) -> Option<Self::Set<'_>>;
     /// True when the node holds any signatures.
     fn has_sigs(&self) -> bool;
+    /// True when the node holds an RRset of `rtype`.
+    fn has(&self, rtype: RType) -> bool {
+        self.set(rtype).is_some()
+    }
 }
 
 impl NodeTypes for Node {
-    fn has(&self, rtype: RType) -> bool {
-        self.rrset(rtype).is_some()
+    type Set<'s> = &'s Arc<RRset>;
+
+    fn set(&self, rtype: RType) -> Option<&Arc<RRset>> {
+        self.rrset(rtype)
     }
 
     fn has_sigs(&self) -> bool {
@@ -53,7 +66,7 @@ pub enum Level {
 /// itself (`is_name`) or above it, means for a question of `qtype`. An NS
 /// set at the apex is no cut, and a DS question at a cut is answered from
 /// the parent side (RFC 4035 §3.1.4.1).
-pub fn level(node: &impl NodeTypes, is_apex: bool, is_name: bool, qtype: RType) -> Level {
+pub fn level<N: NodeTypes + ?Sized>(node: &N, is_apex: bool, is_name: bool, qtype: RType) -> Level {
     if !is_apex && node.has(RType::NS) && !(is_name && qtype == RType::DS) {
         Level::Cut
     } else if !is_name && node.has(RType::DNAME) {
@@ -65,32 +78,33 @@ pub fn level(node: &impl NodeTypes, is_apex: bool, is_name: bool, qtype: RType) 
     }
 }
 
-/// What the name's node (or the wildcard's standing for it) answers.
+/// What the name's node (or the wildcard's standing for it) answers,
+/// with the RRset it found (`S`: the node's way of giving one).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Take {
+pub enum Take<S> {
     /// ANY: one RRset of the name, the lowest type (RFC 8482 §4.1), or
     /// NODATA when it has none.
     Any,
     /// RRSIG asked for: every signature at the name.
     Signatures,
     /// The RRset of the type asked.
-    Records,
+    Records(S),
     /// A CNAME, to place and follow.
-    Cname,
+    Cname(S),
     /// The name holds neither the type nor a CNAME.
     NoData,
 }
 
 /// What `node` answers for `qtype`.
-pub fn take(node: &impl NodeTypes, qtype: RType) -> Take {
+pub fn take<N: NodeTypes + ?Sized>(node: &N, qtype: RType) -> Take<N::Set<'_>> {
     if qtype == RType::ANY {
         Take::Any
     } else if qtype == RType::RRSIG && node.has_sigs() {
         Take::Signatures
-    } else if node.has(qtype) {
-        Take::Records
-    } else if node.has(RType::CNAME) {
-        Take::Cname
+    } else if let Some(set) = node.set(qtype) {
+        Take::Records(set)
+    } else if let Some(cname) = node.set(RType::CNAME) {
+        Take::Cname(cname)
     } else {
         Take::NoData
     }
@@ -99,8 +113,7 @@ pub fn take(node: &impl NodeTypes, qtype: RType) -> Take {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dns::{Name, RRset};
-    use std::sync::Arc;
+    use dns::Name;
 
     fn node(types: &[RType], signed: bool) -> Node {
         let set = |t: RType| Arc::new(RRset::of(t, 300, &[&[0u8][..]]));
@@ -139,13 +152,13 @@ mod tests {
     #[test]
     fn a_node_answers_its_type_then_its_cname_else_nodata() {
         let a = node(&[RType::A], true);
-        assert_eq!(take(&a, RType::A), Take::Records);
+        assert_eq!(take(&a, RType::A), Take::Records(&a.rrsets[0]));
         assert_eq!(take(&a, RType::AAAA), Take::NoData);
         assert_eq!(take(&a, RType::ANY), Take::Any);
         assert_eq!(take(&a, RType::RRSIG), Take::Signatures);
         assert_eq!(take(&node(&[RType::A], false), RType::RRSIG), Take::NoData);
         let cname = node(&[RType::CNAME], false);
-        assert_eq!(take(&cname, RType::A), Take::Cname);
-        assert_eq!(take(&cname, RType::CNAME), Take::Records);
+        assert_eq!(take(&cname, RType::A), Take::Cname(&cname.rrsets[0]));
+        assert_eq!(take(&cname, RType::CNAME), Take::Records(&cname.rrsets[0]));
     }
 }

@@ -123,10 +123,10 @@ impl ZoneData {
 /// kept here.
 fn answer_at<'a>(node: Encoded<'a>, apex_bytes: &'a [u8], qtype: RType) -> Option<PlainAnswer<'a>> {
     match rules::take(&node, qtype) {
-        Take::Records => node.set(qtype).map(PlainAnswer::Records),
+        Take::Records(set) => Some(PlainAnswer::Records(set)),
         Take::NoData => Some(PlainAnswer::NoData(soa(apex_bytes)?)),
         // A CNAME to follow; ANY and RRSIG never come here.
-        Take::Cname | Take::Any | Take::Signatures => None,
+        Take::Cname(_) | Take::Any | Take::Signatures => None,
     }
 }
 
@@ -139,16 +139,14 @@ fn soa(apex_bytes: &[u8]) -> Option<RecordsView<'_>> {
 #[derive(Clone, Copy)]
 struct Encoded<'a>(&'a [u8]);
 
-impl<'a> Encoded<'a> {
-    /// The RRset of `rtype`, in place.
-    fn set(self, rtype: RType) -> Option<RecordsView<'a>> {
-        node_codec::sets(self.0).find(|s| s.rtype == rtype)
-    }
-}
+impl<'a> NodeTypes for Encoded<'a> {
+    type Set<'s>
+        = RecordsView<'a>
+    where
+        Self: 's;
 
-impl NodeTypes for Encoded<'_> {
-    fn has(&self, rtype: RType) -> bool {
-        self.set(rtype).is_some()
+    fn set(&self, rtype: RType) -> Option<RecordsView<'a>> {
+        node_codec::sets(self.0).find(|s| s.rtype == rtype)
     }
 
     fn has_sigs(&self) -> bool {
