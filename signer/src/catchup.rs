@@ -5,21 +5,23 @@
 //!  pass(): zones._id ─► still serving `from`? (else: replaced, start over)
 //!     ─► change records of gen seen+1..=now (every one accounted for,
 //!        else start over) ─► names
-//!     ─► each name (COPIES_AT_ONCE at a time): ordinary RRsets read from
-//!        `from`, written into `to`
-//!        (a name gone from `from` is deleted from `to`)
-//!        (keeping `to`'s chain fields) ─► signed: MergeSigner::resign_names
+//!     ─► names in batches of COPY_BATCH: each read from `from` and `to`
+//!        (point reads); ordinary RRsets from `from`, chain fields (and the
+//!        signatures of RRsets that did not change) from `to`
+//!        ─► names gone from `from`: deleted from `to` (one command)
+//!        ─► signed: MergeSigner::settle_known signs and writes each
+//!           changed name once (a name losing a type is replaced first)
+//!        ─► plain: changed names replaced whole (bulk upserts)
 //!  the caller repeats passes until one is small, then takes the zone lock
 //!  (no writer can publish), runs a last pass and switches
 //! ```
 
-use crate::merge::MergeSigner;
+use crate::merge::{same_node, Known, MergeSigner};
 use crate::plan::signer_owned;
 use crate::SignError;
 use backend_mongo::dnssec::{FullNode, SignedRRset};
 use backend_mongo::{Store, StoreError};
 use dns::{ChangeRecord, Name, RType, ZoneInfo};
-use futures::{StreamExt, TryStreamExt};
 
 /// Most generations looked at record by record in one pass; more: not
 /// accounted for. A pass after a long signing covers every generation
@@ -29,9 +31,9 @@ pub(crate) const MAX_GENERATIONS: i64 = 65_536;
 /// Change records read at once (point reads by `_id`, concurrently).
 const RECORDS_AT_ONCE: i64 = 256;
 
-/// Names a pass copies at once (two point reads and one single-document
-/// write each: few enough for FerretDB's connection pool).
-const COPIES_AT_ONCE: usize = 8;
+/// Names a pass copies in one batch: read by point reads
+/// (`READS_AT_ONCE` in flight), written by bulk commands.
+const COPY_BATCH: usize = 1000;
 
 /// The change records of `zone` for generations `from+1..=to`, or `None`
 /// when they do not account for every generation in between (a record
@@ -226,16 +228,9 @@ impl<'a> CatchUp<'a> {
             .collect();
         names.sort();
         names.dedup();
-        // Each name is its own document: copied several at once, so the
-        // last pass (under the zone lock, merge writers waiting) is short.
-        let copies: Vec<_> = names.iter().map(|name| self.copy(name)).collect();
-        futures::stream::iter(copies)
-            .buffer_unordered(COPIES_AT_ONCE)
-            .try_collect::<Vec<()>>()
-            .await?;
-        if let Some(signer) = self.signer.as_mut() {
-            signer.resign_names(self.store, &names).await?;
-            if signer.needs_full_resign() {
+        for chunk in names.chunks(COPY_BATCH) {
+            self.copy_batch(chunk).await?;
+            if self.signer.as_ref().is_some_and(|s| s.needs_full_resign()) {
                 return Ok(Err(StartOver(
                     "a delegation or DNAME appeared above existing names".into(),
                 )));
@@ -246,66 +241,117 @@ impl<'a> CatchUp<'a> {
         Ok(Ok(names.len()))
     }
 
-    /// Copies the ordinary RRsets of `name` from the served version into
-    /// the new one, keeping the new one's chain fields and apex SOA.
-    async fn copy(&self, name: &Name) -> Result<(), StoreError> {
-        let src = self
-            .store
-            .read_full_node(self.zone, self.from, name)
-            .await?;
-        let dst = self.store.read_full_node(self.zone, self.to, name).await?;
-        if src.is_none() {
-            // Deleted from the served version (a record edit, or a foreign
-            // writer): gone from the new one too. Signed, the signer then
-            // finds it absent and relinks the chain around it.
-            return match dst {
-                Some(_) => self.store.delete_node(self.zone, self.to, name).await,
-                None => Ok(()),
-            };
-        }
-        let apex = name == self.zone;
-        let kept = |r: &&SignedRRset| {
-            let t = r.rrset.rtype;
-            let ours = signer_owned(t) || (apex && t == RType::SOA);
-            ours && (self.signer.is_some() || t == RType::SOA)
-        };
-        let mut rrsets: Vec<SignedRRset> = dst
-            .as_ref()
-            .map(|d| d.rrsets.iter().filter(kept).cloned().collect())
-            .unwrap_or_default();
-        for r in src.iter().flat_map(|s| s.rrsets.iter()) {
-            let t = r.rrset.rtype;
-            if signer_owned(t) || (apex && t == RType::SOA) {
-                continue;
+    /// Copies `names` from the served version into the new one (see
+    /// [`copied_node`]): two point reads a name, then, signed, each
+    /// changed name written once with its signatures (inserted when new);
+    /// plain, replaced or inserted whole. Names gone from the served
+    /// version are deleted from the new one first (the signer then finds
+    /// them absent and relinks the chain around them).
+    async fn copy_batch(&mut self, names: &[Name]) -> Result<(), SignError> {
+        let (store, zone) = (self.store, self.zone);
+        let src = store.read_full_nodes(zone, self.from, names).await?;
+        let dst = store.read_full_nodes(zone, self.to, names).await?;
+        let signed = self.signer.is_some();
+        let mut gone = Vec::new();
+        let mut known = Vec::with_capacity(names.len());
+        for ((name, src), dst) in names.iter().zip(src).zip(dst) {
+            let node = src.map(|s| copied_node(zone, &s, dst.as_ref(), signed));
+            if node.is_none() && dst.is_some() {
+                gone.push(name.clone());
             }
-            rrsets.push(SignedRRset {
-                rrset: r.rrset.clone(),
-                sigs: Vec::new(),
-                sd: None,
+            let stored = if node.is_none() { None } else { dst };
+            known.push(Known {
+                name: name.clone(),
+                stored,
+                node,
             });
         }
-        let node = FullNode {
-            name: name.clone(),
-            rrsets,
-            dk: if self.signer.is_some() {
-                dst.and_then(|d| d.dk)
-            } else {
-                None
-            },
-            nsec3: false,
-        };
-        self.store.put_full_node(self.zone, self.to, &node).await
+        store.delete_nodes(zone, self.to, &gone).await?;
+        match self.signer.as_mut() {
+            Some(signer) => {
+                let known = replace_dropped_types(store, zone, self.to, known).await?;
+                signer.settle_known(store, known).await?;
+            }
+            None => {
+                let changed: Vec<FullNode> = known
+                    .into_iter()
+                    .filter_map(|k| k.node.filter(|n| !same_node(k.stored.as_ref(), n)))
+                    .collect();
+                store.put_full_nodes(zone, self.to, &changed).await?;
+            }
+        }
+        Ok(())
     }
+}
+
+/// `src`, a node of the served version, as the new version must hold it:
+/// its ordinary RRsets, with the new version's chain fields and apex SOA
+/// kept from `dst` (signed: also its signatures of the RRsets that did not
+/// change; the rest are signed by the caller).
+fn copied_node(zone: &Name, src: &FullNode, dst: Option<&FullNode>, signed: bool) -> FullNode {
+    let apex = src.name == *zone;
+    let ours = |t: RType| signer_owned(t) || (apex && t == RType::SOA);
+    let mut rrsets: Vec<SignedRRset> = dst
+        .iter()
+        .flat_map(|d| d.rrsets.iter())
+        .filter(|r| ours(r.rrset.rtype) && (signed || r.rrset.rtype == RType::SOA))
+        .cloned()
+        .collect();
+    for r in src.rrsets.iter().filter(|r| !ours(r.rrset.rtype)) {
+        let kept = dst
+            .and_then(|d| d.get(r.rrset.rtype))
+            .filter(|d| signed && d.rrset == r.rrset);
+        rrsets.push(kept.cloned().unwrap_or_else(|| SignedRRset {
+            rrset: r.rrset.clone(),
+            sigs: Vec::new(),
+            sd: None,
+        }));
+    }
+    FullNode {
+        name: src.name.clone(),
+        rrsets,
+        dk: dst.and_then(|d| d.dk.clone()).filter(|_| signed),
+        nsec3: false,
+    }
+}
+
+/// The signer writes a stored node by setting its RRsets, never removing
+/// one: a node that must lose a type of what is stored is replaced first
+/// (unsigned; the signer signs it next), and is then known as that.
+async fn replace_dropped_types(
+    store: &Store,
+    zone: &Name,
+    ver: i64,
+    mut known: Vec<Known>,
+) -> Result<Vec<Known>, StoreError> {
+    let drops = |k: &Known| match (&k.stored, &k.node) {
+        (Some(s), Some(n)) => s.rrsets.iter().any(|r| n.get(r.rrset.rtype).is_none()),
+        _ => false,
+    };
+    let replaced: Vec<FullNode> = known
+        .iter()
+        .filter(|k| drops(k))
+        .filter_map(|k| k.node.clone())
+        .collect();
+    store.put_full_nodes(zone, ver, &replaced).await?;
+    for k in known.iter_mut().filter(|k| drops(k)) {
+        k.stored = k.node.clone();
+    }
+    Ok(known)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use backend_mongo::testing::{
-        block_on, example_net, merge_as_foreign_writer, show_generation, TestDb,
+        block_on, delete_nodes_as_foreign_writer, example_net, merge_as_foreign_writer,
+        show_generation, TestDb,
     };
     use backend_mongo::NodeWrite;
+    use dns::dnssec::rrset_digest;
+    use dns::edit::RecordEdit;
     use dns::RRset;
+    use std::collections::BTreeMap;
 
     fn a_node(name: &str) -> NodeWrite {
         NodeWrite {
@@ -375,6 +421,137 @@ mod tests {
                 .await
                 .unwrap()
                 .is_none());
+            db.drop_db().await;
+        });
+    }
+
+    fn named(name: &str, rrsets: Vec<RRset>) -> NodeWrite {
+        NodeWrite {
+            name: name.parse().unwrap(),
+            rrsets,
+        }
+    }
+
+    fn set(rtype: RType, rdata: &[u8]) -> RRset {
+        RRset {
+            rtype,
+            ttl: 300,
+            rdata: vec![rdata.to_vec().into_boxed_slice()],
+        }
+    }
+
+    /// The nodes of version `ver` by name.
+    async fn version(store: &Store, zone: &Name, ver: i64) -> BTreeMap<Name, FullNode> {
+        let nodes = store.read_version(zone, ver).await.unwrap();
+        nodes.into_iter().map(|n| (n.name.clone(), n)).collect()
+    }
+
+    /// A secured zone's served version copied into a new one, then edited
+    /// by writers that do not sign (a name added, an RRset dropped from a
+    /// name that keeps another, a name deleted, a record added to an
+    /// existing RRset): one pass brings the new version to the same
+    /// records, each RRset signed for its content and the NSEC chain
+    /// closed over exactly its names. The dropped RRset is gone, not left
+    /// behind by the signer's field-by-field write.
+    #[test]
+    fn a_pass_copies_added_changed_dropped_and_deleted_names_signed() {
+        block_on(async {
+            let db = TestDb::new("catchup_pass").await;
+            let store = &db.store;
+            let (zone, mut nodes) = example_net();
+            nodes.push(named(
+                "multi.example.net.",
+                vec![set(RType::A, &[192, 0, 2, 7]), set(RType::TXT, b"\x03two")],
+            ));
+            nodes.push(named(
+                "gone.example.net.",
+                vec![set(RType::A, &[192, 0, 2, 8])],
+            ));
+            db.write_zone(&zone, &nodes).await;
+            let options = crate::SecureOptions::ecdsa(None);
+            crate::secure_zone(store, &zone, &options, &crate::NoProgress)
+                .await
+                .expect("secure-zone");
+            let served = store.find_zone(&zone).await.unwrap().unwrap();
+            let to = served.ver + 1_000;
+            let copy: Vec<FullNode> = version(store, &zone, served.ver)
+                .await
+                .into_values()
+                .collect();
+            store.insert_full_nodes(&zone, to, &copy).await.unwrap();
+
+            let added = named("new.example.net.", vec![set(RType::A, &[192, 0, 2, 9])]);
+            let more = named("ns1.example.net.", vec![set(RType::A, &[192, 0, 2, 10])]);
+            merge_as_foreign_writer(store, &zone, &[added, more])
+                .await
+                .unwrap();
+            let multi: Name = "multi.example.net.".parse().unwrap();
+            let drop_txt = RecordEdit::DeleteRRset {
+                name: multi.clone(),
+                rtype: RType::TXT,
+            };
+            store.edit_zone(&zone, &[drop_txt]).await.unwrap();
+            let gone: Name = "gone.example.net.".parse().unwrap();
+            delete_nodes_as_foreign_writer(store, &zone, std::slice::from_ref(&gone))
+                .await
+                .unwrap();
+
+            let signer = MergeSigner::new(store, &zone, to).await.unwrap();
+            let mut catch_up = CatchUp::new(store, &zone, &served, to, signer);
+            let copied = catch_up.pass().await.unwrap().expect("no start over");
+            assert!(copied >= 4, "the four edited names copied: {copied}");
+
+            let now = store.find_zone(&zone).await.unwrap().unwrap();
+            let src = version(store, &zone, now.ver).await;
+            let dst = version(store, &zone, to).await;
+            assert_eq!(
+                dst.keys().collect::<Vec<_>>(),
+                src.keys().collect::<Vec<_>>(),
+                "the same names"
+            );
+            let ordinary = |n: &FullNode| -> Vec<RRset> {
+                let mut v: Vec<RRset> = n
+                    .rrsets
+                    .iter()
+                    .filter(|r| !signer_owned(r.rrset.rtype) && r.rrset.rtype != RType::SOA)
+                    .map(|r| r.rrset.clone())
+                    .collect();
+                v.sort_by_key(|r| r.rtype.0);
+                v
+            };
+            for (name, n) in &dst {
+                assert_eq!(
+                    ordinary(n),
+                    ordinary(&src[name]),
+                    "{name}: the same records"
+                );
+                for r in &n.rrsets {
+                    let digest = rrset_digest(r.rrset.ttl, &r.rrset.rdata);
+                    assert!(!r.sigs.is_empty(), "{name} {:?}: signed", r.rrset.rtype);
+                    assert_eq!(
+                        r.sd,
+                        Some(digest),
+                        "{name} {:?}: signed for its content",
+                        r.rrset.rtype
+                    );
+                }
+            }
+            assert!(
+                dst[&multi].get(RType::TXT).is_none(),
+                "the dropped TXT is gone"
+            );
+            // The NSEC chain: each name's next is the following name, the
+            // last one's the apex.
+            let names: Vec<&Name> = dst.keys().collect();
+            let mut by_key: Vec<&Name> = names.clone();
+            by_key.sort_by_key(|n| n.canonical_key());
+            for (i, name) in by_key.iter().enumerate() {
+                let nsec = dst[*name]
+                    .get(RType::NSEC)
+                    .expect("every name in the chain");
+                let (next, _) = Name::from_wire_prefix(&nsec.rrset.rdata[0]).unwrap();
+                assert_eq!(&next, by_key[(i + 1) % by_key.len()], "{name}: NSEC next");
+            }
             db.drop_db().await;
         });
     }

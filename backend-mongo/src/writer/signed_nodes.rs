@@ -7,8 +7,8 @@
 //!  insert_full_nodes(nodes)      ─► one unordered insert (a version not served yet)
 //!  insert_new_full_nodes(nodes)  ─► insert_batches: the ones another writer
 //!                                   inserted meanwhile are returned, not written
-//!  put_full_node(node)           ─► replace {_id} whole, upsert
-//!  delete_node(name)             ─► delete {_id}
+//!  put_full_nodes(nodes)         ─► replace {_id} whole, upsert (run_updates)
+//!  delete_nodes(names)           ─► delete {_id}, DELETES_PER_COMMAND a command
 //!  apply_changes(changes) ─► one statement per change ($set/$unset of its own
 //!        fields, $min sx) ─► run_updates (commands of ≤ MAX_UPDATES_PER_COMMAND)
 //!        ─► then the NSEC3 nodes deleted, 1,000 per command
@@ -33,26 +33,50 @@ enum Statement {
 }
 
 impl Store {
-    /// Stores `node` whole in version `ver`, replacing what was there (a
-    /// signer catching a new version up with the served one).
-    pub async fn put_full_node(
+    /// Stores `nodes` whole in version `ver`, replacing what was there
+    /// (a signer catching a new version up with the served one): upserts
+    /// in commands of `writer::MAX_UPDATES_PER_COMMAND` statements.
+    pub async fn put_full_nodes(
         &self,
         zone: &Name,
         ver: i64,
-        node: &FullNode,
+        nodes: &[FullNode],
     ) -> Result<(), StoreError> {
-        self.nodes
-            .replace_one(doc! {"_id": node.id(zone, ver)}, node.to_doc(zone, ver))
-            .upsert(true)
-            .await?;
-        Ok(())
+        let updates = nodes
+            .iter()
+            .map(|n| {
+                let mut whole = n.to_doc(zone, ver);
+                whole.remove("_id");
+                doc! {"q": {"_id": n.id(zone, ver)}, "u": whole, "upsert": true}
+            })
+            .collect();
+        self.run_updates(updates).await
     }
 
-    /// Deletes the ordinary node `name` of version `ver`, if it exists.
-    pub async fn delete_node(&self, zone: &Name, ver: i64, name: &Name) -> Result<(), StoreError> {
-        self.nodes
-            .delete_one(doc! {"_id": node_id(zone, ver, name)})
-            .await?;
+    /// Deletes the ordinary nodes `names` of version `ver`, those that
+    /// exist, in commands of `DELETES_PER_COMMAND`.
+    pub async fn delete_nodes(
+        &self,
+        zone: &Name,
+        ver: i64,
+        names: &[Name],
+    ) -> Result<(), StoreError> {
+        let deletes: Vec<Document> = names
+            .iter()
+            .map(|n| doc! {"q": {"_id": node_id(zone, ver, n)}, "limit": 1})
+            .collect();
+        self.run_deletes(&deletes).await
+    }
+
+    /// Runs delete statements, `DELETES_PER_COMMAND` to a command.
+    async fn run_deletes(&self, deletes: &[Document]) -> Result<(), StoreError> {
+        for chunk in deletes.chunks(DELETES_PER_COMMAND) {
+            let reply = self
+                .db
+                .run_command(doc! {"delete": NODES, "deletes": chunk.to_vec(), "ordered": false})
+                .await?;
+            check_reply("delete", &reply)?;
+        }
         Ok(())
     }
 
@@ -110,14 +134,7 @@ impl Store {
         // ~100 statements in one (`writer::MAX_UPDATES_PER_COMMAND`); this
         // sent 1,000 and hung `resign` of any zone with that many changes.
         self.run_updates(updates).await?;
-        for chunk in deletes.chunks(DELETES_PER_COMMAND) {
-            let reply = self
-                .db
-                .run_command(doc! {"delete": NODES, "deletes": chunk.to_vec(), "ordered": false})
-                .await?;
-            check_reply("delete", &reply)?;
-        }
-        Ok(())
+        self.run_deletes(&deletes).await
     }
 }
 

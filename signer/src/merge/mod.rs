@@ -51,6 +51,7 @@ use dns::{Name, RType};
 use std::collections::{BTreeMap, HashMap};
 
 mod chain;
+mod inserts;
 mod settle;
 
 /// One link of the chain as held in memory.
@@ -69,6 +70,17 @@ struct Entry {
     exists: bool,
 }
 
+/// One name as [`MergeSigner::settle_known`] takes it.
+pub struct Known {
+    /// The name.
+    pub name: Name,
+    /// What the signer's version holds under it now (`None`: no node).
+    pub stored: Option<FullNode>,
+    /// What it must hold, signatures aside (`None`: nothing; the caller
+    /// has deleted it).
+    pub node: Option<FullNode>,
+}
+
 /// What one call of [`MergeSigner::resign_names`] did.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Settled {
@@ -79,7 +91,7 @@ pub struct Settled {
 }
 
 /// True when `stored` holds what `node` holds (RRsets in any order).
-fn same_node(stored: Option<&FullNode>, node: &FullNode) -> bool {
+pub(crate) fn same_node(stored: Option<&FullNode>, node: &FullNode) -> bool {
     stored.is_some_and(|s| {
         s.dk == node.dk
             && s.rrsets.len() == node.rrsets.len()
@@ -445,41 +457,76 @@ impl MergeSigner {
         names.sort();
         names.dedup();
         let stored = store.read_full_nodes(&self.zone, self.ver, &names).await?;
-        let mut entries = Vec::with_capacity(names.len());
-        for (name, stored) in names.into_iter().zip(stored) {
-            let node = stored.clone().unwrap_or_else(|| FullNode {
+        let known = names
+            .into_iter()
+            .zip(stored)
+            .map(|(name, stored)| Known {
+                name,
+                node: stored.clone(),
+                stored,
+            })
+            .collect();
+        self.settle_known(store, known).await
+    }
+
+    /// [`MergeSigner::resign_names`] for a caller that knows what each name
+    /// holds in the signer's version and what it must hold: nothing read
+    /// but the ancestors that tell occlusion. A name that must hold
+    /// something is written once, signed (inserted when not stored); the
+    /// caller has deleted those that must hold nothing. Fails when another
+    /// writer inserted one of the names meanwhile.
+    pub async fn settle_known(
+        &mut self,
+        store: &Store,
+        known: Vec<Known>,
+    ) -> Result<Settled, SignError> {
+        let mut entries = Vec::with_capacity(known.len());
+        for Known { name, stored, node } in known {
+            let exists = node.is_some();
+            let node = node.unwrap_or_else(|| FullNode {
                 name: name.clone(),
                 rrsets: Vec::new(),
                 dk: None,
                 nsec3: false,
             });
-            if name != self.zone {
-                let cut_now = is_cut(&node);
-                let key = self.chain_key(&name);
-                // Known from the chain's bitmap, or from an earlier look
-                // (an opt-out delegation has no NSEC3 record).
-                let cut_before = self.occluders.get(&name) == Some(&true)
-                    || self.chain.get(&key).is_some_and(|l| {
-                        let types = self.bitmap_of(&l.record.rrset.rdata[0]);
-                        types.into_iter().any(cuts_below)
-                    });
-                if cut_now != cut_before && self.may_have_names_below(&name) {
-                    // What is authoritative below it changed.
-                    self.full_resign = true;
-                    return Ok(Settled::default());
-                }
-                self.occluders.insert(name.clone(), cut_now);
+            if name != self.zone && self.cut_changed(&name, &node) {
+                // What is authoritative below it changed.
+                self.full_resign = true;
+                return Ok(Settled::default());
             }
             entries.push(Entry {
-                exists: stored.is_some(),
+                exists,
                 stored,
                 node,
             });
         }
         let (settled, raced) = self.settle(store, entries).await?;
-        // Names not stored are never inserted here.
-        debug_assert!(raced.is_empty());
-        Ok(settled)
+        match raced.first() {
+            None => Ok(settled),
+            Some(w) => Err(SignError::Store(StoreError::Conflict(format!(
+                "{}: inserted by another writer while it was signed",
+                w.name
+            )))),
+        }
+    }
+
+    /// True when `node` (below the apex) became a cut or stopped being one
+    /// and names may lie below it; remembers what it is now.
+    fn cut_changed(&mut self, name: &Name, node: &FullNode) -> bool {
+        let cut_now = is_cut(node);
+        let key = self.chain_key(name);
+        // Known from the chain's bitmap, or from an earlier look
+        // (an opt-out delegation has no NSEC3 record).
+        let cut_before = self.occluders.get(name) == Some(&true)
+            || self.chain.get(&key).is_some_and(|l| {
+                let types = self.bitmap_of(&l.record.rrset.rdata[0]);
+                types.into_iter().any(cuts_below)
+            });
+        if cut_now != cut_before && self.may_have_names_below(name) {
+            return true;
+        }
+        self.occluders.insert(name.clone(), cut_now);
+        false
     }
 
     /// False only when the chain shows no name below `name` (NSEC: the

@@ -8,14 +8,17 @@
 //!                        (and a predecessor left pointing at a deleted name too)
 //!   ─► link_members      new members after their predecessor; bitmaps refreshed
 //!   ─► carry_neighbours  relinked neighbours that are in the batch carry their record
-//!   ─► sign              RRsets whose digest changed, chain records, outside neighbours
-//!   ─► write             1: new nodes inserted whole (one another writer inserted
-//!                        meanwhile is handed back, to be merged), the batch's
-//!                        changed nodes and NSEC3 nodes (never recreating a node
-//!                        another writer deleted); 2: neighbours, then what left
-//!                        the chain
+//!   ─► plan_signing      RRsets whose digest changed, chain records, outside neighbours
+//!   ─► sign_inserting_new  signed SIGN_AT_ONCE at a time; each new node inserted
+//!                        whole as soon as it is signed, on tasks of their own
+//!                        (inserts.rs: one another writer inserted meanwhile is
+//!                        handed back, to be merged)
+//!   ─► write             1: the batch's changed nodes and NSEC3 nodes (never
+//!                        recreating a node another writer deleted); 2: neighbours,
+//!                        then what left the chain
 //! ```
 
+use super::inserts::{Inserted, Inserts};
 use super::{same_node, Entry, Link, MergeSigner, Settled};
 use crate::plan;
 use crate::SignError;
@@ -57,6 +60,20 @@ struct ChainWork {
     nsec3_nodes: BTreeMap<String, FullNode>,
 }
 
+/// Signing jobs per call of `plan::sign_all`: between two, the nodes
+/// signed whole are handed to the inserts.
+const SIGN_AT_ONCE: usize = 512;
+
+/// The batch laid out for signing as [`Signed`] lays it out, with its
+/// signing jobs (node, RRset, digest), in node order.
+struct Planned {
+    all: Vec<FullNode>,
+    nodes: usize,
+    nsec3: usize,
+    outside: Vec<usize>,
+    jobs: Vec<(usize, usize, i64)>,
+}
+
 /// The batch signed and laid out for writing: `all[..nodes]` the batch's
 /// nodes, `all[nodes..nsec3]` its NSEC3 nodes, then the neighbours outside
 /// the batch (`outside`, indices into `all`).
@@ -94,7 +111,7 @@ impl MergeSigner {
         let classified = t.elapsed();
         // The chain's relinking and the signing are CPU work: off the
         // runtime's worker (a server's queries go on meanwhile).
-        let (signed, stored, exists, leaving) = crate::cpu_work::cpu_work(|| {
+        let (planned, stored, exists, leaving) = crate::cpu_work::cpu_work(|| {
             let mut work = ChainWork::default();
             self.unlink_leaving(&mut batch, &mut work);
             self.link_members(&mut batch, &mut work)?;
@@ -105,11 +122,16 @@ impl MergeSigner {
                 exists,
                 kinds,
             } = batch;
-            let signed = self.sign(nodes, &kinds, work.nsec3_nodes, work.neighbours);
-            Ok::<_, SignError>((signed, stored, exists, work.leaving))
+            let planned = self.plan_signing(nodes, &kinds, work.nsec3_nodes, work.neighbours);
+            Ok::<_, SignError>((planned, stored, exists, work.leaving))
         })?;
+        let (signed, inserted) = self
+            .sign_inserting_new(store, planned, &stored, &exists)
+            .await?;
         let signed_at = t.elapsed();
-        let r = self.write(store, signed, &stored, &exists, leaving).await;
+        let r = self
+            .write(store, signed, &stored, &exists, leaving, inserted)
+            .await;
         tracing::debug!(zone = %self.zone, ?classified, signed = ?signed_at,
             written = ?t.elapsed(), "batch settled");
         r
@@ -275,13 +297,13 @@ impl MergeSigner {
     /// Signs the data RRsets whose digest changed, the chain records, and
     /// the relinked neighbours outside the batch; keeps the in-memory
     /// chain's copies signed, for later relinks.
-    fn sign(
+    fn plan_signing(
         &mut self,
         nodes: Vec<FullNode>,
         kinds: &[Kind],
         mut nsec3_nodes: BTreeMap<String, FullNode>,
         neighbours: BTreeMap<String, Link>,
-    ) -> Signed {
+    ) -> Planned {
         if self.nsec3.is_some() {
             for (k, link) in neighbours.iter() {
                 if let Some(n) = nsec3_nodes.get_mut(k) {
@@ -317,19 +339,73 @@ impl MergeSigner {
         let split_nsec3 = all.len();
         let outside =
             self.add_outside_neighbours(&mut all, split, split_nsec3, neighbours, &mut jobs);
-        let plan_jobs: Vec<plan::Job> = jobs
-            .iter()
-            .map(|(n, s, _)| plan::Job {
-                node: *n,
-                set: *s,
-                ksk: false,
-            })
+        Planned {
+            all,
+            nodes: split,
+            nsec3: split_nsec3,
+            outside,
+            jobs,
+        }
+    }
+
+    /// Makes the signatures `planned` lists, SIGN_AT_ONCE jobs at a time
+    /// (off the runtime's worker), and inserts the batch's new nodes
+    /// (stored: none, exists) as soon as each is signed, INSERT_AT_ONCE
+    /// to a command on tasks of their own: the database writes while the
+    /// rest is signed. Keeps the in-memory chain's copies signed.
+    async fn sign_inserting_new(
+        &mut self,
+        store: &Store,
+        planned: Planned,
+        stored: &[Option<FullNode>],
+        exists: &[bool],
+    ) -> Result<(Signed, Inserted), SignError> {
+        let Planned {
+            mut all,
+            nodes: split,
+            nsec3: split_nsec3,
+            outside,
+            jobs,
+        } = planned;
+        let new: Vec<usize> = (0..split)
+            .filter(|&i| stored[i].is_none() && exists[i])
             .collect();
-        let signatures = plan::sign_all(&mut all, &plan_jobs, &self.keys, &self.options, &|_| {});
+        if let Some(images) = self.images.as_mut() {
+            images.note_absent(new.iter().map(|&i| &all[i].name));
+        }
+        let mut inserts = Inserts::new(store, &self.zone, self.ver);
+        let mut waiting = new.iter().copied().peekable();
         let mut resigned = vec![false; all.len()];
-        for (n, s, digest) in &jobs {
-            all[*n].rrsets[*s].sd = Some(*digest);
-            resigned[*n] = true;
+        let mut signatures = 0;
+        let parts: Vec<&[(usize, usize, i64)]> = jobs.chunks(SIGN_AT_ONCE).collect();
+        for (p, part) in parts.iter().enumerate() {
+            let plan_jobs: Vec<plan::Job> = part
+                .iter()
+                .map(|(n, s, _)| plan::Job {
+                    node: *n,
+                    set: *s,
+                    ksk: false,
+                })
+                .collect();
+            signatures += crate::cpu_work::cpu_work(|| {
+                plan::sign_all(&mut all, &plan_jobs, &self.keys, &self.options, &|_| {})
+            });
+            for (n, s, digest) in part.iter() {
+                all[*n].rrsets[*s].sd = Some(*digest);
+                resigned[*n] = true;
+            }
+            // Jobs run in node order: the nodes below the next part's
+            // first are signed whole.
+            let signed_below = parts.get(p + 1).map_or(usize::MAX, |next| next[0].0);
+            while let Some(i) = waiting.next_if(|&i| i < signed_below) {
+                inserts.add(i, &all[i]);
+            }
+        }
+        waiting.for_each(|i| inserts.add(i, &all[i]));
+        let inserted = inserts.finish().await?;
+        if let Some(images) = self.images.as_mut() {
+            let written: Vec<FullNode> = inserted.written().map(|i| all[i].clone()).collect();
+            images.note_inserted(&written);
         }
         let chain_type = self.chain_type();
         for n in &all {
@@ -339,14 +415,15 @@ impl MergeSigner {
                 }
             }
         }
-        Signed {
+        let signed = Signed {
             all,
             nodes: split,
             nsec3: split_nsec3,
             outside,
             resigned,
             signatures,
-        }
+        };
+        Ok((signed, inserted))
     }
 
     /// Appends to `all` the relinked neighbours that are not in the batch
@@ -398,17 +475,15 @@ impl MergeSigner {
         stored: &[Option<FullNode>],
         exists: &[bool],
         leaving: Vec<(String, Name)>,
+        inserted: Inserted,
     ) -> Result<(Settled, Vec<NodeWrite>), SignError> {
         let (all, split, split_nsec3) = (&signed.all, signed.nodes, signed.nsec3);
         let mut first: Vec<NodeChange> = Vec::with_capacity(split_nsec3);
-        let mut new: Vec<FullNode> = Vec::new();
         for (i, n) in all[..split].iter().enumerate() {
-            match &stored[i] {
-                None if exists[i] => new.push(n.clone()),
-                Some(s) if exists[i] && !same_node(Some(s), n) => {
+            if let Some(s) = &stored[i] {
+                if exists[i] && !same_node(Some(s), n) {
                     first.push(NodeChange::PutRRsets(n.clone()))
                 }
-                _ => {}
             }
         }
         for (i, n) in all[split..split_nsec3].iter().enumerate() {
@@ -425,50 +500,26 @@ impl MergeSigner {
             second.extend(self.leaving_changes(key, owner, &stored[..split]));
         }
         let t = std::time::Instant::now();
-        let raced = self.insert(store, &new).await?;
-        let inserted_in = t.elapsed();
         self.apply_imaged(store, &first).await?;
         let first_in = t.elapsed();
         self.apply_imaged(store, &second).await?;
-        tracing::debug!(zone = %self.zone, new = new.len(), first = first.len(),
-            second = second.len(), ?inserted_in, ?first_in, all_in = ?t.elapsed(), "batch written");
-        let inserted = new.len() - raced.len();
-        self.touched.extend(new.iter().map(|n| n.name.clone()));
+        tracing::debug!(zone = %self.zone, new = inserted.new.len(), first = first.len(),
+            second = second.len(), ?first_in, all_in = ?t.elapsed(), "batch written");
+        let raced: Vec<NodeWrite> = inserted
+            .raced
+            .iter()
+            .map(|&i| records_of(&all[i]))
+            .collect();
+        let inserted_count = inserted.new.len() - raced.len();
+        self.touched
+            .extend(inserted.new.iter().map(|&i| all[i].name.clone()));
         self.touched.extend(changed_owners(&self.zone, &first));
         self.touched.extend(changed_owners(&self.zone, &second));
         let settled = Settled {
-            written: (inserted + first.len() + second.len()) as u64,
+            written: (inserted_count + first.len() + second.len()) as u64,
             signed: signed.signatures,
         };
         Ok((settled, raced))
-    }
-
-    /// Inserts `new` whole, imaging each as absent first when images are
-    /// kept (and, once in, as its own after-image); returns the records of
-    /// those another writer inserted
-    /// meanwhile (their signer-owned sets left out).
-    async fn insert(
-        &mut self,
-        store: &Store,
-        new: &[FullNode],
-    ) -> Result<Vec<NodeWrite>, SignError> {
-        if new.is_empty() {
-            return Ok(Vec::new());
-        }
-        if let Some(images) = self.images.as_mut() {
-            images.note_absent(new.iter().map(|n| &n.name));
-        }
-        let raced = store
-            .insert_new_full_nodes(&self.zone, self.ver, new)
-            .await?;
-        if let Some(images) = self.images.as_mut() {
-            let written: Vec<FullNode> = (0..new.len())
-                .filter(|i| !raced.contains(i))
-                .map(|i| new[i].clone())
-                .collect();
-            images.note_inserted(&written);
-        }
-        Ok(raced.into_iter().map(|i| records_of(&new[i])).collect())
     }
 
     /// Applies `changes`: chain records this batch changed imaged by their
