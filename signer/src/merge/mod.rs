@@ -23,7 +23,9 @@
 //!                          the listed names as stored now (point lookups);
 //!                          deleted or emptied ones leave the chain (their
 //!                          predecessor relinked first), the rest as above
-//!  both go through settle (settle.rs): chain, signatures, and writes of
+//!  settle_known(names)     the same for a caller that knows what each name
+//!                          holds and must hold (the catch-up): no read
+//!  all go through settle (settle.rs): chain, signatures, and writes of
 //!  only the documents that differ from what is stored; take_touched()
 //!  lists them; the chain copy and its relinking are in chain.rs
 //! ```
