@@ -125,7 +125,7 @@ async fn stats(State(s): State<Shared>) -> Response {
 
 async fn metrics(State(s): State<Shared>) -> Response {
     let jobs = s.control.jobs().await;
-    let text = s.control.prometheus(&jobs);
+    let text = s.control.prometheus(jobs);
     reply(StatusCode::OK, "text/plain; version=0.0.4", text)
 }
 

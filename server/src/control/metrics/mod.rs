@@ -11,11 +11,11 @@
 //!                       (each a table of Reading: name, help, kind, how to
 //!                        read it ─► Metric: name, help, kind, value)
 //!  /stats   ─► json: {"name":value,…}
-//!  /metrics ─► prometheus: labelled families first (exposition.rs: queries
-//!              by transport/type/rcode, drops; snmp.rs: kernel UDP errors;
-//!              build info, job progress; residency.rs: resident zones),
-//!              then every Metric with its # TYPE, then the database
-//!              latency histogram (exposition.rs)
+//!  /metrics ─► prometheus (exposition.rs, on prometheus-client): labelled
+//!              families first (queries by transport/type/rcode, drops;
+//!              snmp.rs: kernel UDP errors; build info, job progress;
+//!              residency.rs: resident zones), then every Metric with its
+//!              # TYPE, then the database latency histogram
 //! ```
 //!
 //! A counter only grows while the process runs (hits, misses, errors,
@@ -49,10 +49,12 @@ mod snmp;
 
 use super::Control;
 use backend_mongo::JobProgress;
+use prometheus_client::metrics::MetricType;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
-use exposition::{escape, family};
+use exposition::{family, sample};
 
 /// How Prometheus reads a metric.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,11 +66,11 @@ pub enum MetricKind {
 }
 
 impl MetricKind {
-    /// The word of a `# TYPE` line.
-    pub fn as_str(self) -> &'static str {
+    /// The type of a `# TYPE` line.
+    pub fn metric_type(self) -> MetricType {
         match self {
-            MetricKind::Counter => "counter",
-            MetricKind::Gauge => "gauge",
+            MetricKind::Counter => MetricType::Counter,
+            MetricKind::Gauge => MetricType::Gauge,
         }
     }
 }
@@ -157,21 +159,7 @@ impl Control {
 
     /// `/metrics`: the Prometheus text format (`jobs`: job progress read
     /// from the database).
-    pub(super) fn prometheus(&self, jobs: &[JobProgress]) -> String {
-        let mut out = String::new();
-        if let Some(queries) = &self.queries {
-            exposition::write_query_counts(&mut out, queries);
-        }
-        exposition::write_kernel_udp_errors(&mut out, &snmp::kernel_udp_errors());
-        exposition::write_build_info(&mut out);
-        exposition::write_jobs(&mut out, jobs, exposition::now_ms());
-        self.write_resident_zones(&mut out);
-        for m in self.snapshot() {
-            let name = format!("mongodns_{}", m.name);
-            family(&mut out, &name, m.help, m.kind);
-            let _ = writeln!(out, "{name} {}", m.value);
-        }
-        exposition::write_db_latency(&mut out, &self.counters);
-        out
+    pub(super) fn prometheus(self: &Arc<Self>, jobs: Vec<JobProgress>) -> String {
+        exposition::prometheus(self, jobs)
     }
 }

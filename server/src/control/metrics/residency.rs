@@ -10,7 +10,7 @@
 //!                      resident_unchanged, resident_transfers,
 //!                      resident_transfer_waits, resident_plain_answers
 //!                      (counters)
-//!  write_resident_zones ─► the zone_series largest zones (by bytes):
+//!  encode_resident_zones ─► the zone_series largest zones (by bytes):
 //!                          mongodns_resident_zone{zone,state} 1,
 //!                          mongodns_resident_zone_current{zone},
 //!                          mongodns_resident_zone_bytes{zone},
@@ -23,10 +23,11 @@
 //! stays bounded with a million resident zones: four lines for each of at
 //! most `--metrics-zone-series` zones.
 
-use super::{counter, escape, family, gauge, Metric, MetricKind};
+use super::{counter, family, gauge, sample, Metric, MetricKind};
 use crate::control::Control;
 use crate::resident::{ResidencySummary, ZoneReport};
-use std::fmt::Write as _;
+use prometheus_client::encoding::DescriptorEncoder;
+use std::fmt;
 use std::sync::atomic::Ordering;
 
 /// A per-zone family: name, help, the value of one zone.
@@ -129,57 +130,58 @@ impl Control {
 
     /// Labelled lines for the largest wanted zones and what they hold,
     /// and the others summed.
-    pub(super) fn write_resident_zones(&self, out: &mut String) {
+    pub(super) fn encode_resident_zones(&self, e: &mut DescriptorEncoder) -> fmt::Result {
         if self.residency.is_none() {
-            return;
+            return Ok(());
         }
         let summary = self.resident_summary(self.zone_series);
-        write_unlisted(out, &summary);
+        encode_unlisted(e, &summary)?;
         let reports = summary.largest;
         if reports.is_empty() {
-            return;
+            return Ok(());
         }
-        let name = "mongodns_resident_zone";
-        family(
-            out,
-            name,
+        let zones: Vec<String> = reports.iter().map(|z| z.apex.to_string()).collect();
+        let mut m = family(
+            e,
+            "mongodns_resident_zone",
             "1 for the residency state of each wanted zone (loading, resident, too_large, failed)",
             MetricKind::Gauge,
-        );
-        for z in &reports {
-            let zone = escape(&z.apex.to_string());
-            let state = z.residence.as_str();
-            let _ = writeln!(out, "{name}{{zone=\"{zone}\",state=\"{state}\"}} 1");
+        )?;
+        for (z, zone) in reports.iter().zip(&zones) {
+            let labels = [("zone", zone.as_str()), ("state", z.residence.as_str())];
+            sample(&mut m, &labels, &1u64)?;
         }
-        let lines: [ZoneLine; 3] = [
-            (
-                "mongodns_resident_zone_current",
-                "1 while the resident copy answers (it holds the generation served)",
-                |z| u64::from(z.current),
-            ),
-            (
-                "mongodns_resident_zone_bytes",
-                "approximate bytes the resident copy holds",
-                |z| z.bytes as u64,
-            ),
-            (
-                "mongodns_resident_zone_records",
-                "records the resident copy holds",
-                |z| z.records as u64,
-            ),
-        ];
-        for (name, help, value) in lines {
-            family(out, name, help, MetricKind::Gauge);
-            for z in &reports {
-                let zone = escape(&z.apex.to_string());
-                let _ = writeln!(out, "{name}{{zone=\"{zone}\"}} {}", value(z));
+        for (name, help, value) in ZONE_LINES {
+            let mut m = family(e, name, help, MetricKind::Gauge)?;
+            for (z, zone) in reports.iter().zip(&zones) {
+                sample(&mut m, &[("zone", zone.as_str())], &value(z))?;
             }
         }
+        Ok(())
     }
 }
 
+/// What each listed zone holds, a family each.
+const ZONE_LINES: [ZoneLine; 3] = [
+    (
+        "mongodns_resident_zone_current",
+        "1 while the resident copy answers (it holds the generation served)",
+        |z| u64::from(z.current),
+    ),
+    (
+        "mongodns_resident_zone_bytes",
+        "approximate bytes the resident copy holds",
+        |z| z.bytes as u64,
+    ),
+    (
+        "mongodns_resident_zone_records",
+        "records the resident copy holds",
+        |z| z.records as u64,
+    ),
+];
+
 /// The zones without lines of their own, summed.
-fn write_unlisted(out: &mut String, summary: &ResidencySummary) {
+fn encode_unlisted(e: &mut DescriptorEncoder, summary: &ResidencySummary) -> fmt::Result {
     let (zones, bytes, records) = summary.rest();
     let lines = [
         (
@@ -199,7 +201,7 @@ fn write_unlisted(out: &mut String, summary: &ResidencySummary) {
         ),
     ];
     for (name, help, value) in lines {
-        family(out, name, help, MetricKind::Gauge);
-        let _ = writeln!(out, "{name} {value}");
+        sample(&mut family(e, name, help, MetricKind::Gauge)?, &[], &value)?;
     }
+    Ok(())
 }
