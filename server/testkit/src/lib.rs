@@ -10,8 +10,9 @@
 //!  binary(name) ─► target/<profile>/name, built by cargo when missing
 //!  ServerProcess::start ─► mongodns-server on a free port, ready to answer
 //!  ask_udp / ask_tcp: hand-built query ─► reply parsed by hickory-proto
-//!  http / stat: the control endpoint;  Relay: a database link to cut,
-//!  freeze, slow down or listen to;  run_bounded: a child with a time limit
+//!  http / stat: the control endpoint and the API, by hyper's client
+//!  Relay: a database link to cut, freeze, slow down or listen to
+//!  run_bounded: a child with a time limit
 //!  axfr_text / verify_signed_zone: the served zone by dig, and both verifiers;
 //!  verify_served_zone: both at once;  run_with_input: a tool fed a script;
 //!  rcode_udp: the rcode of a question
