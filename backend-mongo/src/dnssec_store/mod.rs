@@ -37,7 +37,7 @@ pub(crate) use keys::key_doc;
 pub use keys::{alg, KeyState, StoredKey, KEYS};
 pub(crate) use node::full_node_from_doc;
 pub use node::{earliest_of, nsec3_node_id, signed_rrset_doc, FullNode, SignedRRset};
-pub use reads::READS_AT_ONCE;
+pub use reads::{IDS_PER_FIND, READS_AT_ONCE};
 
 use crate::store::{Store, StoreError};
 use mongodb::bson::{doc, Document};

@@ -6,7 +6,10 @@
 //!                             (index zone_ver_dk) ──► the covering/matching Node
 //!  read_version(zone, ver) ── one unsorted cursor ──► FullNodes, canonical order
 //!  read_versions_upto(zone, (a, b), max) ── both versions in one cursor, or None
-//!  read_full_node(s)(_by_id) ── {_id} point reads, READS_AT_ONCE in flight
+//!  read_full_node(s)(_by_id) ── FerretDB: point_read_nodes, {_id} point
+//!                               reads, READS_AT_ONCE in flight
+//!                             ── MongoDB: find_nodes_in, one {_id: $in}
+//!                               find per IDS_PER_FIND ids
 //!  read_chain(zone, ver) ── nodes {dk > ""}, NSEC/NSEC3 only ──► the chain
 //! ```
 
@@ -16,9 +19,14 @@ use crate::store::{Store, StoreError};
 use crate::{Name, Node};
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Document};
+use std::collections::HashMap;
 
 /// Point reads in flight at once when many nodes are read.
 pub const READS_AT_ONCE: usize = 32;
+
+/// `_id`s asked in one `$in` find on MongoDB, whose `_id` index serves
+/// each of them: a 2,000-name message read in four round trips.
+pub const IDS_PER_FIND: usize = 500;
 
 impl Store {
     /// The NSEC or NSEC3 node with the greatest denial key not above `key`
@@ -134,10 +142,22 @@ impl Store {
     }
 
     /// The nodes stored under the `_id`s `ids` (`None` for those missing),
-    /// in their order: point lookups, [`READS_AT_ONCE`] in flight (the
-    /// database's fastest read on MongoDB as on FerretDB, where any other
-    /// filter scans the collection).
+    /// in their order: [`Store::point_read_nodes`] on FerretDB, whose `_id`
+    /// index serves only exact equality; [`Store::find_nodes_in`] on
+    /// MongoDB, a round trip per [`IDS_PER_FIND`] ids.
     pub async fn read_full_nodes_by_id(
+        &self,
+        ids: &[String],
+    ) -> Result<Vec<Option<FullNode>>, StoreError> {
+        match self.ferretdb {
+            true => self.point_read_nodes(ids).await,
+            false => self.find_nodes_in(ids).await,
+        }
+    }
+
+    /// [`Store::read_full_nodes_by_id`] by point lookups,
+    /// [`READS_AT_ONCE`] in flight.
+    pub async fn point_read_nodes(
         &self,
         ids: &[String],
     ) -> Result<Vec<Option<FullNode>>, StoreError> {
@@ -147,6 +167,20 @@ impl Store {
             out.extend(futures::future::try_join_all(reads).await?);
         }
         Ok(out)
+    }
+
+    /// [`Store::read_full_nodes_by_id`] by one `{_id: {$in}}` find per
+    /// [`IDS_PER_FIND`] ids (a scan of the collection on FerretDB).
+    pub async fn find_nodes_in(&self, ids: &[String]) -> Result<Vec<Option<FullNode>>, StoreError> {
+        let mut found: HashMap<String, FullNode> = HashMap::with_capacity(ids.len());
+        for chunk in ids.chunks(IDS_PER_FIND) {
+            let mut cursor = self.nodes.find(doc! {"_id": {"$in": chunk}}).await?;
+            while let Some(d) = cursor.try_next().await? {
+                let id = d.get_str("_id").unwrap_or_default().to_string();
+                found.insert(id, full_node_from_doc(&d)?);
+            }
+        }
+        Ok(ids.iter().map(|id| found.get(id).cloned()).collect())
     }
 
     /// The ordinary nodes `names` of version `ver`, in their order, read as

@@ -6,7 +6,8 @@
 //!  insert_batches(docs) ─► insert_nodes in commands of INSERT_BATCH
 //!     (signed nodes: insert_new_full_nodes, signed_nodes.rs)
 //!  duplicates ─► merge_update (upsert: $set ttl, $addToSet rd) ─► run_updates
-//!  run_updates ─► commands of ≤ MAX_UPDATES_PER_COMMAND, one at a time
+//!  run_updates ─► FerretDB: commands of ≤ MAX_UPDATES_PER_COMMAND, one
+//!     at a time; MongoDB: commands of MONGODB_UPDATES_PER_COMMAND, ungated
 //! ```
 
 use super::NodeWrite;
@@ -29,8 +30,22 @@ pub(crate) const DUPLICATE_KEY: i32 = 11000;
 /// holding FerretDB's metadata lock, after which *every* command, even
 /// `ping`, hangs until FerretDB is restarted. Measured: 60 statements answer
 /// in 60 ms, 100 never. Each statement costs FerretDB ~1 ms anyway, so
-/// small serialized commands lose nothing; on MongoDB they are harmless.
+/// small serialized commands lose nothing there.
 pub const MAX_UPDATES_PER_COMMAND: usize = 16;
+
+/// Update statements in one command on MongoDB, which takes up to
+/// `maxWriteBatchSize` (100,000) and has no such deadlock: a message's
+/// 2,000 predecessor updates go in two round trips, not 125.
+pub const MONGODB_UPDATES_PER_COMMAND: usize = 1000;
+
+/// Statements per `update` command, and whether commands wait for
+/// [`UPDATE_GATE`]: the FerretDB guard, or MongoDB's own batches.
+fn update_commands(ferretdb: bool) -> (usize, bool) {
+    match ferretdb {
+        true => (MAX_UPDATES_PER_COMMAND, true),
+        false => (MONGODB_UPDATES_PER_COMMAND, false),
+    }
+}
 
 /// Node documents per insert command.
 const INSERT_BATCH: usize = 1000;
@@ -118,7 +133,7 @@ pub(crate) fn write_failure(what: &str, errors: &[(usize, i32, String)]) -> Stor
 
 impl Store {
     /// Runs node updates in commands of at most [`MAX_UPDATES_PER_COMMAND`]
-    /// statements.
+    /// statements on FerretDB, [`MONGODB_UPDATES_PER_COMMAND`] on MongoDB.
     pub(crate) async fn run_updates(&self, updates: Vec<Document>) -> Result<(), StoreError> {
         self.run_updates_on(schema::NODES, updates).await
     }
@@ -129,8 +144,12 @@ impl Store {
         coll: &str,
         updates: Vec<Document>,
     ) -> Result<(), StoreError> {
-        for part in updates.chunks(MAX_UPDATES_PER_COMMAND) {
-            let _gate = UPDATE_GATE.acquire().await.expect("never closed");
+        let (per_command, gated) = update_commands(self.ferretdb);
+        for part in updates.chunks(per_command) {
+            let _gate = match gated {
+                true => Some(UPDATE_GATE.acquire().await.expect("never closed")),
+                false => None,
+            };
             let reply = self
                 .db
                 .run_command(doc! {"update": coll, "updates": part.to_vec(), "ordered": false})
@@ -163,5 +182,23 @@ impl Store {
             docs = rest;
         }
         Ok(dups)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ferretdb_gets_small_gated_commands_and_mongodb_big_ones() {
+        // FerretDB hangs for good past ~60 statements a command, or as many
+        // in flight at once: keep well under, one command at a time.
+        let (per, gated) = update_commands(true);
+        assert!(per <= 32 && gated);
+        // MongoDB: a 2,000-name message's predecessor updates in two
+        // commands, sent without waiting on other writers' commands.
+        let (per, gated) = update_commands(false);
+        assert_eq!(2000usize.div_ceil(per), 2);
+        assert!(!gated);
     }
 }

@@ -57,7 +57,7 @@ mod zones;
 
 pub use crate::serial::{serial_gt, soa_serial};
 pub use baseline::{BaselineWriter, BASELINE_COLLECTION};
-pub use bulk::MAX_UPDATES_PER_COMMAND;
+pub use bulk::{MAX_UPDATES_PER_COMMAND, MONGODB_UPDATES_PER_COMMAND};
 pub use collect::{Collected, DELETING, OLD_VERSIONS};
 pub use delete::DeletedZone;
 pub use edit::{EditSummary, ZoneEdit};
